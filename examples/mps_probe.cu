@@ -1,0 +1,111 @@
+// mps_probe: an MPI+CUDA program that reports, per rank, whether it really
+// runs under MPS and how many SMs it may use, and checks a computed result.
+//
+//   mps_probe [--expect-mps] [--expect-pct P] [--n N] [--iters K]
+//
+// Each rank fills a vector on the GPU, runs K kernels of a small grid over
+// it and checks the sum on the host. --expect-mps fails a rank that is not
+// an MPS client; --expect-pct P fails one that does not see P % of the SMs
+// (as MPS provisions them: rounded down to an even count).
+#include <mpi.h>
+#include <cuda_runtime.h>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cmath>
+#include <string>
+
+#define CHECK(call)                                                                  \
+    do {                                                                             \
+        cudaError_t e_ = (call);                                                     \
+        if (e_ != cudaSuccess) {                                                     \
+            fprintf(stderr, "rank %d: %s failed: %s\n", rank, #call,                 \
+                    cudaGetErrorString(e_));                                         \
+            MPI_Abort(MPI_COMM_WORLD, 3);                                            \
+        }                                                                            \
+    } while (0)
+
+__global__ void axpy(float *x, int n, float a)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        x[i] = x[i] + a;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int rank = 0, size = 1, n = 1 << 20, iters = 100, expect_mps = 0;
+    double expect_pct = -1;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--expect-mps")) {
+            expect_mps = 1;
+        } else if (!strcmp(argv[i], "--expect-pct") && i + 1 < argc) {
+            expect_pct = atof(argv[++i]);
+        } else if (!strcmp(argv[i], "--n") && i + 1 < argc) {
+            n = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--iters") && i + 1 < argc) {
+            iters = atoi(argv[++i]);
+        }
+    }
+
+    double t0 = MPI_Wtime();
+    CHECK(cudaSetDevice(0));
+    CHECK(cudaFree(0)); // creates the context: the MPS client connects here
+    double t_init = MPI_Wtime() - t0;
+
+    int sms = 0, mps = 0, total_sms = 0;
+    CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    CHECK(cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, 0));
+    // The whole GPU's SM count, independent of this client's share.
+    cudaDeviceProp prop;
+    CHECK(cudaGetDeviceProperties(&prop, 0));
+    total_sms = prop.multiProcessorCount;
+
+    float *d = nullptr;
+    CHECK(cudaMalloc(&d, sizeof(float) * n));
+    CHECK(cudaMemset(d, 0, sizeof(float) * n));
+    for (int k = 0; k < iters; k++) {
+        axpy<<<8, 256>>>(d, n, 1.0f);
+    }
+    CHECK(cudaGetLastError());
+    CHECK(cudaDeviceSynchronize());
+    float *h = (float *)malloc(sizeof(float) * n);
+    CHECK(cudaMemcpy(h, d, sizeof(float) * n, cudaMemcpyDeviceToHost));
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        if (h[i] != (float)iters) {
+            bad++;
+        }
+    }
+    const char *pct_env = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+    int ok = bad == 0;
+    if (expect_mps && mps != 1) {
+        ok = 0;
+    }
+    int expected_sms = -1;
+    if (expect_pct > 0) {
+        // The client sees its share of the SMs, rounded down to whole TPCs (2 SMs).
+        expected_sms = (int)floor(total_sms * expect_pct / 100.0 / 2.0) * 2;
+        if (sms != expected_sms) {
+            ok = 0;
+        }
+    }
+    printf("rank %d/%d: mps=%d sms=%d%s%s pct=%s init=%.3fs result=%s%s\n", rank, size, mps, sms,
+           expected_sms >= 0 ? " expected_sms=" : "",
+           expected_sms >= 0 ? std::to_string(expected_sms).c_str() : "", pct_env ? pct_env : "unset",
+           t_init, bad == 0 ? "ok" : "WRONG", ok ? "" : " FAIL");
+    fflush(stdout);
+    int all_ok = 0;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (rank == 0) {
+        printf("mps_probe: %d ranks, %s\n", size, all_ok ? "all checks passed" : "CHECKS FAILED");
+    }
+    free(h);
+    cudaFree(d);
+    MPI_Finalize();
+    return all_ok ? 0 : 1;
+}

@@ -1,0 +1,424 @@
+/* gsrun: runs mpirun with a per-rank shim that sets up MPS.
+ *
+ * gsrun never parses mpirun's arguments. It puts gsrun-shim in front of
+ * every rank through Open MPI's fork agent parameter, forwards what the
+ * shim needs as GSRUN_* variables, runs mpirun as its child, forwards the
+ * signals sent to it, waits for the node agents to finish tearing MPS down,
+ * and exits exactly as mpirun did. */
+#include "gs_autoconf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "gpu.h"
+#include "helpers.h"
+#include "options.h"
+#include "proc.h"
+#include "rundir.h"
+
+/* How long gsrun waits, after mpirun, for node agents to stop MPS: their
+ * own bounds (quit, SIGTERM, SIGKILL) add up to less. */
+#define GS_AGENT_WAIT_MS 20000
+
+static int sigpipe_fd[2] = {-1, -1};
+
+static void on_signal(int sig, siginfo_t *si, void *ctx)
+{
+    (void)ctx;
+    /* Only record it: the main loop decides. A signal the terminal sent went
+     * to mpirun too (same process group), so only those sent by a process
+     * to gsrun itself (si_code <= 0) are forwarded. */
+    unsigned char msg[2] = {(unsigned char)sig, (unsigned char)(si != NULL && si->si_code <= 0)};
+    int saved = errno;
+    if (write(sigpipe_fd[1], msg, sizeof(msg)) < 0) {
+        /* The pipe is full: enough signals are pending already. */
+    }
+    errno = saved;
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig; /* only interrupts a blocking flock */
+}
+
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, 0};
+
+static void die(int code, const char *msg)
+{
+    fprintf(stderr, "gsrun: %s\n", msg);
+    exit(code);
+}
+
+static void print_quoted(FILE *f, const char *s)
+{
+    if (*s != '\0' && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                "0123456789-_./=:,+@%") == strlen(s)) {
+        fputs(s, f);
+        return;
+    }
+    fputc('\'', f);
+    for (; *s != '\0'; s++) {
+        if (*s == '\'') {
+            fputs("'\\''", f);
+        } else {
+            fputc(*s, f);
+        }
+    }
+    fputc('\'', f);
+}
+
+/* Open MPI joins repeated --mca values with commas, so a fork agent of the
+ * user's own is taken out of the arguments and chained behind the shim. */
+static int take_user_fork_agent(char **args, int *nargs, char *agent, size_t len)
+{
+    for (int i = 0; i + 2 < *nargs; i++) {
+        if ((strcmp(args[i], "--mca") == 0 || strcmp(args[i], "-mca") == 0) &&
+            strcmp(args[i + 1], "orte_fork_agent") == 0) {
+            snprintf(agent, len, "%s", args[i + 2]);
+            memmove(&args[i], &args[i + 3], (size_t)(*nargs - i - 3 + 1) * sizeof(*args));
+            *nargs -= 3;
+            return 1;
+        }
+    }
+    const char *env = getenv("OMPI_MCA_orte_fork_agent");
+    if (env != NULL && *env != '\0') {
+        snprintf(agent, len, "%s", env);
+        return 1;
+    }
+    return 0;
+}
+
+/* Waits until every node agent of this job has released its node dir. */
+static void wait_for_agents(const char *job_dir, int timeout_ms)
+{
+    DIR *d = opendir(job_dir);
+    struct dirent *e;
+    long long deadline = gs_now_ms() + timeout_ms;
+
+    if (d == NULL) {
+        return;
+    }
+    while ((e = readdir(d)) != NULL) {
+        char path[4200];
+        struct stat st;
+        if (e->d_name[0] == '.') {
+            continue;
+        }
+        snprintf(path, sizeof(path), "%s/%s", job_dir, e->d_name);
+        if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            continue;
+        }
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+            continue; /* the agent removed it: done */
+        }
+        /* The agent holds an exclusive lock on its node dir while it runs;
+         * a blocking lock, interrupted by an alarm at the deadline. */
+        long long left = deadline - gs_now_ms();
+        int locked = 0;
+        if (left > 0) {
+            struct itimerval it = {{0, 0}, {(time_t)(left / 1000), (suseconds_t)(left % 1000) * 1000}};
+            setitimer(ITIMER_REAL, &it, NULL);
+            locked = flock(fd, LOCK_EX) == 0;
+            struct itimerval off = {{0, 0}, {0, 0}};
+            setitimer(ITIMER_REAL, &off, NULL);
+        } else {
+            locked = flock(fd, LOCK_EX | LOCK_NB) == 0;
+        }
+        if (!locked) {
+            fprintf(stderr,
+                    "gsrun: the node agent of %s has not finished stopping MPS after %d s; "
+                    "leaving it running (its directory is %s)\n",
+                    e->d_name, timeout_ms / 1000, path);
+        }
+        close(fd);
+    }
+    closedir(d);
+}
+
+/* Prints the agents' reports: always with -v, otherwise those with problems. */
+static int print_reports(const char *job_dir, int verbose)
+{
+    DIR *d = opendir(job_dir);
+    struct dirent *e;
+    int problems = 0;
+
+    if (d == NULL) {
+        return 0;
+    }
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (n < 8 || strcmp(e->d_name + n - 7, ".report") != 0) {
+            continue;
+        }
+        char path[4200], line[1024];
+        int p = 0;
+        snprintf(path, sizeof(path), "%s/%s", job_dir, e->d_name);
+        FILE *f = fopen(path, "re");
+        if (f == NULL) {
+            continue;
+        }
+        if (fgets(line, sizeof(line), f) != NULL) {
+            sscanf(line, "gsrun-report problems=%d", &p);
+        }
+        problems += p;
+        while ((verbose || p > 0) && fgets(line, sizeof(line), f) != NULL) {
+            if (verbose || strncmp(line, "problem: ", 9) == 0) {
+                fprintf(stderr, "gsrun: %s", line);
+            }
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return problems;
+}
+
+static void preflight_mps_on(const gs_opts_t *o)
+{
+    gs_gpu_list_t gpus;
+    gs_error_t err;
+    char path[4096];
+
+    if (gs_gpu_discover(&gpus, &err) != 0) {
+        die(GS_EXIT_UNAVAILABLE, err.text);
+    }
+    gs_gpu_filter_visible(&gpus, getenv("CUDA_VISIBLE_DEVICES"), &err);
+    if (gpus.count == 0) {
+        fprintf(stderr, "gsrun: --mps=on: no NVIDIA GPU on this node: %s; run on a GPU node or "
+                        "use --mps=auto\n",
+                gpus.reason);
+        exit(GS_EXIT_UNAVAILABLE);
+    }
+    if (gs_config_find_executable(o->cfg.control, GS_CONTROL_SEARCH_DIRS, "MPS control program",
+                                  path, sizeof(path), &err) != 0) {
+        fprintf(stderr, "gsrun: --mps=on: %s\n", err.text);
+        exit(GS_EXIT_UNAVAILABLE);
+    }
+}
+
+static int exec_launcher(const char *launcher, char **argv)
+{
+    execv(launcher, argv);
+    fprintf(stderr, "gsrun: cannot run launcher '%s': %s\n", launcher, strerror(errno));
+    return errno == ENOENT ? GS_EXIT_NOTFOUND : GS_EXIT_NOEXEC;
+}
+
+int main(int argc, char **argv)
+{
+    gs_opts_t o;
+    gs_error_t err;
+    char launcher[4096], shim[4096], agent[4096], job_dir[4096], fork_agent[4096];
+    char **args, **cmd;
+    int nargs, ncmd = 0, status = 0;
+    pid_t child;
+
+    if (gs_opts_parse(argc, argv, &o, &err) != 0) {
+        die(GS_EXIT_USAGE, err.text);
+    }
+    if (o.help) {
+        fputs(gs_usage_text, stdout);
+        return 0;
+    }
+    if (o.version) {
+        printf("gsrun %s\n", PACKAGE_VERSION);
+        return 0;
+    }
+    if (gs_config_find_executable(o.cfg.launcher, NULL, "launcher", launcher, sizeof(launcher),
+                                  &err) != 0) {
+        fprintf(stderr, "gsrun: --launcher: %s\n", err.text);
+        return errno == EACCES || strstr(err.text, "not an executable") ? GS_EXIT_NOEXEC
+                                                                        : GS_EXIT_NOTFOUND;
+    }
+    /* A control path given explicitly must be usable whatever the mode. */
+    if (o.control_given && strchr(o.cfg.control, '/') != NULL &&
+        gs_config_find_executable(o.cfg.control, NULL, "MPS control program", shim, sizeof(shim),
+                                  &err) != 0) {
+        fprintf(stderr, "gsrun: --mps-control: %s\n", err.text);
+        return GS_EXIT_USAGE;
+    }
+    /* gsrun may run setuid or setgid only by a mistake of the admin; then an
+     * override of the program gsrun's daemons run must not be honoured. */
+    if ((getuid() != geteuid() || getgid() != getegid()) && o.control_given) {
+        die(GS_EXIT_USAGE, "--mps-control and GSRUN_MPS_CONTROL are ignored when gsrun runs "
+                           "setuid or setgid; remove the override");
+    }
+
+    nargs = argc - o.first_arg;
+    args = calloc((size_t)nargs + 1, sizeof(*args));
+    cmd = calloc((size_t)nargs + 24, sizeof(*cmd));
+    if (args == NULL || cmd == NULL) {
+        die(GS_EXIT_SETUP, "out of memory");
+    }
+    memcpy(args, argv + o.first_arg, (size_t)nargs * sizeof(*args));
+
+    if (o.cfg.mps == GS_MPS_OFF) {
+        /* Nothing to set up: this is plain mpirun. */
+        cmd[ncmd++] = launcher;
+        for (int i = 0; i < nargs; i++) {
+            cmd[ncmd++] = args[i];
+        }
+        if (o.cfg.dry_run) {
+            for (int i = 0; i < ncmd; i++) {
+                print_quoted(stdout, cmd[i]);
+                fputc(i + 1 < ncmd ? ' ' : '\n', stdout);
+            }
+            return 0;
+        }
+        return exec_launcher(launcher, cmd);
+    }
+    if (o.cfg.mps == GS_MPS_ON) {
+        preflight_mps_on(&o);
+    }
+    if (gs_helper_path("gsrun-shim", shim, sizeof(shim), &err) != 0 ||
+        gs_helper_path("gsrun-agent", agent, sizeof(agent), &err) != 0) {
+        die(GS_EXIT_SETUP, err.text);
+    }
+    if (strchr(shim, ' ') != NULL) {
+        /* Open MPI splits the fork agent parameter at spaces. */
+        fprintf(stderr, "gsrun: the path of gsrun-shim ('%s') contains a space, which Open MPI's "
+                        "fork agent parameter cannot carry; install gsrun under a path without "
+                        "spaces\n",
+                shim);
+        return GS_EXIT_SETUP;
+    }
+    if (take_user_fork_agent(args, &nargs, fork_agent, sizeof(fork_agent))) {
+        setenv("GSRUN_FORK_AGENT", fork_agent, 1);
+    }
+
+    if (o.cfg.dry_run) {
+        snprintf(job_dir, sizeof(job_dir), "%s/gsrun.XXXXXX", gs_rundir_tmpdir());
+    } else if (gs_rundir_create_job(gs_rundir_tmpdir(), job_dir, sizeof(job_dir), &err) != 0) {
+        die(GS_EXIT_RUNDIR, err.text);
+    }
+    char pidbuf[16];
+    snprintf(pidbuf, sizeof(pidbuf), "%d", (int)getpid());
+    if (gs_config_export_env(&o.cfg, &err) != 0 || setenv("GSRUN_JOB_DIR", job_dir, 1) != 0 ||
+        setenv("GSRUN_PID", pidbuf, 1) != 0) {
+        gs_rundir_remove(job_dir);
+        die(GS_EXIT_SETUP, "cannot set the environment for the ranks");
+    }
+
+    static const char *const exported[] = {
+        "GSRUN_MPS",     "GSRUN_MPS_PERCENTAGE", "GSRUN_MPS_CONTROL", "GSRUN_MPS_TIMEOUT",
+        "GSRUN_VERBOSE", "GSRUN_JOB_DIR",        "GSRUN_PID",         NULL};
+    cmd[ncmd++] = launcher;
+    cmd[ncmd++] = "--mca";
+    cmd[ncmd++] = "orte_fork_agent";
+    cmd[ncmd++] = shim;
+    /* The shim's PMIx client and the program's must not share PMIx's
+     * shared-memory store (seen with PMIx 4.2: MPI_Init then fails). */
+    cmd[ncmd++] = "-x";
+    cmd[ncmd++] = "PMIX_MCA_gds=hash";
+    for (const char *const *e = exported; *e != NULL; e++) {
+        cmd[ncmd++] = "-x";
+        cmd[ncmd++] = (char *)*e;
+    }
+    if (getenv("GSRUN_FORK_AGENT") != NULL) {
+        cmd[ncmd++] = "-x";
+        cmd[ncmd++] = "GSRUN_FORK_AGENT";
+    }
+    for (int i = 0; i < nargs; i++) {
+        cmd[ncmd++] = args[i];
+    }
+    cmd[ncmd] = NULL;
+
+    if (o.cfg.dry_run) {
+        printf("# gsrun %s: mps=%s percentage=%s control=%s timeout=%ds\n", PACKAGE_VERSION,
+               gs_config_mps_name(o.cfg.mps), getenv("GSRUN_MPS_PERCENTAGE"), o.cfg.control,
+               o.cfg.timeout_s);
+        for (int i = 0; i < ncmd; i++) {
+            print_quoted(stdout, cmd[i]);
+            fputc(i + 1 < ncmd ? ' ' : '\n', stdout);
+        }
+        return 0;
+    }
+
+    /* Node agents are daemons; on this node they become our children when
+     * their first parent exits, so that we can reap them. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+
+    if (pipe2(sigpipe_fd, O_CLOEXEC | O_NONBLOCK) != 0) {
+        gs_rundir_remove(job_dir);
+        die(GS_EXIT_SETUP, "pipe failed");
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    for (const int *s = forwarded; *s != 0; s++) {
+        sigaction(*s, &sa, NULL);
+    }
+
+    child = fork();
+    if (child < 0) {
+        gs_rundir_remove(job_dir);
+        die(GS_EXIT_SETUP, "cannot fork the launcher");
+    }
+    if (child == 0) {
+        for (const int *s = forwarded; *s != 0; s++) {
+            signal(*s, SIG_DFL);
+        }
+        _exit(exec_launcher(launcher, cmd));
+    }
+
+    /* Wait for mpirun through its pidfd (or a short poll where the kernel
+     * has none), handling forwarded signals as they come. */
+    int child_fd = gs_proc_pidfd_open(child);
+    for (;;) {
+        pid_t r = waitpid(child, &status, WNOHANG);
+        if (r == child) {
+            break;
+        }
+        struct pollfd p[2] = {{sigpipe_fd[0], POLLIN, 0}, {child_fd, POLLIN, 0}};
+        int pr = poll(p, child_fd >= 0 ? 2 : 1, child_fd >= 0 ? -1 : 5);
+        if (pr > 0 && (p[0].revents & POLLIN)) {
+            unsigned char msg[2];
+            while (read(sigpipe_fd[0], msg, sizeof(msg)) == (ssize_t)sizeof(msg)) {
+                if (msg[1]) {
+                    kill(child, msg[0]);
+                }
+            }
+        }
+    }
+    if (child_fd >= 0) {
+        close(child_fd);
+    }
+    struct sigaction alrm;
+    memset(&alrm, 0, sizeof(alrm));
+    alrm.sa_handler = on_alarm;
+    sigemptyset(&alrm.sa_mask);
+    sigaction(SIGALRM, &alrm, NULL);
+
+    wait_for_agents(job_dir, GS_AGENT_WAIT_MS);
+    print_reports(job_dir, o.cfg.verbose);
+    gs_rundir_remove(job_dir);
+    while (waitpid(-1, NULL, WNOHANG) > 0) {
+        /* reap agents and orphans handed to us as subreaper */
+    }
+
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        signal(sig, SIG_DFL);
+        sigset_t s;
+        sigemptyset(&s);
+        sigaddset(&s, sig);
+        sigprocmask(SIG_UNBLOCK, &s, NULL);
+        raise(sig);
+        return 128 + sig;
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}

@@ -1,0 +1,140 @@
+#include "gs_autoconf.h"
+
+#include "options.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char gs_usage_text[] =
+    "Usage: gsrun [gsrun options] [--] <mpirun arguments> program [args]\n"
+    "Runs an MPI job with NVIDIA MPS set up for every GPU that several ranks share.\n"
+    "The mpirun arguments are passed on unchanged.\n"
+    "\n"
+    "gsrun options (each also as an environment variable; the option wins):\n"
+    "  --mps=auto|on|off          use MPS: auto when a GPU is present and ranks share it\n"
+    "                             (default), on always (fail without GPU), off never\n"
+    "                             [GSRUN_MPS]\n"
+    "  --mps-percentage=auto|off|N\n"
+    "                             CUDA_MPS_ACTIVE_THREAD_PERCENTAGE per rank: auto is\n"
+    "                             min(100, 200/n) for n ranks on a GPU, off leaves it unset,\n"
+    "                             N is a number from 1 to 100 [GSRUN_MPS_PERCENTAGE]\n"
+    "  --mps-control=PATH         nvidia-cuda-mps-control to use (default: found in PATH)\n"
+    "                             [GSRUN_MPS_CONTROL]\n"
+    "  --mps-timeout=SECONDS      bound on starting MPS, 1 to 3600 (default 30)\n"
+    "                             [GSRUN_MPS_TIMEOUT]\n"
+    "  --launcher=PATH            the Open MPI mpirun to run (default: mpirun in PATH)\n"
+    "                             [GSRUN_LAUNCHER]\n"
+    "  --dry-run                  print the launcher command and settings, run nothing\n"
+    "                             [GSRUN_DRY_RUN=1]\n"
+    "  -v, --verbose              report what gsrun set up and tore down (repeatable)\n"
+    "                             [GSRUN_VERBOSE=N]\n"
+    "  -h, --help                 show this help and exit\n"
+    "  -V, --version              show the version and exit\n"
+    "  --                         end of gsrun options (use it before an mpirun -v)\n"
+    "\n"
+    "Exit status: the job's, exactly as mpirun reports it; before the job starts:\n"
+    "  2 bad option or GSRUN_* value, 69 MPS required but unavailable, 70 MPS failed\n"
+    "  to start, 71 unsafe run directory, 126/127 launcher not executable / not found.\n"
+    "See gsrun(1).\n";
+
+/* Options that take a value, by long name; the rest are flags. */
+static const char *const valued[] = {"mps", "mps-percentage", "mps-control", "mps-timeout",
+                                     "launcher", NULL};
+
+static int is_valued(const char *name)
+{
+    for (const char *const *v = valued; *v != NULL; v++) {
+        if (strcmp(*v, name) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int gs_opts_parse(int argc, char **argv, gs_opts_t *o, gs_error_t *err)
+{
+    int i, rc;
+
+    memset(o, 0, sizeof(*o));
+    gs_config_init(&o->cfg);
+    rc = gs_config_load_env(&o->cfg, err);
+    if (rc != 0) {
+        return rc;
+    }
+    o->control_given = getenv("GSRUN_MPS_CONTROL") != NULL;
+
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            o->help = 1;
+            continue;
+        }
+        if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
+            o->version = 1;
+            continue;
+        }
+        if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
+            if (o->cfg.verbose < 9) {
+                o->cfg.verbose++;
+            }
+            continue;
+        }
+        if (strcmp(a, "--dry-run") == 0) {
+            o->cfg.dry_run = 1;
+            continue;
+        }
+        if (strncmp(a, "--", 2) != 0) {
+            break; /* the launcher's arguments start here */
+        }
+        char name[64];
+        const char *eq = strchr(a + 2, '=');
+        size_t n = eq ? (size_t)(eq - (a + 2)) : strlen(a + 2);
+        if (n >= sizeof(name)) {
+            break;
+        }
+        memcpy(name, a + 2, n);
+        name[n] = '\0';
+        if (!is_valued(name)) {
+            if (strncmp(name, "mps", 3) == 0 || strcmp(name, "dry-run") == 0 ||
+                strcmp(name, "verbose") == 0) {
+                return gs_error_set(err, EINVAL,
+                                    "%s: unknown gsrun option, or one that takes no value (see "
+                                    "gsrun --help)",
+                                    a);
+            }
+            break; /* an mpirun long option such as --oversubscribe */
+        }
+        const char *value;
+        if (eq != NULL) {
+            value = eq + 1;
+        } else if (i + 1 < argc) {
+            value = argv[++i];
+        } else {
+            return gs_error_set(err, EINVAL, "--%s: missing value (see gsrun --help)", name);
+        }
+        char origin[80];
+        snprintf(origin, sizeof(origin), "--%s", name);
+        rc = gs_config_set(&o->cfg, name, value, origin, err);
+        if (rc != 0) {
+            size_t l = strlen(err->text);
+            snprintf(err->text + l, sizeof(err->text) - l, " (see gsrun --help)");
+            return rc;
+        }
+        if (strcmp(name, "mps-control") == 0) {
+            o->control_given = 1;
+        }
+    }
+    o->first_arg = i;
+    if (!o->help && !o->version && o->first_arg >= argc) {
+        return gs_error_set(err, EINVAL,
+                            "no program given: usage is gsrun [gsrun options] <mpirun arguments> "
+                            "program [args] (see gsrun --help)");
+    }
+    return 0;
+}

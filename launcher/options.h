@@ -1,0 +1,26 @@
+/* gsrun's own command line: [gsrun options] [--] <launcher arguments>.
+ *
+ * gsrun options come first and all are long options that mpirun does not
+ * have (plus -v, -h, -V); the first word that is not one starts the
+ * launcher's arguments, which are passed on unchanged and never parsed. */
+#ifndef GS_OPTIONS_H
+#define GS_OPTIONS_H
+
+#include "config.h"
+#include "gs_error.h"
+
+typedef struct {
+    gs_config_t cfg;
+    int help;
+    int version;
+    int control_given; /* --mps-control or GSRUN_MPS_CONTROL was set */
+    int first_arg;     /* index in argv of the first launcher argument */
+} gs_opts_t;
+
+/* Environment first (GSRUN_*), then the command line. Returns 0, or
+ * -EINVAL with a one-line message in err. */
+int gs_opts_parse(int argc, char **argv, gs_opts_t *o, gs_error_t *err);
+
+extern const char gs_usage_text[];
+
+#endif

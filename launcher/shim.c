@@ -1,0 +1,127 @@
+/* gsrun-shim: runs in front of every rank (Open MPI's fork agent).
+ *
+ *   gsrun-shim [--] program [args]
+ *
+ * Finds the rank's place on its node, joins the node (the node leader starts
+ * the node agent), sets the MPS client environment and execs the program
+ * with its arguments unchanged, so the rank's PID, stdio and exit status are
+ * the program's own. */
+#include "gs_autoconf.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clientenv.h"
+#include "config.h"
+#include "discover.h"
+#include "helpers.h"
+#include "node.h"
+#include "rundir.h"
+
+static int fail(int leader, int code, const char *node, const char *msg)
+{
+    /* Every rank of the node sees the same failure: one message is enough. */
+    if (leader) {
+        fprintf(stderr, "gsrun: node %s: error: %s\n", node, msg);
+    }
+    return code;
+}
+
+/* Splits a fork agent value at spaces, as Open MPI does. */
+static int split_words(char *s, char **out, int max)
+{
+    int n = 0;
+    for (char *save = NULL, *w = strtok_r(s, " ", &save); w != NULL && n < max;
+         w = strtok_r(NULL, " ", &save)) {
+        out[n++] = w;
+    }
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    gs_config_t cfg;
+    gs_error_t err;
+    gs_local_t loc;
+    static gs_state_t st;
+    gs_clientenv_t env;
+    gs_node_req_t req;
+    char agent[4096], node[64];
+    const char *job_dir = getenv("GSRUN_JOB_DIR");
+    int first = 1, keep_fd = -1, leader;
+
+    if (argc > 1 && strcmp(argv[1], "--") == 0) {
+        first = 2;
+    }
+    if (first >= argc) {
+        fprintf(stderr, "gsrun-shim: no program given; gsrun-shim is started by gsrun\n");
+        return GS_EXIT_USAGE;
+    }
+    gs_rundir_node_name(node, sizeof(node));
+    gs_config_init(&cfg);
+    if (gs_config_load_env(&cfg, &err) != 0) {
+        fprintf(stderr, "gsrun-shim: %s\n", err.text);
+        return GS_EXIT_USAGE;
+    }
+    if (job_dir == NULL || job_dir[0] != '/') {
+        fprintf(stderr, "gsrun-shim: GSRUN_JOB_DIR is not set; gsrun-shim is started by gsrun, "
+                        "not on its own\n");
+        return GS_EXIT_USAGE;
+    }
+    if (gs_discover(&loc, &err) != 0) {
+        fprintf(stderr, "gsrun: node %s: error: %s\n", node, err.text);
+        return GS_EXIT_SETUP;
+    }
+    leader = loc.local_rank == 0;
+    if (gs_helper_path("gsrun-agent", agent, sizeof(agent), &err) != 0) {
+        return fail(leader, GS_EXIT_SETUP, node, err.text);
+    }
+
+    req.cfg = &cfg;
+    req.job_dir = job_dir;
+    req.agent_path = agent;
+    req.local_rank = loc.local_rank;
+    req.local_size = loc.local_size;
+    req.launcher_pid = getppid();
+    req.gsrun_pid = getenv("GSRUN_PID") ? (pid_t)atoi(getenv("GSRUN_PID")) : 0;
+    if (gs_node_join(&req, &st, &keep_fd, &err) != 0) {
+        return fail(leader, st.exit_code ? st.exit_code : GS_EXIT_SETUP, node, err.text);
+    }
+    if (leader && st.kind == GS_STATE_OFF && (st.notice || cfg.verbose)) {
+        fprintf(stderr, "gsrun: node %s: %s\n", node, st.message);
+    }
+    if (leader && st.kind == GS_STATE_ON && cfg.verbose) {
+        for (int g = 0; g < st.ngpus; g++) {
+            fprintf(stderr, "gsrun: node %s: MPS on %s for local ranks %d-%d at %s%% (found %s)\n",
+                    node, st.gpu[g].uuid, st.gpu[g].first_rank,
+                    st.gpu[g].first_rank + st.gpu[g].nranks - 1,
+                    st.gpu[g].pct_set ? st.gpu[g].pct : "100", loc.source);
+        }
+    }
+    if (gs_clientenv_build(&st, loc.local_rank, loc.local_size, &env, &err) != 0 ||
+        gs_clientenv_apply(&env, &err) != 0) {
+        return fail(1, GS_EXIT_SETUP, node, err.text);
+    }
+
+    char **exec_argv = argv + first;
+    const char *chain = getenv("GSRUN_FORK_AGENT");
+    char chainbuf[4096];
+    char *words[64 + 1024];
+    if (chain != NULL && *chain != '\0') {
+        /* The user's own fork agent runs between us and the program. */
+        snprintf(chainbuf, sizeof(chainbuf), "%s", chain);
+        int n = split_words(chainbuf, words, 64);
+        int m = 0;
+        for (int i = first; i < argc && m < 1023; i++) {
+            words[n + m++] = argv[i];
+        }
+        words[n + m] = NULL;
+        exec_argv = words;
+    }
+    execvp(exec_argv[0], exec_argv);
+    fprintf(stderr, "gsrun: node %s: cannot run '%s': %s\n", node, exec_argv[0], strerror(errno));
+    return errno == ENOENT ? GS_EXIT_NOTFOUND : GS_EXIT_NOEXEC;
+}

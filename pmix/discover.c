@@ -1,0 +1,166 @@
+#include "gs_autoconf.h"
+
+#include "discover.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef GS_HAVE_PMIX
+#include <pmix.h>
+#endif
+
+static int env_int(const char *name, int *out)
+{
+    const char *v = getenv(name);
+    char *end;
+    long x;
+    if (v == NULL || *v == '\0') {
+        return -ENOENT;
+    }
+    errno = 0;
+    x = strtol(v, &end, 10);
+    if (errno != 0 || *end != '\0' || x < 0 || x > 1000000) {
+        return -EINVAL;
+    }
+    *out = (int)x;
+    return 0;
+}
+
+/* SLURM_TASKS_PER_NODE lists tasks per node as "2(x3),1": the entry of
+ * node SLURM_NODEID is this node's task count. */
+int gs_discover_slurm_tasks(const char *spec, int node_id)
+{
+    const char *p = spec;
+    int node = 0;
+    while (p != NULL && *p != '\0') {
+        char *end;
+        long count = strtol(p, &end, 10), repeat = 1;
+        if (end == p || count < 1) {
+            return -EINVAL;
+        }
+        if (strncmp(end, "(x", 2) == 0) {
+            char *rend;
+            repeat = strtol(end + 2, &rend, 10);
+            if (rend == end + 2 || *rend != ')' || repeat < 1) {
+                return -EINVAL;
+            }
+            end = rend + 1;
+        }
+        if (node_id < node + repeat) {
+            return (int)count;
+        }
+        node += (int)repeat;
+        if (*end == ',') {
+            end++;
+        } else if (*end != '\0') {
+            return -EINVAL;
+        }
+        p = end;
+    }
+    return -ENOENT;
+}
+
+int gs_discover_from_env(gs_local_t *loc, gs_error_t *err)
+{
+    int rank, size, node;
+
+    memset(loc, 0, sizeof(*loc));
+    loc->node_id = -1;
+    if (env_int("OMPI_COMM_WORLD_LOCAL_RANK", &rank) == 0 &&
+        env_int("OMPI_COMM_WORLD_LOCAL_SIZE", &size) == 0) {
+        loc->source = "openmpi";
+    } else if (env_int("SLURM_LOCALID", &rank) == 0 && env_int("SLURM_NODEID", &node) == 0 &&
+               getenv("SLURM_TASKS_PER_NODE") != NULL &&
+               (size = gs_discover_slurm_tasks(getenv("SLURM_TASKS_PER_NODE"), node)) > 0) {
+        loc->source = "slurm";
+        loc->node_id = node;
+        if (getenv("SLURM_JOB_ID") != NULL) {
+            snprintf(loc->job, sizeof(loc->job), "%s", getenv("SLURM_JOB_ID"));
+        }
+    } else {
+        return gs_error_set(err, ENOENT,
+                            "cannot find this rank's place on its node: no PMIx server, and "
+                            "neither OMPI_COMM_WORLD_LOCAL_RANK/_SIZE nor SLURM_LOCALID with "
+                            "SLURM_TASKS_PER_NODE is set; start the job through gsrun");
+    }
+    if (rank >= size) {
+        return gs_error_set(err, EINVAL, "local rank %d is not below the local size %d (from %s)",
+                            rank, size, loc->source);
+    }
+    loc->local_rank = rank;
+    loc->local_size = size;
+    return 0;
+}
+
+#ifdef GS_HAVE_PMIX
+static int pmix_discover(gs_local_t *loc)
+{
+    pmix_proc_t me, wild;
+    pmix_value_t *val = NULL;
+    int ok = 0;
+
+    if (PMIx_Init(&me, NULL, 0) != PMIX_SUCCESS) {
+        return -ENOENT;
+    }
+    memset(loc, 0, sizeof(*loc));
+    loc->node_id = -1;
+    PMIX_PROC_CONSTRUCT(&wild);
+    PMIX_LOAD_PROCID(&wild, me.nspace, PMIX_RANK_WILDCARD);
+    snprintf(loc->job, sizeof(loc->job), "%s", me.nspace);
+
+    if (PMIx_Get(&me, PMIX_LOCAL_RANK, NULL, 0, &val) == PMIX_SUCCESS && val != NULL) {
+        loc->local_rank = val->data.uint16;
+        PMIX_VALUE_RELEASE(val);
+        ok++;
+    }
+    val = NULL;
+    if (PMIx_Get(&wild, PMIX_LOCAL_SIZE, NULL, 0, &val) == PMIX_SUCCESS && val != NULL) {
+        loc->local_size = (int)val->data.uint32;
+        PMIX_VALUE_RELEASE(val);
+        ok++;
+    }
+    val = NULL;
+    if (PMIx_Get(&wild, PMIX_LOCAL_PEERS, NULL, 0, &val) == PMIX_SUCCESS && val != NULL) {
+        if (val->type == PMIX_STRING && val->data.string != NULL) {
+            snprintf(loc->peers, sizeof(loc->peers), "%s", val->data.string);
+        }
+        PMIX_VALUE_RELEASE(val);
+    }
+    val = NULL;
+    if (PMIx_Get(&me, PMIX_NODEID, NULL, 0, &val) == PMIX_SUCCESS && val != NULL) {
+        loc->node_id = (int)val->data.uint32;
+        PMIX_VALUE_RELEASE(val);
+    }
+    /* The program calls PMIx_Init itself after exec; this client must be
+     * gone first. */
+    PMIx_Finalize(NULL, 0);
+    if (ok != 2 || loc->local_size < 1 || loc->local_rank >= loc->local_size) {
+        return -EPROTO;
+    }
+    loc->source = "pmix";
+    return 0;
+}
+#endif
+
+int gs_discover(gs_local_t *loc, gs_error_t *err)
+{
+    const char *how = getenv("GSRUN_DISCOVERY");
+#ifdef GS_HAVE_PMIX
+    /* Without a server to talk to, PMIx_Init would only fail slowly. */
+    if ((how == NULL || strcmp(how, "env") != 0) && getenv("PMIX_SERVER_URI2") == NULL &&
+        getenv("PMIX_SERVER_URI21") == NULL && getenv("PMIX_SERVER_URI3") == NULL &&
+        getenv("PMIX_SERVER_URI4") == NULL && getenv("PMIX_NAMESPACE") == NULL) {
+        how = "env";
+    }
+    if (how == NULL || strcmp(how, "env") != 0) {
+        if (pmix_discover(loc) == 0) {
+            return 0;
+        }
+    }
+#else
+    (void)how;
+#endif
+    return gs_discover_from_env(loc, err);
+}

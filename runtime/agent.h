@@ -1,0 +1,31 @@
+/* The node agent: one per node per job, a daemon of the job's user.
+ *
+ * It plans the node (GPUs, shares), starts one MPS control daemon per GPU in
+ * use, publishes the node state, registers each rank and tracks it (a pidfd,
+ * or a socket the rank keeps across exec), and when the last rank is gone,
+ * or the launcher is, or it is told to stop, shuts MPS down with bounded
+ * waits, removes its directories and leaves a report for gsrun. */
+#ifndef GS_AGENT_H
+#define GS_AGENT_H
+
+#include <sys/types.h>
+
+#include "config.h"
+
+#define GS_AGENT_SOCKET "agent.sock"
+#define GS_AGENT_QUIT_TIMEOUT_MS 5000
+
+typedef struct {
+    gs_config_t cfg;
+    char job_dir[256];
+    char node_name[64];
+    int local_size;
+    pid_t watch_pid; /* the launcher's process on this node (mpirun or orted) */
+    pid_t gsrun_pid; /* the gsrun front end, 0 if not on this node */
+    int ready_fd;    /* written once: "ok" or "error", then closed; -1 for none */
+} gs_agent_opts_t;
+
+/* Runs the agent to the end; returns its exit status. */
+int gs_agent_main(const gs_agent_opts_t *o);
+
+#endif

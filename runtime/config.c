@@ -1,0 +1,301 @@
+#include "gs_autoconf.h"
+
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const gs_config_key_t gs_config_keys[] = {
+    {"mps", "GSRUN_MPS", "auto, on or off"},
+    {"mps-percentage", "GSRUN_MPS_PERCENTAGE", "auto, off, or a number from 1 to 100"},
+    {"mps-control", "GSRUN_MPS_CONTROL", "the path of nvidia-cuda-mps-control"},
+    {"mps-timeout", "GSRUN_MPS_TIMEOUT", "whole seconds from 1 to 3600"},
+    {"launcher", "GSRUN_LAUNCHER", "the path or name of an Open MPI mpirun"},
+    {"dry-run", "GSRUN_DRY_RUN", "0 or 1"},
+    {"verbose", "GSRUN_VERBOSE", "a number from 0 to 9"},
+    {NULL, NULL, NULL},
+};
+
+void gs_config_init(gs_config_t *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->mps = GS_MPS_AUTO;
+    cfg->pct_mode = GS_PCT_AUTO;
+    snprintf(cfg->control, sizeof(cfg->control), "%s", GS_DEFAULT_CONTROL);
+    snprintf(cfg->launcher, sizeof(cfg->launcher), "%s", GS_DEFAULT_LAUNCHER);
+    cfg->timeout_s = GS_DEFAULT_TIMEOUT_S;
+}
+
+const char *gs_config_mps_name(gs_mps_mode_t mode)
+{
+    switch (mode) {
+    case GS_MPS_ON:
+        return "on";
+    case GS_MPS_OFF:
+        return "off";
+    default:
+        return "auto";
+    }
+}
+
+int gs_config_parse_mps(const char *text, gs_mps_mode_t *out)
+{
+    if (strcmp(text, "auto") == 0) {
+        *out = GS_MPS_AUTO;
+    } else if (strcmp(text, "on") == 0) {
+        *out = GS_MPS_ON;
+    } else if (strcmp(text, "off") == 0) {
+        *out = GS_MPS_OFF;
+    } else {
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* Plain decimal only: digits with at most one '.', so "1e2", "50%", "0x10",
+ * " 5" and "+5" are refused rather than guessed at. */
+static int parse_plain_decimal(const char *text, double *out)
+{
+    int digits = 0, dots = 0;
+    for (const char *p = text; *p != '\0'; p++) {
+        if (*p >= '0' && *p <= '9') {
+            digits++;
+        } else if (*p == '.' && dots == 0) {
+            dots++;
+        } else {
+            return -EINVAL;
+        }
+    }
+    if (digits == 0 || digits > 12) {
+        return -EINVAL;
+    }
+    *out = strtod(text, NULL);
+    return 0;
+}
+
+int gs_config_parse_percentage(const char *text, gs_pct_mode_t *mode, double *pct)
+{
+    double v;
+    if (strcmp(text, "auto") == 0) {
+        *mode = GS_PCT_AUTO;
+        *pct = 0;
+        return 0;
+    }
+    if (strcmp(text, "off") == 0) {
+        *mode = GS_PCT_OFF;
+        *pct = 0;
+        return 0;
+    }
+    if (parse_plain_decimal(text, &v) != 0 || v < 1.0 || v > 100.0) {
+        return -EINVAL;
+    }
+    *mode = GS_PCT_FIXED;
+    *pct = v;
+    return 0;
+}
+
+static int parse_int_range(const char *text, int lo, int hi, int *out)
+{
+    long v = 0;
+    if (*text == '\0' || strlen(text) > 9) {
+        return -EINVAL;
+    }
+    for (const char *p = text; *p != '\0'; p++) {
+        if (*p < '0' || *p > '9') {
+            return -EINVAL;
+        }
+        v = v * 10 + (*p - '0');
+    }
+    if (v < lo || v > hi) {
+        return -EINVAL;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_bool(const char *text, int *out)
+{
+    if (strcmp(text, "1") == 0 || strcmp(text, "yes") == 0 || strcmp(text, "true") == 0) {
+        *out = 1;
+    } else if (strcmp(text, "0") == 0 || strcmp(text, "no") == 0 || strcmp(text, "false") == 0) {
+        *out = 0;
+    } else {
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static const gs_config_key_t *find_key(const char *option)
+{
+    for (const gs_config_key_t *k = gs_config_keys; k->option != NULL; k++) {
+        if (strcmp(k->option, option) == 0) {
+            return k;
+        }
+    }
+    return NULL;
+}
+
+/* Values end up in command lines, file names and MPS control commands, so
+ * control characters are never accepted. */
+static int has_control_chars(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+        if (*p < 0x20 || *p == 0x7f) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int gs_config_set(gs_config_t *cfg, const char *option, const char *value, const char *origin,
+                  gs_error_t *err)
+{
+    const gs_config_key_t *key = find_key(option);
+    int rc = 0;
+
+    if (key == NULL) {
+        return gs_error_set(err, EINVAL, "%s: unknown setting", origin);
+    }
+    if (value == NULL || *value == '\0') {
+        return gs_error_set(err, EINVAL, "%s: empty value; accepted: %s", origin, key->accepted);
+    }
+    if (strlen(value) >= GS_MAX_VALUE_LEN) {
+        return gs_error_set(err, EINVAL, "%s: value is longer than %d characters; accepted: %s",
+                            origin, GS_MAX_VALUE_LEN - 1, key->accepted);
+    }
+    if (has_control_chars(value)) {
+        return gs_error_set(err, EINVAL, "%s: value contains control characters; accepted: %s",
+                            origin, key->accepted);
+    }
+
+    if (strcmp(option, "mps") == 0) {
+        rc = gs_config_parse_mps(value, &cfg->mps);
+    } else if (strcmp(option, "mps-percentage") == 0) {
+        gs_pct_mode_t mode;
+        double pct;
+        rc = gs_config_parse_percentage(value, &mode, &pct);
+        if (rc == 0) {
+            cfg->pct_mode = mode;
+            cfg->pct = pct;
+        }
+    } else if (strcmp(option, "mps-control") == 0) {
+        snprintf(cfg->control, sizeof(cfg->control), "%s", value);
+    } else if (strcmp(option, "launcher") == 0) {
+        snprintf(cfg->launcher, sizeof(cfg->launcher), "%s", value);
+    } else if (strcmp(option, "mps-timeout") == 0) {
+        rc = parse_int_range(value, 1, GS_MAX_TIMEOUT_S, &cfg->timeout_s);
+    } else if (strcmp(option, "dry-run") == 0) {
+        rc = parse_bool(value, &cfg->dry_run);
+    } else if (strcmp(option, "verbose") == 0) {
+        rc = parse_int_range(value, 0, 9, &cfg->verbose);
+    }
+    if (rc != 0) {
+        return gs_error_set(err, EINVAL, "%s: invalid value '%s'; accepted: %s", origin, value,
+                            key->accepted);
+    }
+    return 0;
+}
+
+int gs_config_load_env(gs_config_t *cfg, gs_error_t *err)
+{
+    gs_config_t tmp = *cfg;
+    for (const gs_config_key_t *k = gs_config_keys; k->option != NULL; k++) {
+        const char *v = getenv(k->env);
+        if (v != NULL) {
+            int rc = gs_config_set(&tmp, k->option, v, k->env, err);
+            if (rc != 0) {
+                return rc;
+            }
+        }
+    }
+    *cfg = tmp;
+    return 0;
+}
+
+int gs_config_export_env(const gs_config_t *cfg, gs_error_t *err)
+{
+    char pct[32], num[16], num2[16], dry[4];
+
+    if (cfg->pct_mode == GS_PCT_FIXED) {
+        snprintf(pct, sizeof(pct), "%g", cfg->pct);
+    } else {
+        snprintf(pct, sizeof(pct), "%s", cfg->pct_mode == GS_PCT_OFF ? "off" : "auto");
+    }
+    snprintf(num, sizeof(num), "%d", cfg->timeout_s);
+    snprintf(num2, sizeof(num2), "%d", cfg->verbose);
+    snprintf(dry, sizeof(dry), "%d", cfg->dry_run ? 1 : 0);
+
+    if (setenv("GSRUN_MPS", gs_config_mps_name(cfg->mps), 1) != 0 ||
+        setenv("GSRUN_MPS_PERCENTAGE", pct, 1) != 0 ||
+        setenv("GSRUN_MPS_CONTROL", cfg->control, 1) != 0 ||
+        setenv("GSRUN_MPS_TIMEOUT", num, 1) != 0 || setenv("GSRUN_VERBOSE", num2, 1) != 0 ||
+        setenv("GSRUN_LAUNCHER", cfg->launcher, 1) != 0 || setenv("GSRUN_DRY_RUN", dry, 1) != 0) {
+        return gs_error_set(err, errno, "cannot set the GSRUN_* environment: %s", strerror(errno));
+    }
+    return 0;
+}
+
+static int check_executable(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        return -ENOENT;
+    }
+    if (!S_ISREG(st.st_mode) || access(path, X_OK) != 0) {
+        return -EACCES;
+    }
+    return 0;
+}
+
+static int search_dirs(const char *dirs, const char *name, char *out, size_t outlen)
+{
+    char buf[4096];
+    char *save = NULL;
+    if (dirs == NULL || strlen(dirs) >= sizeof(buf)) {
+        return -ENOENT;
+    }
+    snprintf(buf, sizeof(buf), "%s", dirs);
+    for (char *d = strtok_r(buf, ":", &save); d != NULL; d = strtok_r(NULL, ":", &save)) {
+        if (*d == '\0') {
+            continue;
+        }
+        if ((size_t)snprintf(out, outlen, "%s/%s", d, name) < outlen &&
+            check_executable(out) == 0) {
+            return 0;
+        }
+    }
+    return -ENOENT;
+}
+
+int gs_config_find_executable(const char *name, const char *extra_dirs, const char *what,
+                              char *out, size_t outlen, gs_error_t *err)
+{
+    if (strchr(name, '/') != NULL) {
+        int rc = check_executable(name);
+        if (rc == -ENOENT) {
+            return gs_error_set(err, ENOENT, "%s '%s' does not exist; give the correct path",
+                                what, name);
+        }
+        if (rc == -EACCES) {
+            return gs_error_set(err, EACCES,
+                                "%s '%s' is not an executable file; check the path and its "
+                                "permissions",
+                                what, name);
+        }
+        if (strlen(name) >= outlen) {
+            return gs_error_set(err, ENAMETOOLONG, "%s '%s': path too long", what, name);
+        }
+        snprintf(out, outlen, "%s", name);
+        return 0;
+    }
+    if (search_dirs(getenv("PATH"), name, out, outlen) == 0 ||
+        search_dirs(extra_dirs, name, out, outlen) == 0) {
+        return 0;
+    }
+    return gs_error_set(err, ENOENT, "%s '%s' was not found in PATH%s%s; install it or give its path",
+                        what, name, extra_dirs ? " or " : "", extra_dirs ? extra_dirs : "");
+}

@@ -1,0 +1,69 @@
+/* gsrun settings: one parser for the command line and the GSRUN_* environment.
+ *
+ * gsrun parses its options into a gs_config_t, then exports every setting as
+ * GSRUN_* variables so gsrun-shim and gsrun-agent read the same values with the
+ * same checks (gs_config_load_env). */
+#ifndef GS_CONFIG_H
+#define GS_CONFIG_H
+
+#include <limits.h>
+
+#include "gs_error.h"
+
+typedef enum { GS_MPS_AUTO = 0, GS_MPS_ON, GS_MPS_OFF } gs_mps_mode_t;
+typedef enum { GS_PCT_AUTO = 0, GS_PCT_OFF, GS_PCT_FIXED } gs_pct_mode_t;
+
+#define GS_DEFAULT_CONTROL "nvidia-cuda-mps-control"
+#define GS_DEFAULT_LAUNCHER "mpirun"
+#define GS_DEFAULT_TIMEOUT_S 30
+#define GS_MAX_TIMEOUT_S 3600
+#define GS_MAX_VALUE_LEN 1024
+
+typedef struct {
+    gs_mps_mode_t mps;
+    gs_pct_mode_t pct_mode;
+    double pct;                  /* 1..100, when pct_mode is GS_PCT_FIXED */
+    char control[GS_MAX_VALUE_LEN];  /* path, or a name looked up in PATH */
+    char launcher[GS_MAX_VALUE_LEN]; /* path, or a name looked up in PATH */
+    int timeout_s;               /* bound on MPS start-up and on waiting for it */
+    int dry_run;
+    int verbose;
+} gs_config_t;
+
+/* One settable key: the long option (without "--") and its variable. */
+typedef struct {
+    const char *option;
+    const char *env;
+    const char *accepted; /* for messages: what the value may be */
+} gs_config_key_t;
+
+extern const gs_config_key_t gs_config_keys[];
+
+void gs_config_init(gs_config_t *cfg);
+
+/* Sets one key (an option name from gs_config_keys) from text. origin names
+ * where the value came from ("--mps" or "GSRUN_MPS") for the error message.
+ * On failure cfg is unchanged. */
+int gs_config_set(gs_config_t *cfg, const char *option, const char *value, const char *origin,
+                  gs_error_t *err);
+
+/* Applies every GSRUN_* variable that is set. Stops at the first bad one. */
+int gs_config_load_env(gs_config_t *cfg, gs_error_t *err);
+
+/* Writes the settings as GSRUN_* variables into this process's environment. */
+int gs_config_export_env(const gs_config_t *cfg, gs_error_t *err);
+
+int gs_config_parse_mps(const char *text, gs_mps_mode_t *out);
+int gs_config_parse_percentage(const char *text, gs_pct_mode_t *mode, double *pct);
+const char *gs_config_mps_name(gs_mps_mode_t mode);
+
+/* Finds an executable: a value with a '/' must name one; a bare name is
+ * looked up in PATH, then in extra_dirs (':'-separated, may be NULL).
+ * Returns -ENOENT or -EACCES with a message naming what to fix. */
+int gs_config_find_executable(const char *name, const char *extra_dirs, const char *what,
+                              char *out, size_t outlen, gs_error_t *err);
+
+/* Where the MPS control binary is looked for besides PATH. */
+#define GS_CONTROL_SEARCH_DIRS "/usr/bin:/usr/local/nvidia/bin:/usr/local/cuda/bin"
+
+#endif

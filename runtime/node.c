@@ -1,0 +1,170 @@
+#include "gs_autoconf.h"
+
+#include "node.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "proc.h"
+#include "rundir.h"
+
+int gs_node_dir(const char *job_dir, char *out, size_t len, gs_error_t *err)
+{
+    char node[64];
+    gs_rundir_node_name(node, sizeof(node));
+    if ((size_t)snprintf(out, len, "%s/%s", job_dir, node) >= len) {
+        return gs_error_set(err, ENAMETOOLONG, "run directory path too long");
+    }
+    return 0;
+}
+
+/* Starts the agent as a daemon: its own session (Open MPI kills each rank's
+ * process group), not a child of the rank (the program must not inherit it). */
+static int spawn_agent(const gs_node_req_t *req, int *ready_rd, gs_error_t *err)
+{
+    int pfd[2];
+    pid_t pid;
+    int st;
+
+    if (pipe2(pfd, O_CLOEXEC) != 0) {
+        return gs_error_set(err, errno, "pipe: %s", strerror(errno));
+    }
+    pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(pfd[0]);
+        close(pfd[1]);
+        return gs_error_set(err, e, "cannot start the node agent: %s", strerror(e));
+    }
+    if (pid == 0) {
+        char node[64], size[16], watch[16], gsrun[16], fd[16];
+        setsid();
+        if (fork() != 0) {
+            _exit(0);
+        }
+        /* The ready pipe's write end is the one descriptor passed on. */
+        int w = fcntl(pfd[1], F_DUPFD, 3);
+        gs_rundir_node_name(node, sizeof(node));
+        snprintf(size, sizeof(size), "%d", req->local_size);
+        snprintf(watch, sizeof(watch), "%d", (int)req->launcher_pid);
+        snprintf(gsrun, sizeof(gsrun), "%d", (int)req->gsrun_pid);
+        snprintf(fd, sizeof(fd), "%d", w);
+        execl(req->agent_path, req->agent_path, "--job-dir", req->job_dir, "--node", node,
+              "--local-size", size, "--watch-pid", watch, "--gsrun-pid", gsrun, "--ready-fd", fd,
+              (char *)NULL);
+        _exit(127);
+    }
+    close(pfd[1]);
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    *ready_rd = pfd[0];
+    return 0;
+}
+
+static int register_rank(const gs_state_t *st, int local_rank, int *keep_fd, gs_error_t *err)
+{
+    struct sockaddr_un addr;
+    char reply[64];
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (fd < 0) {
+        return gs_error_set(err, errno, "socket: %s", strerror(errno));
+    }
+    memset(&addr, 0, sizeof(addr));
+    addr.sun_family = AF_UNIX;
+    snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", st->socket);
+    if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
+        int e = errno;
+        close(fd);
+        return gs_error_set(err, e, "cannot reach the node agent at '%s': %s", st->socket,
+                            strerror(e));
+    }
+    dprintf(fd, "hello %d\n", local_rank);
+    shutdown(fd, SHUT_WR);
+    if (gs_read_all(fd, reply, sizeof(reply), gs_now_ms() + 5000) <= 0 ||
+        strncmp(reply, "ok ", 3) != 0) {
+        close(fd);
+        return gs_error_set(err, EPROTO, "the node agent refused the registration of rank %d",
+                            local_rank);
+    }
+    if (strncmp(reply, "ok socket", 9) == 0) {
+        /* The agent tracks us through this connection: keep it across exec. */
+        int flags = fcntl(fd, F_GETFD);
+        fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC);
+        *keep_fd = fd;
+    } else {
+        close(fd);
+    }
+    return 0;
+}
+
+int gs_node_join(const gs_node_req_t *req, gs_state_t *st, int *keep_fd, gs_error_t *err)
+{
+    char node_dir[256];
+    int ready_rd = -1, rc;
+    long long deadline;
+
+    *keep_fd = -1;
+    memset(st, 0, sizeof(*st));
+    if ((rc = gs_node_dir(req->job_dir, node_dir, sizeof(node_dir), err)) != 0 ||
+        (rc = gs_rundir_ensure(req->job_dir, err)) != 0 ||
+        (rc = gs_rundir_ensure(node_dir, err)) != 0) {
+        st->exit_code = GS_EXIT_RUNDIR;
+        return rc;
+    }
+    if (req->local_rank == 0) {
+        rc = spawn_agent(req, &ready_rd, err);
+        if (rc != 0) {
+            st->exit_code = GS_EXIT_SETUP;
+            return rc;
+        }
+    }
+    /* The agent's own start-up is bounded by the same timeout; the margin
+     * covers GPU discovery and writing the state. */
+    deadline = gs_now_ms() + ((long long)req->cfg->timeout_s + 10) * 1000;
+    rc = gs_state_wait(node_dir, deadline, ready_rd, err);
+    if (rc == -EPIPE) {
+        rc = gs_error_set(err, ECHILD,
+                          "the node agent (%s) exited before it reported; check that it is "
+                          "installed beside gsrun-shim",
+                          req->agent_path);
+        /* Tell the other ranks instead of letting them wait out the timeout. */
+        gs_state_t failed;
+        memset(&failed, 0, sizeof(failed));
+        failed.kind = GS_STATE_ERROR;
+        failed.exit_code = GS_EXIT_SETUP;
+        snprintf(failed.message, sizeof(failed.message), "%s", err->text);
+        gs_state_write(node_dir, &failed, NULL);
+    }
+    if (ready_rd >= 0) {
+        close(ready_rd);
+    }
+    if (rc != 0) {
+        st->exit_code = GS_EXIT_SETUP;
+        return rc;
+    }
+    rc = gs_state_read(node_dir, st, err);
+    if (rc != 0) {
+        st->exit_code = GS_EXIT_SETUP;
+        return rc;
+    }
+    if (st->kind == GS_STATE_ERROR) {
+        return gs_error_set(err, EIO, "%s", st->message);
+    }
+    if (st->kind == GS_STATE_ON) {
+        rc = register_rank(st, req->local_rank, keep_fd, err);
+        if (rc != 0) {
+            st->exit_code = GS_EXIT_SETUP;
+            return rc;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,34 @@
+/* The rank side of the node rendezvous, shared by every front end.
+ *
+ * Each rank of a node calls gs_node_join. The node leader (local rank 0)
+ * starts the node agent; every rank then waits for the agent's state file
+ * (inotify, bounded by --mps-timeout: no sleeps), and, when MPS is on,
+ * registers with the agent so that it is tracked until it exits. */
+#ifndef GS_NODE_H
+#define GS_NODE_H
+
+#include <sys/types.h>
+
+#include "config.h"
+#include "gs_error.h"
+#include "state.h"
+
+typedef struct {
+    const gs_config_t *cfg;
+    const char *job_dir;
+    const char *agent_path; /* the gsrun-agent executable */
+    int local_rank;
+    int local_size;
+    pid_t launcher_pid;     /* the process that started this rank */
+    pid_t gsrun_pid;        /* 0 if unknown */
+} gs_node_req_t;
+
+/* Joins the node. On success st holds the node state (on, off); an error
+ * state is returned as a failure with st->exit_code and the message in err.
+ * *keep_fd is a descriptor the rank must keep open across exec (or -1). */
+int gs_node_join(const gs_node_req_t *req, gs_state_t *st, int *keep_fd, gs_error_t *err);
+
+/* The directory of this node inside a job dir. */
+int gs_node_dir(const char *job_dir, char *out, size_t len, gs_error_t *err);
+
+#endif

@@ -1,0 +1,39 @@
+/* Process helpers: bounded waits, signals only to PIDs we started, and
+ * environments built from scratch for the processes we spawn. */
+#ifndef GS_PROC_H
+#define GS_PROC_H
+
+#include <sys/types.h>
+
+/* Monotonic clock in milliseconds. */
+long long gs_now_ms(void);
+
+/* A pidfd for pid, or -1 (errno set) where the kernel has none. */
+int gs_proc_pidfd_open(pid_t pid);
+
+/* Waits up to timeout_ms for our child pid to exit and reaps it.
+ * Returns 0 (status filled if not NULL) or -ETIMEDOUT. */
+int gs_proc_wait(pid_t pid, int timeout_ms, int *status);
+
+/* Stops our child: SIGTERM, up to term_wait_ms, then SIGKILL, and reaps it.
+ * Refuses pid <= 1. Returns 0 once reaped. */
+int gs_proc_stop_child(pid_t pid, int term_wait_ms, int *status);
+
+/* Sends sig to a process we recorded: through its pidfd when we have one
+ * (so a recycled PID is never hit), else by PID. Refuses pid <= 1. */
+int gs_proc_signal(pid_t pid, int pidfd, int sig);
+
+/* Whether a process exists (through its pidfd when given). */
+int gs_proc_alive(pid_t pid, int pidfd);
+
+/* A copy of this process's environment without the variables whose names
+ * start with one of strip (NULL-terminated), plus set ("NAME=VALUE",
+ * NULL-terminated, overriding). Free with gs_env_free. */
+char **gs_env_build(const char *const *strip, const char *const *set);
+void gs_env_free(char **env);
+
+/* Reads all of fd into buf (NUL-terminated) until EOF or the deadline.
+ * Returns bytes read, or -ETIMEDOUT. */
+long gs_read_all(int fd, char *buf, size_t len, long long deadline_ms);
+
+#endif

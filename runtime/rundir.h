@@ -1,0 +1,47 @@
+/* Private run directories for a job's MPS daemons.
+ *
+ * Layout (all 0700, owned by the job's user):
+ *   <TMPDIR>/gsrun.XXXXXX/            job dir, made by gsrun with mkdtemp
+ *   <job dir>/<node>/                 node dir: node agent lock, socket, state
+ *   <job dir>/<node>/g<N>/            CUDA_MPS_PIPE_DIRECTORY of GPU N
+ *   <job dir>/<node>/g<N>.log/        CUDA_MPS_LOG_DIRECTORY of GPU N
+ *   <job dir>/<node>.report           the agent's summary, read by gsrun
+ * MPS puts unix sockets in the pipe dir, so its path plus the longest socket
+ * name must fit in sun_path (108 bytes). */
+#ifndef GS_RUNDIR_H
+#define GS_RUNDIR_H
+
+#include <stddef.h>
+
+#include "gs_error.h"
+
+/* Room kept after a pipe dir for the names MPS creates in it
+ * ("/control_privileged" and the like). */
+#define GS_RUNDIR_SOCKET_ROOM 24
+#define GS_SUN_PATH_MAX 108
+
+/* Checks that dir can safely hold a job dir: a real directory (not a
+ * symlink), owned by us or root, and if others may write to it, sticky. */
+int gs_rundir_check_parent(const char *dir, gs_error_t *err);
+
+/* Creates <tmpdir>/gsrun.XXXXXX (mode 0700, exclusive, unpredictable name). */
+int gs_rundir_create_job(const char *tmpdir, char *out, size_t outlen, gs_error_t *err);
+
+/* Creates dir with mode 0700, or accepts it if it exists and is a directory
+ * owned by us with no group or other access; refuses symlinks. */
+int gs_rundir_ensure(const char *dir, gs_error_t *err);
+
+/* Whether dir + '/' + a socket name of GS_RUNDIR_SOCKET_ROOM bytes fits. */
+int gs_rundir_socket_fits(const char *dir);
+
+/* Removes a tree we made, never following symlinks. Missing is success. */
+int gs_rundir_remove(const char *path);
+
+/* This node's name for directory and report names: the host name up to its
+ * first '.', letters, digits, '-' and '_' only, at most 32 characters. */
+void gs_rundir_node_name(char *buf, size_t len);
+
+/* The temporary directory gsrun uses: $TMPDIR if set and absolute, else /tmp. */
+const char *gs_rundir_tmpdir(void);
+
+#endif

@@ -1,0 +1,312 @@
+/* A stand-in for nvidia-cuda-mps-control, for machines without a GPU.
+ *
+ *   -d   daemon mode (forks into the background)
+ *   -f   foreground mode
+ *   none client mode: sends each stdin line to the daemon, prints the reply
+ *
+ * Like the real one it listens on $CUDA_MPS_PIPE_DIRECTORY/control, logs to
+ * $CUDA_MPS_LOG_DIRECTORY/control.log, starts one "server" process per
+ * start_server, and answers quit, get_server_list, start_server -uid N and
+ * the default-active-thread-percentage commands.
+ *
+ * Fault knobs (environment, read by the daemon):
+ *   FAKE_MPS_FAIL_START=1        exit 1 at once with an error message
+ *   FAKE_MPS_START_DELAY_MS=N    wait N ms before creating the socket
+ *   FAKE_MPS_NO_SOCKET=1         never create the socket (never ready)
+ *   FAKE_MPS_HANG_ON_QUIT=1      answer quit but keep running
+ *   FAKE_MPS_IGNORE_TERM=1       ignore SIGTERM (only SIGKILL stops it)
+ *   FAKE_MPS_QUIT_STATUS=N       exit N after quit
+ *   FAKE_MPS_DIE_AFTER_MS=N      exit 3 N ms after start (dies mid-job)
+ *   FAKE_MPS_SERVER_ERROR=TEXT   write TEXT as an error line to server.log
+ *   FAKE_MPS_RECORD=FILE         append one line per daemon start: pid, GPU,
+ *                                pipe dir, CPU affinity, inherited MPS vars */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_SERVERS 8
+
+static char pipe_dir[4096], log_dir[4096];
+static pid_t servers[MAX_SERVERS];
+static int nservers;
+static double default_pct = 100.0;
+
+static const char *env_or(const char *name, const char *dflt)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : dflt;
+}
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void logline(const char *file, const char *fmt, const char *arg)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/%s", log_dir, file);
+    FILE *f = fopen(path, "a");
+    if (f) {
+        time_t t = time(NULL);
+        char ts[64];
+        strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M:%S", localtime(&t));
+        fprintf(f, "[%s.000 Control %d] ", ts, (int)getpid());
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+        fprintf(f, fmt, arg); /* fmt is always one of this file's literals */
+#pragma GCC diagnostic pop
+        fputc('\n', f);
+        fclose(f);
+    }
+}
+
+static void record_start(void)
+{
+    const char *rec = getenv("FAKE_MPS_RECORD");
+    cpu_set_t set;
+    char cpus[256] = "";
+    size_t n = 0;
+    if (rec == NULL) {
+        return;
+    }
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+        for (int c = 0; c < CPU_SETSIZE && n + 8 < sizeof(cpus); c++) {
+            if (CPU_ISSET(c, &set)) {
+                n += (size_t)snprintf(cpus + n, sizeof(cpus) - n, "%s%d", n ? "," : "", c);
+            }
+        }
+    }
+    FILE *f = fopen(rec, "a");
+    if (f) {
+        fprintf(f, "start pid=%d gpu=%s pipe=%s cpus=%s pct_env=%s\n", (int)getpid(),
+                env_or("CUDA_VISIBLE_DEVICES", "(unset)"), pipe_dir, cpus,
+                env_or("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "(unset)"));
+        fclose(f);
+    }
+}
+
+static void stop_servers(void)
+{
+    for (int i = 0; i < nservers; i++) {
+        if (servers[i] > 1) {
+            kill(servers[i], SIGTERM);
+            waitpid(servers[i], NULL, 0);
+        }
+    }
+    nservers = 0;
+}
+
+static void cleanup_files(void)
+{
+    char p[4200];
+    const char *names[] = {"control", "nvidia-cuda-mps-control.pid", NULL};
+    for (int i = 0; names[i]; i++) {
+        snprintf(p, sizeof(p), "%s/%s", pipe_dir, names[i]);
+        unlink(p);
+    }
+}
+
+static void start_server(void)
+{
+    pid_t pid;
+    if (nservers >= MAX_SERVERS) {
+        return;
+    }
+    pid = fork();
+    if (pid == 0) {
+        /* The "server": waits until told to stop, or its daemon dies. */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        signal(SIGTERM, SIG_DFL);
+        for (int fd = 3; fd < 1024; fd++) {
+            close(fd); /* a client's connection must see EOF */
+        }
+        for (;;) {
+            pause();
+        }
+    }
+    if (pid > 0) {
+        servers[nservers++] = pid;
+        const char *err = getenv("FAKE_MPS_SERVER_ERROR");
+        if (err) {
+            logline("server.log", "ERROR: %s", err);
+        }
+        logline("server.log", "Server %s started", "");
+    }
+}
+
+/* Handles one connection; returns 1 when the daemon should exit. */
+static int handle(int fd)
+{
+    char buf[512], reply[1024] = "";
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    int quit = 0;
+    if (n <= 0) {
+        return 0;
+    }
+    buf[n] = '\0';
+    buf[strcspn(buf, "\r\n")] = '\0';
+    logline("control.log", "User command: %s", buf);
+    if (strcmp(buf, "quit") == 0) {
+        quit = getenv("FAKE_MPS_HANG_ON_QUIT") ? 0 : 1;
+    } else if (strncmp(buf, "start_server -uid ", 18) == 0) {
+        if (nservers == 0) {
+            start_server();
+        }
+    } else if (strcmp(buf, "get_server_list") == 0) {
+        size_t k = 0;
+        for (int i = 0; i < nservers; i++) {
+            k += (size_t)snprintf(reply + k, sizeof(reply) - k, "%d\n", (int)servers[i]);
+        }
+    } else if (strcmp(buf, "get_default_active_thread_percentage") == 0) {
+        snprintf(reply, sizeof(reply), "%.1f\n", default_pct);
+    } else if (strncmp(buf, "set_default_active_thread_percentage ", 37) == 0) {
+        default_pct = atof(buf + 37);
+        snprintf(reply, sizeof(reply), "%.1f\n", default_pct);
+    } else {
+        snprintf(reply, sizeof(reply), "Invalid command %s\n", buf);
+    }
+    if (write(fd, reply, strlen(reply)) < 0) {
+        /* the client went away */
+    }
+    return quit;
+}
+
+static int run_daemon(void)
+{
+    struct sockaddr_un addr;
+    char path[4200];
+    int lfd;
+    long long die_at = -1;
+
+    if (getenv("FAKE_MPS_FAIL_START")) {
+        fprintf(stderr, "fake-mps: cannot start: FAKE_MPS_FAIL_START is set\n");
+        return 1;
+    }
+    if (getenv("FAKE_MPS_IGNORE_TERM")) {
+        signal(SIGTERM, SIG_IGN);
+    }
+    record_start();
+    if (getenv("FAKE_MPS_DIE_AFTER_MS")) {
+        die_at = now_ms() + atoi(getenv("FAKE_MPS_DIE_AFTER_MS"));
+    }
+    if (getenv("FAKE_MPS_START_DELAY_MS")) {
+        usleep((useconds_t)atoi(getenv("FAKE_MPS_START_DELAY_MS")) * 1000);
+    }
+    if (getenv("FAKE_MPS_NO_SOCKET")) {
+        for (;;) {
+            pause();
+        }
+    }
+    snprintf(path, sizeof(path), "%s/nvidia-cuda-mps-control.pid", pipe_dir);
+    FILE *pf = fopen(path, "w");
+    if (pf) {
+        fprintf(pf, "%d\n", (int)getpid());
+        fclose(pf);
+    }
+    lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    memset(&addr, 0, sizeof(addr));
+    addr.sun_family = AF_UNIX;
+    snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/control", pipe_dir);
+    unlink(addr.sun_path);
+    if (bind(lfd, (struct sockaddr *)&addr, sizeof(addr)) != 0 || listen(lfd, 64) != 0) {
+        fprintf(stderr, "fake-mps: cannot listen on %s: %s\n", addr.sun_path, strerror(errno));
+        return 1;
+    }
+    logline("control.log", "Starting control daemon%s", "");
+    for (;;) {
+        struct pollfd p = {lfd, POLLIN, 0};
+        int timeout = -1;
+        if (die_at >= 0) {
+            long long left = die_at - now_ms();
+            if (left <= 0) {
+                logline("control.log", "fake: dying on purpose%s", "");
+                _exit(3);
+            }
+            timeout = (int)left;
+        }
+        if (poll(&p, 1, timeout) <= 0) {
+            continue;
+        }
+        int fd = accept(lfd, NULL, NULL);
+        if (fd < 0) {
+            continue;
+        }
+        int quit = handle(fd);
+        close(fd);
+        while (waitpid(-1, NULL, WNOHANG) > 0) {
+        }
+        if (quit) {
+            stop_servers();
+            cleanup_files();
+            logline("control.log", "Control daemon exiting%s", "");
+            return atoi(env_or("FAKE_MPS_QUIT_STATUS", "0"));
+        }
+    }
+}
+
+static int run_client(void)
+{
+    char line[512];
+    int rc = 0;
+    while (fgets(line, sizeof(line), stdin) != NULL) {
+        struct sockaddr_un addr;
+        int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        memset(&addr, 0, sizeof(addr));
+        addr.sun_family = AF_UNIX;
+        snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/control", pipe_dir);
+        if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
+            printf("Cannot find MPS control daemon process\n");
+            close(fd);
+            return 1;
+        }
+        if (write(fd, line, strlen(line)) < 0) {
+            rc = 1;
+        }
+        shutdown(fd, SHUT_WR);
+        char buf[1024];
+        ssize_t n;
+        while ((n = read(fd, buf, sizeof(buf))) > 0) {
+            fwrite(buf, 1, (size_t)n, stdout);
+        }
+        close(fd);
+    }
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    snprintf(pipe_dir, sizeof(pipe_dir), "%s", env_or("CUDA_MPS_PIPE_DIRECTORY", "/tmp/nvidia-mps"));
+    snprintf(log_dir, sizeof(log_dir), "%s", env_or("CUDA_MPS_LOG_DIRECTORY", "/var/log/nvidia-mps"));
+    if (argc > 1 && strcmp(argv[1], "-f") == 0) {
+        return run_daemon();
+    }
+    if (argc > 1 && strcmp(argv[1], "-d") == 0) {
+        pid_t pid = fork();
+        if (pid != 0) {
+            return pid < 0 ? 1 : 0;
+        }
+        setsid();
+        return run_daemon();
+    }
+    if (argc > 1) {
+        fprintf(stderr, "fake-mps: unknown option %s\n", argv[1]);
+        return 2;
+    }
+    return run_client();
+}

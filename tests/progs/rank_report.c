@@ -1,0 +1,75 @@
+/* An MPI program for the integration tests: each rank prints what gsrun
+ * gave it, and can fail on request.
+ *
+ *   rank_report [--exit R CODE] [--kill R] [--segv R] [--sleep MS] [--check-control]
+ *
+ * --check-control: fail unless $CUDA_MPS_PIPE_DIRECTORY/control exists when
+ * the rank starts (MPS must be ready before any rank runs). */
+#include <mpi.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *env(const char *n)
+{
+    const char *v = getenv(n);
+    return v ? v : "-";
+}
+
+int main(int argc, char **argv)
+{
+    int rank, size, exit_rank = -1, exit_code = 0, kill_rank = -1, segv_rank = -1;
+    int sleep_ms = 0, check = 0, control_ok = -1;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--exit") == 0 && i + 2 < argc) {
+            exit_rank = atoi(argv[++i]);
+            exit_code = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--kill") == 0 && i + 1 < argc) {
+            kill_rank = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--segv") == 0 && i + 1 < argc) {
+            segv_rank = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--sleep") == 0 && i + 1 < argc) {
+            sleep_ms = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--check-control") == 0) {
+            check = 1;
+        }
+    }
+    if (check) {
+        char path[4200];
+        struct stat st;
+        snprintf(path, sizeof(path), "%s/control", env("CUDA_MPS_PIPE_DIRECTORY"));
+        control_ok = stat(path, &st) == 0 && S_ISSOCK(st.st_mode);
+    }
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    printf("rank=%d size=%d local=%s/%s mps=%s pipe=%s log=%s pct=%s cvd=%s uuid=%s "
+           "gpuranks=%s control=%d jobdir=%s\n",
+           rank, size, env("GSRUN_LOCAL_RANK"), env("GSRUN_LOCAL_SIZE"), env("GSRUN_MPS_ACTIVE"),
+           env("CUDA_MPS_PIPE_DIRECTORY"), env("CUDA_MPS_LOG_DIRECTORY"),
+           env("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), env("CUDA_VISIBLE_DEVICES"),
+           env("GSRUN_GPU_UUID"), env("GSRUN_GPU_RANKS"), control_ok, env("GSRUN_JOB_DIR"));
+    fflush(stdout);
+    if (sleep_ms > 0) {
+        usleep((useconds_t)sleep_ms * 1000);
+    }
+    if (rank == kill_rank) {
+        raise(SIGKILL);
+    }
+    if (rank == segv_rank) {
+        raise(SIGSEGV);
+    }
+    if (check && control_ok != 1) {
+        fprintf(stderr, "rank %d: MPS control socket missing at start\n", rank);
+        MPI_Abort(MPI_COMM_WORLD, 9);
+    }
+    if (rank == exit_rank) {
+        exit(exit_code); /* without MPI_Finalize, as a crashing program would */
+    }
+    MPI_Finalize();
+    return 0;
+}
