@@ -1,18 +1,18 @@
 // mps_probe: an MPI+CUDA program that reports, per rank, whether it really
 // runs under MPS and how many SMs it may use, and checks a computed result.
 //
-//   mps_probe [--expect-mps] [--expect-pct P] [--n N] [--iters K]
+//   mps_probe [--expect-mps] [--expect-sms S] [--n N] [--iters K]
 //
 // Each rank fills a vector on the GPU, runs K kernels of a small grid over
 // it and checks the sum on the host. --expect-mps fails a rank that is not
-// an MPS client; --expect-pct P fails one that does not see P % of the SMs
-// (as MPS provisions them: rounded down to an even count).
+// an MPS client; --expect-sms S fails one that does not see exactly S SMs.
+// (Under MPS every device query already reports the client's share, so the
+// expected count is computed by the caller from a run without MPS.)
 #include <mpi.h>
 #include <cuda_runtime.h>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <cmath>
 #include <string>
 
 #define CHECK(call)                                                                  \
@@ -35,7 +35,7 @@ __global__ void axpy(float *x, int n, float a)
 int main(int argc, char **argv)
 {
     int rank = 0, size = 1, n = 1 << 20, iters = 100, expect_mps = 0;
-    double expect_pct = -1;
+    int expected_sms = -1;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -43,8 +43,8 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--expect-mps")) {
             expect_mps = 1;
-        } else if (!strcmp(argv[i], "--expect-pct") && i + 1 < argc) {
-            expect_pct = atof(argv[++i]);
+        } else if (!strcmp(argv[i], "--expect-sms") && i + 1 < argc) {
+            expected_sms = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--n") && i + 1 < argc) {
             n = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--iters") && i + 1 < argc) {
@@ -57,13 +57,9 @@ int main(int argc, char **argv)
     CHECK(cudaFree(0)); // creates the context: the MPS client connects here
     double t_init = MPI_Wtime() - t0;
 
-    int sms = 0, mps = 0, total_sms = 0;
+    int sms = 0, mps = 0;
     CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     CHECK(cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, 0));
-    // The whole GPU's SM count, independent of this client's share.
-    cudaDeviceProp prop;
-    CHECK(cudaGetDeviceProperties(&prop, 0));
-    total_sms = prop.multiProcessorCount;
 
     float *d = nullptr;
     CHECK(cudaMalloc(&d, sizeof(float) * n));
@@ -86,13 +82,8 @@ int main(int argc, char **argv)
     if (expect_mps && mps != 1) {
         ok = 0;
     }
-    int expected_sms = -1;
-    if (expect_pct > 0) {
-        // The client sees its share of the SMs, rounded down to whole TPCs (2 SMs).
-        expected_sms = (int)floor(total_sms * expect_pct / 100.0 / 2.0) * 2;
-        if (sms != expected_sms) {
-            ok = 0;
-        }
+    if (expected_sms >= 0 && sms != expected_sms) {
+        ok = 0;
     }
     printf("rank %d/%d: mps=%d sms=%d%s%s pct=%s init=%.3fs result=%s%s\n", rank, size, mps, sms,
            expected_sms >= 0 ? " expected_sms=" : "",

@@ -21,12 +21,25 @@
 #include "node.h"
 #include "rundir.h"
 
-static int fail(int leader, int code, const char *node, const char *msg)
+/* A failure of the whole node (the agent's state says so, or it could not
+ * start): the leader reports it and exits with its status; the other ranks
+ * exit 0 without running the program. mpirun then ends the job with the
+ * leader's status. Failing every rank at once would be no clearer, and
+ * Open MPI 4.1 mpirun can hang when dozens of ranks exit non-zero together
+ * before MPI_Init (seen with 32 and more ranks on a 2-core machine). */
+static int fail_node(int leader, int code, const char *node, const char *msg)
 {
-    /* Every rank of the node sees the same failure: one message is enough. */
     if (leader) {
         fprintf(stderr, "gsrun: node %s: error: %s\n", node, msg);
+        return code;
     }
+    return 0;
+}
+
+/* A failure of this rank alone. */
+static int fail_rank(int rank, int code, const char *node, const char *msg)
+{
+    fprintf(stderr, "gsrun: node %s: local rank %d: error: %s\n", node, rank, msg);
     return code;
 }
 
@@ -77,7 +90,7 @@ int main(int argc, char **argv)
     }
     leader = loc.local_rank == 0;
     if (gs_helper_path("gsrun-agent", agent, sizeof(agent), &err) != 0) {
-        return fail(leader, GS_EXIT_SETUP, node, err.text);
+        return fail_rank(loc.local_rank, GS_EXIT_SETUP, node, err.text);
     }
 
     req.cfg = &cfg;
@@ -88,7 +101,11 @@ int main(int argc, char **argv)
     req.launcher_pid = getppid();
     req.gsrun_pid = getenv("GSRUN_PID") ? (pid_t)atoi(getenv("GSRUN_PID")) : 0;
     if (gs_node_join(&req, &st, &keep_fd, &err) != 0) {
-        return fail(leader, st.exit_code ? st.exit_code : GS_EXIT_SETUP, node, err.text);
+        int code = st.exit_code ? st.exit_code : GS_EXIT_SETUP;
+        if (st.kind == GS_STATE_ERROR) {
+            return fail_node(leader, code, node, err.text);
+        }
+        return fail_rank(loc.local_rank, code, node, err.text);
     }
     if (leader && st.kind == GS_STATE_OFF && (st.notice || cfg.verbose)) {
         fprintf(stderr, "gsrun: node %s: %s\n", node, st.message);
@@ -103,7 +120,7 @@ int main(int argc, char **argv)
     }
     if (gs_clientenv_build(&st, loc.local_rank, loc.local_size, &env, &err) != 0 ||
         gs_clientenv_apply(&env, &err) != 0) {
-        return fail(1, GS_EXIT_SETUP, node, err.text);
+        return fail_rank(loc.local_rank, GS_EXIT_SETUP, node, err.text);
     }
 
     char **exec_argv = argv + first;

@@ -147,20 +147,28 @@ static int pmix_discover(gs_local_t *loc)
 int gs_discover(gs_local_t *loc, gs_error_t *err)
 {
     const char *how = getenv("GSRUN_DISCOVERY");
-#ifdef GS_HAVE_PMIX
-    /* Without a server to talk to, PMIx_Init would only fail slowly. */
-    if ((how == NULL || strcmp(how, "env") != 0) && getenv("PMIX_SERVER_URI2") == NULL &&
-        getenv("PMIX_SERVER_URI21") == NULL && getenv("PMIX_SERVER_URI3") == NULL &&
-        getenv("PMIX_SERVER_URI4") == NULL && getenv("PMIX_NAMESPACE") == NULL) {
-        how = "env";
+    int have_vars = getenv("OMPI_COMM_WORLD_LOCAL_RANK") != NULL &&
+                    getenv("OMPI_COMM_WORLD_LOCAL_SIZE") != NULL;
+
+    if (how != NULL && strcmp(how, "env") != 0 && strcmp(how, "pmix") != 0) {
+        return gs_error_set(err, EINVAL, "GSRUN_DISCOVERY: invalid value '%s'; accepted: env, pmix",
+                            how);
     }
-    if (how == NULL || strcmp(how, "env") != 0) {
+#ifdef GS_HAVE_PMIX
+    /* Open MPI gives every rank its local rank and size; PMIx then adds
+     * nothing, and a PMIx client in this process before exec made 3 of 12
+     * 16-rank jobs hang in MPI_Init (Open MPI 4.1.4, PMIx 4.2.2). So PMIx
+     * is used where the launcher's variables are missing, or when asked. */
+    int want_pmix = how != NULL ? strcmp(how, "pmix") == 0 : !have_vars;
+    if (want_pmix && (getenv("PMIX_SERVER_URI2") != NULL || getenv("PMIX_SERVER_URI21") != NULL ||
+                      getenv("PMIX_SERVER_URI3") != NULL || getenv("PMIX_SERVER_URI4") != NULL ||
+                      getenv("PMIX_NAMESPACE") != NULL)) {
         if (pmix_discover(loc) == 0) {
             return 0;
         }
     }
 #else
-    (void)how;
+    (void)have_vars;
 #endif
     return gs_discover_from_env(loc, err);
 }

@@ -16,8 +16,9 @@ typedef struct {
     const char *source; /* "pmix", "openmpi" or "slurm" */
 } gs_local_t;
 
-/* Fills loc. Tries PMIx first unless GSRUN_DISCOVERY=env; the variables
- * are read when PMIx is absent or has no server. */
+/* Fills loc. With Open MPI's per-rank variables present they are used;
+ * otherwise PMIx when a server is there; otherwise Slurm's variables.
+ * GSRUN_DISCOVERY=pmix or =env forces one way. */
 int gs_discover(gs_local_t *loc, gs_error_t *err);
 
 /* This node's task count from SLURM_TASKS_PER_NODE ("2(x3),1"), or <0. */

@@ -110,7 +110,7 @@ static void publish_error(gs_agent_t *a, int code, const char *msg)
     st.exit_code = code;
     snprintf(st.message, sizeof(st.message), "%s", msg);
     publish(a, &st);
-    report(a, 1, "%s", msg);
+    report(a, 0, "%s", msg); /* the node leader prints it at once */
 }
 
 static void publish_off(gs_agent_t *a, int notice, const char *msg)
@@ -121,7 +121,7 @@ static void publish_off(gs_agent_t *a, int notice, const char *msg)
     st.notice = notice;
     snprintf(st.message, sizeof(st.message), "%s", msg);
     publish(a, &st);
-    report(a, notice, "MPS off: %s", msg);
+    report(a, 0, "MPS off: %s", msg); /* the node leader prints notices */
 }
 
 static void stop_daemons(gs_agent_t *a)
@@ -137,8 +137,15 @@ static void stop_daemons(gs_agent_t *a)
         } else if (was_running) {
             report(a, 0, "GPU %d: MPS shut down in %lld ms", g, gs_now_ms() - t0);
         }
-        /* What MPS itself logged as errors, for the user to see. */
-        static const char *const logs[] = {"server.log", "control.log", "control.out", NULL};
+        /* What MPS itself logged as errors, for the user to see. In the
+         * foreground the daemon prints its and its server's log lines to
+         * control.out; read the log files only where that is empty. */
+        static const char *const out_only[] = {"control.out", NULL};
+        static const char *const files[] = {"server.log", "control.log", NULL};
+        char probe[4200];
+        struct stat sb;
+        snprintf(probe, sizeof(probe), "%s/control.out", d->log_dir);
+        const char *const *logs = stat(probe, &sb) == 0 && sb.st_size > 0 ? out_only : files;
         for (const char *const *f = logs; *f != NULL; f++) {
             char lines[8][256];
             int n = gs_mps_scan_log(d->log_dir, *f, lines, 8);

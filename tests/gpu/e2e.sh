@@ -1,0 +1,75 @@
+#!/bin/bash
+# GPU end-to-end test, for a machine with an NVIDIA GPU (not run by CI).
+#
+#   tests/gpu/e2e.sh [BUILD_DIR]     (BUILD_DIR defaults to ./_build; built if missing)
+#
+# Runs `gsrun -np 16 examples/mps_probe` with real MPS three times back to
+# back. Every rank must report MPS enabled and 200/16 = 12.5 % of the SMs and
+# a correct result; after each job no MPS process and no gsrun run dir may
+# remain. Ends with "N passed, N failed".
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$top/_build}
+np=${GSRUN_E2E_NP:-16}
+runs=${GSRUN_E2E_RUNS:-3}
+pass=0 fail=0
+
+ok() { pass=$((pass + 1)); echo "ok - $*"; }
+notok() { fail=$((fail + 1)); echo "not ok - $*"; }
+
+if ! nvidia-smi -L >/dev/null 2>&1; then
+    echo "1..0 # SKIP no NVIDIA GPU here (nvidia-smi -L failed)"
+    echo "0 passed, 0 failed, 1 skipped"
+    exit 77
+fi
+if [ ! -x "$build/launcher/gsrun" ] || [ ! -x "$build/examples/mps_probe" ]; then
+    (cd "$top" && ./autogen.sh >/dev/null) || exit 1
+    mkdir -p "$build" && (cd "$build" && "$top/configure" -q && make -s -j"$(nproc)") || exit 1
+fi
+[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+nvidia-smi --query-gpu=name,uuid,driver_version,compute_mode,mig.mode.current --format=csv,noheader
+# Live MPS processes, by executable (command lines and zombies do not count).
+mps_procs() {
+    for p in /proc/[0-9]*; do
+        case "$(readlink "$p/exe" 2>/dev/null)" in *nvidia-cuda-mps-*) printf '%s ' "${p#/proc/}" ;; esac
+    done
+}
+before=$(mps_procs)
+[ -z "$before" ] || echo "# note: MPS processes already running before the test: $before"
+expect_pct=$(awk -v n="$np" 'BEGIN { p = 200 / n; if (p > 100) p = 100; print p }')
+# The whole GPU's SM count, from one rank without MPS; MPS gives a client
+# its percentage of it, rounded down to whole TPCs (2 SMs).
+total_sms=$("$build/launcher/gsrun" --mps=off -np 1 "$build/examples/mps_probe" --iters 1 2>/dev/null |
+    sed -n 's/.* sms=\([0-9]*\) .*/\1/p' | head -1)
+expect_sms=$(awk -v t="$total_sms" -v p="$expect_pct" 'BEGIN { print int(t * p / 100 / 2) * 2 }')
+echo "# GPU has $total_sms SMs; at ${expect_pct}% each rank should see $expect_sms"
+
+for i in $(seq 1 "$runs"); do
+    out=$(mktemp)
+    t0=$(date +%s.%N)
+    "$build/launcher/gsrun" -v --mps=on -np "$np" --oversubscribe \
+        "$build/examples/mps_probe" --expect-mps --expect-sms "$expect_sms" >"$out" 2>&1
+    rc=$?
+    t1=$(date +%s.%N)
+    sed "s/^/# run $i: /" "$out"
+    [ $rc -eq 0 ] && ok "run $i: gsrun exit status 0 ($(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}') s)" \
+        || notok "run $i: gsrun exit status $rc"
+    n_mps=$(grep -c "mps=1 " "$out")
+    [ "$n_mps" -eq "$np" ] && ok "run $i: $n_mps of $np ranks report MPS enabled" \
+        || notok "run $i: only $n_mps of $np ranks report MPS enabled"
+    n_ok=$(grep "result=ok" "$out" | grep -vc " FAIL")
+    [ "$n_ok" -eq "$np" ] && ok "run $i: $n_ok ranks see $expect_sms SMs (${expect_pct}%) and a correct result" \
+        || notok "run $i: only $n_ok ranks passed the SM-share and result checks"
+    n_daemons=$(grep -c "MPS control daemon [0-9]* on" "$out")
+    [ "$n_daemons" -eq 1 ] && ok "run $i: exactly one MPS control daemon for the GPU" \
+        || notok "run $i: $n_daemons MPS control daemons reported"
+    after=$(mps_procs)
+    [ "$after" = "$before" ] && ok "run $i: no MPS process left" || notok "run $i: MPS processes left: $after"
+    left=$(ls -d "${TMPDIR:-/tmp}"/gsrun.* 2>/dev/null | tr '\n' ' ')
+    [ -z "$left" ] && ok "run $i: no run directory left" || notok "run $i: left: $left"
+    rm -f "$out"
+done
+echo "1..$((pass + fail))"
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]

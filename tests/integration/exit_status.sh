@@ -1,0 +1,24 @@
+#!/bin/bash
+# The job's exit status comes through exactly as plain mpirun reports it,
+# and MPS is torn down whatever the ranks did.
+. "$GS_TOP_SRCDIR/tests/integration/lib.sh"
+
+status_of() { "$@" >"$OUT" 2>"$ERR"; echo $?; }
+
+for args in "" "--exit 1 3" "--exit 0 66" "--kill 1" "--segv 2"; do
+    # shellcheck disable=SC2086
+    plain=$(status_of mpirun -np 4 "$PROG" $args)
+    # shellcheck disable=SC2086
+    gs=$(status_of gsrun_fake 1 -np 4 "$PROG" $args)
+    # shellcheck disable=SC2086
+    gsoff=$(status_of "$GSRUN" --mps=off -np 4 "$PROG" $args)
+    check "rank_report ${args:-(all succeed)}: gsrun $gs, gsrun --mps=off $gsoff, mpirun $plain" \
+        [ "$gs" = "$plain" ] && [ "$gsoff" = "$plain" ]
+    check_clean "rank_report ${args:-ok}"
+done
+# Output of every rank comes through, stdout and stderr apart.
+gsrun_fake 1 -np 4 "$PROG" >"$OUT" 2>"$ERR"
+check "all 4 ranks' output on stdout" [ "$(grep -c '^rank=' "$OUT")" -eq 4 ]
+check "nothing on stderr" [ ! -s "$ERR" ]
+check_clean "output"
+finish

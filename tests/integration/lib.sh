@@ -1,0 +1,98 @@
+# Shared helpers for the integration tests (TAP output).
+#
+# Each test gets its own TMPDIR, so that at the end it can check that no
+# run directory of its jobs is left; and it checks that no process of its
+# jobs (fake MPS daemons and servers, node agents) is still alive.
+set -u
+B=${GS_TOP_BUILDDIR:?run through make check}
+S=${GS_TOP_SRCDIR:?run through make check}
+GSRUN=$B/launcher/gsrun
+FAKE_CONTROL=$B/tests/fake/nvidia-cuda-mps-control
+FAKE_LIB=$B/tests/fake
+PROG=$B/tests/progs/rank_report
+T_N=0
+T_FAIL=0
+
+# mpirun refuses root unless told, as on CI; no shared-memory CMA in containers.
+if [ "$(id -u)" = 0 ]; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMPI_MCA_rmaps_base_oversubscribe=1
+unset GSRUN_MPS GSRUN_MPS_PERCENTAGE GSRUN_MPS_CONTROL GSRUN_MPS_TIMEOUT GSRUN_LAUNCHER \
+    GSRUN_DRY_RUN GSRUN_VERBOSE CUDA_VISIBLE_DEVICES CUDA_MPS_PIPE_DIRECTORY \
+    CUDA_MPS_LOG_DIRECTORY CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
+
+TEST_TMP=$(mktemp -d "/tmp/gst.XXXXXX")
+chmod 700 "$TEST_TMP"
+export TMPDIR=$TEST_TMP/tmp
+mkdir -p "$TMPDIR" "$TEST_TMP/ompi"
+# Open MPI's own session files go elsewhere, so TMPDIR shows only gsrun's.
+export OMPI_MCA_orte_tmpdir_base=$TEST_TMP/ompi
+OUT=$TEST_TMP/out
+ERR=$TEST_TMP/err
+
+ok() {
+    T_N=$((T_N + 1))
+    echo "ok $T_N - $*"
+}
+not_ok() {
+    T_N=$((T_N + 1))
+    T_FAIL=$((T_FAIL + 1))
+    echo "not ok $T_N - $*"
+}
+check() { # check "description" command...
+    local d=$1
+    shift
+    if "$@"; then ok "$d"; else not_ok "$d"; fi
+}
+diag() { sed 's/^/# /' "$@"; }
+
+# Runs gsrun with the fake MPS control program and fake NVML (N GPUs).
+gsrun_fake() { # gsrun_fake NGPUS args...
+    local n=$1
+    shift
+    LD_LIBRARY_PATH=$FAKE_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} FAKE_NVML_GPUS=$n \
+        "$GSRUN" --mps-control="$FAKE_CONTROL" "$@"
+}
+
+# The same, replacing the calling (sub)shell: for `gsrun_fake_exec ... &`,
+# where $! must be gsrun itself so that signals reach it.
+gsrun_fake_exec() {
+    local n=$1
+    shift
+    LD_LIBRARY_PATH=$FAKE_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} FAKE_NVML_GPUS=$n \
+        exec "$GSRUN" --mps-control="$FAKE_CONTROL" "$@"
+}
+
+# Processes of this build's fake daemons or agents still alive (not zombies).
+leftover_procs() {
+    local p exe
+    for p in /proc/[0-9]*; do
+        exe=$(readlink "$p/exe" 2>/dev/null) || continue
+        case "$exe" in
+        "$FAKE_CONTROL" | "$B/launcher/gsrun-agent" | "$B/launcher/gsrun-shim") echo "${p#/proc/}" ;;
+        esac
+    done
+}
+
+# Asserts that nothing of the jobs run so far is left.
+check_clean() { # check_clean "context"
+    local procs files
+    procs=$(leftover_procs | tr '\n' ' ')
+    files=$(ls -A "$TMPDIR")
+    if [ -z "$procs" ] && [ -z "$files" ]; then
+        ok "$1: no process and no run directory left"
+    else
+        not_ok "$1: left behind: processes [$procs] files [$files]"
+        [ -n "$procs" ] && kill -9 $procs 2>/dev/null
+        rm -rf "${TMPDIR:?}"/*
+    fi
+}
+
+finish() {
+    rm -rf "$TEST_TMP"
+    echo "1..$T_N"
+    [ "$T_FAIL" -eq 0 ]
+    exit $?
+}

@@ -1,0 +1,73 @@
+#!/bin/bash
+# MPS with the fake control daemon: every rank's environment, one daemon per
+# GPU, the daemon's own environment and pinning, the policies, concurrent jobs.
+. "$GS_TOP_SRCDIR/tests/integration/lib.sh"
+REC=$TEST_TMP/record
+
+# The user's own MPS settings must not reach gsrun's daemon.
+CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=77 CUDA_MPS_PIPE_DIRECTORY=/tmp/user-mps FAKE_MPS_RECORD=$REC \
+    FAKE_NVML_NEAR_CPU=0 gsrun_fake 1 -np 16 "$PROG" --check-control >"$OUT" 2>"$ERR"
+rc=$?
+check "16 ranks on one GPU: status 0" [ $rc -eq 0 ]
+[ $rc -eq 0 ] || diag "$ERR"
+check "every rank has MPS, 12.5 %, device 0 and the GPU's UUID" \
+    [ "$(grep -c 'mps=1 pipe=/.*/g0 log=/.*/g0.log pct=12.5 cvd=0 uuid=GPU-fa4e0000-0000-4000-8000-000000000000 gpuranks=16 ' "$OUT")" -eq 16 ]
+check "the MPS daemon was ready before every rank started" [ "$(grep -c ' control=1 ' "$OUT")" -eq 16 ]
+check "local ranks 0-15 each once" [ "$(grep -o 'local=[0-9]*/16' "$OUT" | sort -u | wc -l)" -eq 16 ]
+check "exactly one MPS control daemon for the job" [ "$(grep -c '^start ' "$REC")" -eq 1 ]
+check "the daemon sees only its GPU, by UUID" grep -q "gpu=GPU-fa4e0000-0000-4000-8000-000000000000 " "$REC"
+check "the user's CUDA_MPS_* do not reach the daemon" grep -q "pct_env=(unset)" "$REC"
+check "the daemon's pipe dir is private to the job (under TMPDIR)" grep -q "pipe=$TMPDIR/gsrun\.[A-Za-z0-9]*/" "$REC"
+check "the daemon is pinned to one CPU, the one near the GPU" grep -q " cpus=0 " "$REC"
+check "nothing printed to stderr without -v" [ ! -s "$ERR" ]
+check_clean "16 ranks, one GPU"
+
+# Two GPUs, 5 ranks: blocks 0-1 and 2-4, shares 100 and 66.6667.
+rm -f "$REC"
+FAKE_MPS_RECORD=$REC gsrun_fake 2 -v -np 5 "$PROG" >"$OUT" 2>"$ERR"
+check "5 ranks on two GPUs: status 0" [ $? -eq 0 ]
+check "ranks 0-1 on GPU 0 at 100 %" [ "$(grep -c 'local=[01]/5 .*pipe=/.*/g0 .*pct=100 .*000000000000 gpuranks=2' "$OUT")" -eq 2 ]
+check "ranks 2-4 on GPU 1 at 66.6667 %" [ "$(grep -c 'local=[234]/5 .*pipe=/.*/g1 .*pct=66.6667 .*000000000001 gpuranks=3' "$OUT")" -eq 3 ]
+check "one daemon per GPU" [ "$(grep -c '^start ' "$REC")" -eq 2 ]
+check "-v reports both daemons and the teardown" [ "$(grep -c 'MPS control daemon [0-9]* on' "$ERR")" -eq 2 ] && grep -q "served 5 of 5 ranks" "$ERR"
+check_clean "two GPUs"
+
+gsrun_fake 1 --mps-percentage=25 -np 4 "$PROG" >"$OUT" 2>"$ERR"
+check "--mps-percentage=25 is given to every rank" [ "$(grep -c 'mps=1 .*pct=25 ' "$OUT")" -eq 4 ]
+CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=40 gsrun_fake 1 --mps-percentage=off -np 4 "$PROG" >"$OUT" 2>"$ERR"
+check "--mps-percentage=off leaves it unset, even if inherited" [ "$(grep -c 'mps=1 .*pct=- ' "$OUT")" -eq 4 ]
+GSRUN_MPS_PERCENTAGE=50 gsrun_fake 1 -np 4 "$PROG" >"$OUT" 2>"$ERR"
+check "GSRUN_MPS_PERCENTAGE=50 works like the option" [ "$(grep -c 'mps=1 .*pct=50 ' "$OUT")" -eq 4 ]
+check_clean "percentages"
+
+rm -f "$REC"
+FAKE_MPS_RECORD=$REC gsrun_fake 1 -np 1 "$PROG" >"$OUT" 2>"$ERR"
+check "auto with one rank per GPU: no MPS, no daemon, no notice" \
+    [ "$(grep -c 'mps=0 ' "$OUT")" -eq 1 ] && [ ! -e "$REC" ] && [ ! -s "$ERR" ]
+FAKE_MPS_RECORD=$REC gsrun_fake 1 --mps=on -np 1 "$PROG" >"$OUT" 2>"$ERR"
+check "--mps=on with one rank: MPS at 100 %" [ "$(grep -c 'mps=1 .*pct=100 ' "$OUT")" -eq 1 ]
+check_clean "one rank"
+
+# More ranks on a GPU than MPS serves: refused before the program runs.
+gsrun_fake 1 -np 49 "$PROG" >"$OUT" 2>"$ERR"
+rc=$?
+check "49 ranks on one GPU: status 69" [ $rc -eq 69 ]
+check "  ... and no rank ran the program" [ "$(grep -c '^rank=' "$OUT")" -eq 0 ]
+check "  ... with one message naming the limit" [ "$(grep -c 'MPS serves at most 48 clients per GPU' "$ERR")" -eq 1 ]
+check_clean "client limit"
+
+# Concurrent jobs of one user: separate daemons and directories.
+rm -f "$REC"
+for i in 1 2 3 4; do
+    FAKE_MPS_RECORD=$REC gsrun_fake 1 -np 3 "$PROG" --sleep 300 >"$OUT.$i" 2>&1 &
+done
+wait
+check "four concurrent jobs: four daemons" [ "$(grep -c '^start ' "$REC")" -eq 4 ]
+check "  ... in four different directories" [ "$(grep -o 'pipe=[^ ]*' "$REC" | sort -u | wc -l)" -eq 4 ]
+n=0
+for i in 1 2 3 4; do
+    [ "$(grep -c 'mps=1 ' "$OUT.$i")" -eq 3 ] && [ "$(grep -o 'pipe=[^ ]*' "$OUT.$i" | sort -u | wc -l)" -eq 1 ] && n=$((n + 1))
+done
+check "  ... each job's ranks share only their own daemon" [ $n -eq 4 ]
+check_clean "concurrent jobs"
+finish

@@ -1,6 +1,112 @@
+/* The environment each rank gets. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
-static void t(void **s){(void)s;}
-int main(void){const struct CMUnitTest ts[]={cmocka_unit_test(t)};return cmocka_run_group_tests(ts,NULL,NULL);}
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clientenv.h"
+
+static const char *find(const gs_clientenv_t *e, const char *name)
+{
+    size_t n = strlen(name);
+    for (int i = 0; i < e->nset; i++) {
+        if (strncmp(e->set[i], name, n) == 0 && e->set[i][n] == '=') {
+            return e->set[i] + n + 1;
+        }
+    }
+    return NULL;
+}
+
+static int unsets(const gs_clientenv_t *e, const char *name)
+{
+    for (int i = 0; i < e->nunset; i++) {
+        if (strcmp(e->unset[i], name) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static gs_state_t on_state(void)
+{
+    gs_state_t st;
+    memset(&st, 0, sizeof(st));
+    st.kind = GS_STATE_ON;
+    snprintf(st.socket, sizeof(st.socket), "/r/n/agent.sock");
+    st.ngpus = 2;
+    st.gpu[0] = (gs_state_gpu_t){0, 8, 1, "25", "GPU-aaaa", "/r/n/g0", "/r/n/g0.log"};
+    st.gpu[1] = (gs_state_gpu_t){8, 8, 0, "", "GPU-bbbb", "/r/n/g1", "/r/n/g1.log"};
+    return st;
+}
+
+static void test_mps_on(void **state)
+{
+    static gs_state_t st;
+    gs_clientenv_t e;
+    gs_error_t err;
+    (void)state;
+    st = on_state();
+    assert_int_equal(gs_clientenv_build(&st, 3, 16, &e, &err), 0);
+    assert_string_equal(find(&e, "CUDA_MPS_PIPE_DIRECTORY"), "/r/n/g0");
+    assert_string_equal(find(&e, "CUDA_MPS_LOG_DIRECTORY"), "/r/n/g0.log");
+    assert_string_equal(find(&e, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "25");
+    /* The daemon sees only this GPU, so the client sees it as device 0. */
+    assert_string_equal(find(&e, "CUDA_VISIBLE_DEVICES"), "0");
+    assert_string_equal(find(&e, "GSRUN_GPU_UUID"), "GPU-aaaa");
+    assert_string_equal(find(&e, "GSRUN_GPU_RANKS"), "8");
+    assert_string_equal(find(&e, "GSRUN_LOCAL_RANK"), "3");
+    assert_string_equal(find(&e, "GSRUN_LOCAL_SIZE"), "16");
+    assert_string_equal(find(&e, "GSRUN_MPS_ACTIVE"), "1");
+    assert_true(unsets(&e, "GSRUN_JOB_DIR"));
+    /* Percentage off: an inherited value must not survive. */
+    assert_int_equal(gs_clientenv_build(&st, 12, 16, &e, &err), 0);
+    assert_string_equal(find(&e, "CUDA_MPS_PIPE_DIRECTORY"), "/r/n/g1");
+    assert_null(find(&e, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
+    assert_true(unsets(&e, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
+    /* A rank outside the plan is an error, not a guess. */
+    assert_true(gs_clientenv_build(&st, 16, 17, &e, &err) < 0);
+}
+
+static void test_mps_off(void **state)
+{
+    gs_state_t st;
+    gs_clientenv_t e;
+    gs_error_t err;
+    (void)state;
+    memset(&st, 0, sizeof(st));
+    st.kind = GS_STATE_OFF;
+    assert_int_equal(gs_clientenv_build(&st, 1, 2, &e, &err), 0);
+    assert_string_equal(find(&e, "GSRUN_MPS_ACTIVE"), "0");
+    assert_null(find(&e, "CUDA_MPS_PIPE_DIRECTORY"));
+    assert_null(find(&e, "CUDA_VISIBLE_DEVICES"));
+}
+
+static void test_apply(void **state)
+{
+    static gs_state_t st;
+    gs_clientenv_t e;
+    gs_error_t err;
+    (void)state;
+    st = on_state();
+    setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "77", 1);
+    setenv("GSRUN_JOB_DIR", "/x", 1);
+    assert_int_equal(gs_clientenv_build(&st, 9, 16, &e, &err), 0);
+    assert_int_equal(gs_clientenv_apply(&e, &err), 0);
+    assert_null(getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
+    assert_null(getenv("GSRUN_JOB_DIR"));
+    assert_string_equal(getenv("CUDA_MPS_PIPE_DIRECTORY"), "/r/n/g1");
+    assert_string_equal(getenv("CUDA_VISIBLE_DEVICES"), "0");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mps_on),
+        cmocka_unit_test(test_mps_off),
+        cmocka_unit_test(test_apply),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,6 +1,86 @@
+/* Discovery without a PMIx server: the launchers' own variables. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
-static void t(void **s){(void)s;}
-int main(void){const struct CMUnitTest ts[]={cmocka_unit_test(t)};return cmocka_run_group_tests(ts,NULL,NULL);}
+#include <stdlib.h>
+#include <string.h>
+
+#include "discover.h"
+
+static void clear(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                       "SLURM_LOCALID", "SLURM_NODEID", "SLURM_TASKS_PER_NODE",
+                                       "SLURM_JOB_ID", NULL};
+    for (const char *const *v = vars; *v; v++) {
+        unsetenv(*v);
+    }
+}
+
+static void test_openmpi(void **state)
+{
+    gs_local_t l;
+    gs_error_t err;
+    (void)state;
+    clear();
+    setenv("OMPI_COMM_WORLD_LOCAL_RANK", "3", 1);
+    setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "16", 1);
+    assert_int_equal(gs_discover_from_env(&l, &err), 0);
+    assert_int_equal(l.local_rank, 3);
+    assert_int_equal(l.local_size, 16);
+    assert_string_equal(l.source, "openmpi");
+    setenv("OMPI_COMM_WORLD_LOCAL_RANK", "16", 1);
+    assert_true(gs_discover_from_env(&l, &err) < 0);
+    setenv("OMPI_COMM_WORLD_LOCAL_RANK", "x", 1);
+    assert_true(gs_discover_from_env(&l, &err) < 0);
+    /* With no PMIx server the full discovery falls back to the same. */
+    setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1", 1);
+    assert_int_equal(gs_discover(&l, &err), 0);
+    assert_int_equal(l.local_rank, 1);
+}
+
+static void test_slurm(void **state)
+{
+    gs_local_t l;
+    gs_error_t err;
+    (void)state;
+    assert_int_equal(gs_discover_slurm_tasks("4", 0), 4);
+    assert_int_equal(gs_discover_slurm_tasks("2(x3),1", 0), 2);
+    assert_int_equal(gs_discover_slurm_tasks("2(x3),1", 2), 2);
+    assert_int_equal(gs_discover_slurm_tasks("2(x3),1", 3), 1);
+    assert_true(gs_discover_slurm_tasks("2(x3),1", 4) < 0);
+    assert_true(gs_discover_slurm_tasks("2(x", 0) < 0);
+    assert_true(gs_discover_slurm_tasks("abc", 0) < 0);
+    assert_true(gs_discover_slurm_tasks("", 0) < 0);
+    clear();
+    setenv("SLURM_LOCALID", "2", 1);
+    setenv("SLURM_NODEID", "1", 1);
+    setenv("SLURM_TASKS_PER_NODE", "8(x2)", 1);
+    setenv("SLURM_JOB_ID", "4242", 1);
+    assert_int_equal(gs_discover_from_env(&l, &err), 0);
+    assert_int_equal(l.local_rank, 2);
+    assert_int_equal(l.local_size, 8);
+    assert_string_equal(l.source, "slurm");
+    assert_string_equal(l.job, "4242");
+}
+
+static void test_nothing(void **state)
+{
+    gs_local_t l;
+    gs_error_t err;
+    (void)state;
+    clear();
+    assert_true(gs_discover_from_env(&l, &err) < 0);
+    assert_non_null(strstr(err.text, "through gsrun"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_openmpi),
+        cmocka_unit_test(test_slurm),
+        cmocka_unit_test(test_nothing),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,6 +1,131 @@
+/* The node state file: format, parse, atomic publication, waiting. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
-static void t(void **s){(void)s;}
-int main(void){const struct CMUnitTest ts[]={cmocka_unit_test(t)};return cmocka_run_group_tests(ts,NULL,NULL);}
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "proc.h"
+#include "rundir.h"
+#include "state.h"
+
+static gs_state_t sample(void)
+{
+    gs_state_t st;
+    memset(&st, 0, sizeof(st));
+    st.kind = GS_STATE_ON;
+    snprintf(st.socket, sizeof(st.socket), "/tmp/gsrun.x/n/agent.sock");
+    st.ngpus = 2;
+    for (int g = 0; g < 2; g++) {
+        st.gpu[g].first_rank = g * 3;
+        st.gpu[g].nranks = 3;
+        st.gpu[g].pct_set = g == 0;
+        snprintf(st.gpu[g].pct, sizeof(st.gpu[g].pct), "%s", g == 0 ? "66.6667" : "");
+        snprintf(st.gpu[g].uuid, sizeof(st.gpu[g].uuid), "GPU-%d", g);
+        snprintf(st.gpu[g].pipe_dir, sizeof(st.gpu[g].pipe_dir), "/tmp/gsrun.x/n/g%d", g);
+        snprintf(st.gpu[g].log_dir, sizeof(st.gpu[g].log_dir), "/tmp/gsrun.x/n/g%d.log", g);
+    }
+    return st;
+}
+
+static void test_roundtrip(void **state)
+{
+    static gs_state_t a, b;
+    char buf[8192];
+    gs_error_t err;
+    (void)state;
+    a = sample();
+    assert_int_equal(gs_state_format(&a, buf, sizeof(buf)), 0);
+    assert_int_equal(gs_state_parse(buf, &b, &err), 0);
+    assert_int_equal(b.kind, GS_STATE_ON);
+    assert_int_equal(b.ngpus, 2);
+    assert_string_equal(b.socket, a.socket);
+    assert_string_equal(b.gpu[0].pct, "66.6667");
+    assert_false(b.gpu[1].pct_set);
+    assert_string_equal(b.gpu[1].log_dir, a.gpu[1].log_dir);
+    assert_ptr_equal(gs_state_gpu_of_rank(&b, 4), &b.gpu[1]);
+    assert_ptr_equal(gs_state_gpu_of_rank(&b, 0), &b.gpu[0]);
+    assert_null(gs_state_gpu_of_rank(&b, 6));
+    /* Off and error states carry their message. */
+    memset(&a, 0, sizeof(a));
+    a.kind = GS_STATE_ERROR;
+    a.exit_code = 69;
+    snprintf(a.message, sizeof(a.message), "49 ranks would share GPU 0");
+    assert_int_equal(gs_state_format(&a, buf, sizeof(buf)), 0);
+    assert_int_equal(gs_state_parse(buf, &b, &err), 0);
+    assert_int_equal(b.kind, GS_STATE_ERROR);
+    assert_int_equal(b.exit_code, 69);
+    assert_string_equal(b.message, a.message);
+}
+
+static void test_malformed(void **state)
+{
+    static gs_state_t b;
+    gs_error_t err;
+    static const char *const bad[] = {
+        "",
+        "gsrun-state 2\nmps off\nend\n",
+        "gsrun-state 1\nmps sideways\nend\n",
+        "gsrun-state 1\nmps off\n", /* truncated: no end */
+        "gsrun-state 1\nmps on\nend\n", /* on without GPU or socket */
+        "gsrun-state 1\nmps on\nsocket /s\ngpu 1\nend\n", /* GPUs out of order */
+        "gsrun-state 1\nmps on\nsocket /s\ngpu 0\nranks -1 2\nend\n",
+        "gsrun-state 1\nbogus key\nend\n",
+        NULL,
+    };
+    (void)state;
+    for (const char *const *t = bad; *t != NULL; t++) {
+        assert_true(gs_state_parse(*t, &b, &err) < 0);
+    }
+}
+
+static void test_write_read_wait(void **state)
+{
+    static gs_state_t a, b;
+    char dir[] = "/tmp/gs_test_state.XXXXXX";
+    gs_error_t err;
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    /* Nothing there: the wait ends at its deadline. */
+    long long t0 = gs_now_ms();
+    assert_int_equal(gs_state_wait(dir, gs_now_ms() + 100, -1, &err), -ETIMEDOUT);
+    assert_true(gs_now_ms() - t0 >= 90);
+    /* Published by another process while we wait: we wake at once. */
+    a = sample();
+    pid_t pid = fork();
+    if (pid == 0) {
+        usleep(100 * 1000);
+        _exit(gs_state_write(dir, &a, NULL) == 0 ? 0 : 1);
+    }
+    assert_int_equal(gs_state_wait(dir, gs_now_ms() + 5000, -1, &err), 0);
+    int st;
+    waitpid(pid, &st, 0);
+    assert_int_equal(WEXITSTATUS(st), 0);
+    assert_int_equal(gs_state_read(dir, &b, &err), 0);
+    assert_int_equal(b.ngpus, 2);
+    /* An abort descriptor that becomes readable ends the wait (-EPIPE). */
+    char dir2[] = "/tmp/gs_test_state2.XXXXXX";
+    assert_non_null(mkdtemp(dir2));
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    close(p[1]);
+    assert_int_equal(gs_state_wait(dir2, gs_now_ms() + 5000, p[0], &err), -EPIPE);
+    close(p[0]);
+    gs_rundir_remove(dir);
+    gs_rundir_remove(dir2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_write_read_wait),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
