@@ -1,19 +1,23 @@
 // mps_probe: an MPI+CUDA program that reports, per rank, whether it really
 // runs under MPS and how many SMs it may use, and checks a computed result.
 //
-//   mps_probe [--expect-mps] [--expect-sms S] [--n N] [--iters K]
+//   mps_probe [--expect-mps] [--expect-sms S] [--n N] [--iters K] [--fault R] [--sleep MS]
 //
 // Each rank fills a vector on the GPU, runs K kernels of a small grid over
 // it and checks the sum on the host. --expect-mps fails a rank that is not
 // an MPS client; --expect-sms S fails one that does not see exactly S SMs.
 // (Under MPS every device query already reports the client's share, so the
 // expected count is computed by the caller from a run without MPS.)
+// --fault R makes rank R write through an invalid device pointer (a GPU
+// fault, for the fault tests); --sleep MS keeps every rank's context alive
+// that long after its work.
 #include <mpi.h>
 #include <cuda_runtime.h>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <unistd.h>
 
 #define CHECK(call)                                                                  \
     do {                                                                             \
@@ -25,6 +29,11 @@
         }                                                                            \
     } while (0)
 
+__global__ void bad_write(float *p)
+{
+    p[threadIdx.x] = 1.0f;
+}
+
 __global__ void axpy(float *x, int n, float a)
 {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
@@ -35,7 +44,7 @@ __global__ void axpy(float *x, int n, float a)
 int main(int argc, char **argv)
 {
     int rank = 0, size = 1, n = 1 << 20, iters = 100, expect_mps = 0;
-    int expected_sms = -1;
+    int expected_sms = -1, fault_rank = -1, sleep_ms = 0;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -45,6 +54,10 @@ int main(int argc, char **argv)
             expect_mps = 1;
         } else if (!strcmp(argv[i], "--expect-sms") && i + 1 < argc) {
             expected_sms = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--fault") && i + 1 < argc) {
+            fault_rank = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--sleep") && i + 1 < argc) {
+            sleep_ms = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--n") && i + 1 < argc) {
             n = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--iters") && i + 1 < argc) {
@@ -64,6 +77,9 @@ int main(int argc, char **argv)
     float *d = nullptr;
     CHECK(cudaMalloc(&d, sizeof(float) * n));
     CHECK(cudaMemset(d, 0, sizeof(float) * n));
+    if (rank == fault_rank) {
+        bad_write<<<1, 32>>>((float *)0x10);
+    }
     for (int k = 0; k < iters; k++) {
         axpy<<<8, 256>>>(d, n, 1.0f);
     }
@@ -90,6 +106,9 @@ int main(int argc, char **argv)
            expected_sms >= 0 ? std::to_string(expected_sms).c_str() : "", pct_env ? pct_env : "unset",
            t_init, bad == 0 ? "ok" : "WRONG", ok ? "" : " FAIL");
     fflush(stdout);
+    if (sleep_ms > 0) {
+        usleep((useconds_t)sleep_ms * 1000);
+    }
     int all_ok = 0;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (rank == 0) {

@@ -46,6 +46,7 @@ typedef struct {
     int sig_fd;
     int watch_fd;
     gs_rank_t *ranks;
+    gs_rank_t *seen;  /* every registration, for naming ranks in MPS's log */
     int nranks;       /* live entries */
     int registered;   /* ever */
     /* report */
@@ -124,6 +125,8 @@ static void publish_off(gs_agent_t *a, int notice, const char *msg)
     report(a, 0, "MPS off: %s", msg); /* the node leader prints notices */
 }
 
+static int rank_in_line(const gs_agent_t *a, const char *line);
+
 static void stop_daemons(gs_agent_t *a)
 {
     for (int g = 0; g < a->ndaemons; g++) {
@@ -150,7 +153,12 @@ static void stop_daemons(gs_agent_t *a)
             char lines[8][256];
             int n = gs_mps_scan_log(d->log_dir, *f, lines, 8);
             for (int i = 0; i < n; i++) {
-                report(a, 1, "GPU %d: %s: %s", g, *f, lines[i]);
+                int r = rank_in_line(a, lines[i]);
+                if (r >= 0) {
+                    report(a, 1, "GPU %d: local rank %d: %s: %s", g, r, *f, lines[i]);
+                } else {
+                    report(a, 1, "GPU %d: %s: %s", g, *f, lines[i]);
+                }
             }
         }
         gs_rundir_remove(d->pipe_dir);
@@ -284,8 +292,27 @@ static void accept_rank(gs_agent_t *a)
         r->fd = fd;
         dprintf(fd, "ok socket\n");
     }
+    if (a->registered < a->o->local_size) {
+        a->seen[a->registered] = *r;
+    }
     a->nranks++;
     a->registered++;
+}
+
+/* "... {PID: 5480, ..." in an MPS log line: which local rank that was. */
+static int rank_in_line(const gs_agent_t *a, const char *line)
+{
+    const char *p = strstr(line, "PID: ");
+    if (p == NULL || a->seen == NULL) {
+        return -1;
+    }
+    pid_t pid = (pid_t)atoi(p + 5);
+    for (int i = 0; i < a->registered && i < a->o->local_size; i++) {
+        if (a->seen[i].pid == pid) {
+            return a->seen[i].rank;
+        }
+    }
+    return -1;
 }
 
 static void drop_rank(gs_agent_t *a, int i)
@@ -505,7 +532,8 @@ int gs_agent_main(const gs_agent_opts_t *o)
     if (!a->plan.use_mps) {
         if (a->gpus.count == 0 && o->cfg.mps != GS_MPS_OFF) {
             char msg[600];
-            snprintf(msg, sizeof(msg), "%s; running without MPS", a->gpus.reason);
+            snprintf(msg, sizeof(msg), "no NVIDIA GPU found on this node (%s); running without MPS",
+                     a->gpus.reason);
             publish_off(a, 1, msg);
         } else {
             publish_off(a, a->plan.notice, a->plan.reason);
@@ -530,7 +558,8 @@ int gs_agent_main(const gs_agent_opts_t *o)
     }
 
     a->ranks = calloc((size_t)o->local_size, sizeof(*a->ranks));
-    if (a->ranks == NULL || open_listener(a, sock, sizeof(sock), &err) != 0) {
+    a->seen = calloc((size_t)o->local_size, sizeof(*a->seen));
+    if (a->ranks == NULL || a->seen == NULL || open_listener(a, sock, sizeof(sock), &err) != 0) {
         stop_daemons(a);
         code = GS_EXIT_SETUP;
         publish_error(a, code, a->ranks ? err.text : "out of memory");
@@ -559,17 +588,25 @@ int gs_agent_main(const gs_agent_opts_t *o)
             snprintf(sg->uuid, sizeof(sg->uuid), "%s", a->daemon[g].uuid);
             snprintf(sg->pipe_dir, sizeof(sg->pipe_dir), "%s", a->daemon[g].pipe_dir);
             snprintf(sg->log_dir, sizeof(sg->log_dir), "%s", a->daemon[g].log_dir);
+        }
+        publish(a, &st);
+        signal_ready(a, "ok\n");
+        /* The ranks are on their way; now record the servers (for teardown)
+         * and confirm that each daemon runs one. */
+        for (int g = 0; g < a->plan.ngpus; g++) {
+            const gs_gpu_share_t *s = &a->plan.gpu[g];
+            gs_mps_daemon_t *d = &a->daemon[g];
+            if (gs_mps_record_servers(d, a->control, GS_AGENT_QUIT_TIMEOUT_MS, &err) != 0) {
+                report(a, 1, "GPU %d (%s): %s", g, d->uuid, err.text);
+            }
             report(a, 0,
                    "GPU %d (%s, %s): MPS control daemon %d on %s, server %d, ranks %d-%d at %s%%, "
                    "ready in %lld ms",
-                   g, a->gpus.gpu[g].name, sg->uuid, (int)a->daemon[g].daemon_pid, a->pinned[g],
-                   (int)a->daemon[g].server_pid[0], s->first_rank, s->first_rank + s->nranks - 1,
-                   s->pct_set ? sg->pct : "100 (unset)",
-                   a->daemon[g].ready_ms - a->daemon[g].start_ms);
+                   g, a->gpus.gpu[g].name, d->uuid, (int)d->daemon_pid, a->pinned[g],
+                   (int)d->server_pid[0], s->first_rank, s->first_rank + s->nranks - 1,
+                   s->pct_set ? st.gpu[g].pct : "100 (unset)", d->ready_ms - d->start_ms);
         }
-        publish(a, &st);
     }
-    signal_ready(a, "ok\n");
 
     serve(a);
     stop_daemons(a);
@@ -582,6 +619,7 @@ out:
         close(a->listen_fd);
     }
     free(a->ranks);
+    free(a->seen);
     write_report(a);
     /* The node dir goes last, while we still hold its lock. */
     gs_rundir_remove(a->node_dir);

@@ -315,19 +315,27 @@ int gs_mps_start_server(gs_mps_daemon_t *d, const char *control, uid_t uid, long
                         gs_error_t *err)
 {
     char cmd[64], reply[1024];
-    pid_t pids[GS_MPS_MAX_SERVERS];
-    int rc, n;
     long long left = deadline_ms - gs_now_ms();
+    int rc;
 
     snprintf(cmd, sizeof(cmd), "start_server -uid %u", (unsigned)uid);
     rc = gs_mps_command(control, d->pipe_dir, cmd, reply, sizeof(reply),
                         left > 0 ? (int)left : 1, err);
-    if (rc != 0) {
-        return rc;
+    if (rc == 0) {
+        d->ready_ms = gs_now_ms();
     }
-    left = deadline_ms - gs_now_ms();
-    rc = gs_mps_command(control, d->pipe_dir, "get_server_list", reply, sizeof(reply),
-                        left > 0 ? (int)left : 1, err);
+    return rc;
+}
+
+int gs_mps_record_servers(gs_mps_daemon_t *d, const char *control, int timeout_ms,
+                          gs_error_t *err)
+{
+    char reply[1024];
+    pid_t pids[GS_MPS_MAX_SERVERS];
+    int rc, n;
+
+    rc = gs_mps_command(control, d->pipe_dir, "get_server_list", reply, sizeof(reply), timeout_ms,
+                        err);
     if (rc != 0) {
         return rc;
     }
@@ -335,12 +343,16 @@ int gs_mps_start_server(gs_mps_daemon_t *d, const char *control, uid_t uid, long
     if (n == 0) {
         return gs_error_set(err, EIO, "the MPS control daemon lists no server after start_server");
     }
+    for (int i = 0; i < d->nservers; i++) {
+        if (d->server_pidfd[i] >= 0) {
+            close(d->server_pidfd[i]);
+        }
+    }
     for (int i = 0; i < n; i++) {
         d->server_pid[i] = pids[i];
         d->server_pidfd[i] = gs_proc_pidfd_open(pids[i]);
     }
     d->nservers = n;
-    d->ready_ms = gs_now_ms();
     return 0;
 }
 

@@ -43,10 +43,15 @@ int gs_mps_wait_socket(gs_mps_daemon_t *d, long long deadline_ms, gs_error_t *er
 int gs_mps_command(const char *control, const char *pipe_dir, const char *cmd, char *reply,
                    size_t replylen, int timeout_ms, gs_error_t *err);
 
-/* start_server -uid <uid>, then get_server_list: confirms the daemon serves
- * and records the server PIDs. */
+/* start_server -uid <uid>: the daemon accepted the command, so it serves;
+ * clients that arrive before the server is up are queued by the daemon. */
 int gs_mps_start_server(gs_mps_daemon_t *d, const char *control, uid_t uid, long long deadline_ms,
                         gs_error_t *err);
+
+/* get_server_list: records the server PIDs (for teardown) and confirms
+ * that a server runs. */
+int gs_mps_record_servers(gs_mps_daemon_t *d, const char *control, int timeout_ms,
+                          gs_error_t *err);
 
 /* quit, then bounded waits: the daemon gets SIGTERM, then SIGKILL, and the
  * servers it reported the same, only through the PIDs recorded. Idempotent.

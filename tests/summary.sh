@@ -1,0 +1,14 @@
+#!/bin/sh
+# Counts the individual results of every test in a build tree (the TAP
+# driver's .trs files) and prints one closing line: N passed, N failed.
+dir=${1:-.}
+find "$dir" -name '*.trs' -path '*tests*' -not -path '*/_build/sub/*' -exec cat {} + 2>/dev/null |
+    awk '
+    /^:test-result: PASS/ { p++ }
+    /^:test-result: XFAIL/ { p++ }
+    /^:test-result: (FAIL|XPASS|ERROR)/ { f++ }
+    /^:test-result: SKIP/ { s++ }
+    END {
+        printf "%d passed, %d failed, %d skipped\n", p, f, s
+        exit (f > 0 || p == 0) ? 1 : 0
+    }'

@@ -29,6 +29,9 @@ export TMPDIR=$TEST_TMP/tmp
 mkdir -p "$TMPDIR" "$TEST_TMP/ompi"
 # Open MPI's own session files go elsewhere, so TMPDIR shows only gsrun's.
 export OMPI_MCA_orte_tmpdir_base=$TEST_TMP/ompi
+# Every process of this test's jobs inherits this marker, so the leak check
+# sees only them even while other tests run at the same time.
+export GS_TEST_MARK=$TEST_TMP
 OUT=$TEST_TMP/out
 ERR=$TEST_TMP/err
 
@@ -71,7 +74,10 @@ leftover_procs() {
     for p in /proc/[0-9]*; do
         exe=$(readlink "$p/exe" 2>/dev/null) || continue
         case "$exe" in
-        "$FAKE_CONTROL" | "$B/launcher/gsrun-agent" | "$B/launcher/gsrun-shim") echo "${p#/proc/}" ;;
+        "$FAKE_CONTROL" | "$B/launcher/gsrun-agent" | "$B/launcher/gsrun-shim" | "$GSRUN" | "$PROG")
+            tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qxF "GS_TEST_MARK=$TEST_TMP" &&
+                echo "${p#/proc/}"
+            ;;
         esac
     done
 }

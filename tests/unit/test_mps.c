@@ -103,6 +103,7 @@ static void test_lifecycle(void **state)
     assert_true(d.daemon_pid > 1);
     assert_int_equal(gs_mps_wait_socket(&d, gs_now_ms() + 5000, &err), 0);
     assert_int_equal(gs_mps_start_server(&d, fake, getuid(), gs_now_ms() + 5000, &err), 0);
+    assert_int_equal(gs_mps_record_servers(&d, fake, 5000, &err), 0);
     assert_int_equal(d.nservers, 1);
     assert_true(gs_proc_alive(d.server_pid[0], d.server_pidfd[0]));
     assert_int_equal(gs_mps_command(fake, d.pipe_dir, "get_default_active_thread_percentage",
@@ -164,6 +165,7 @@ static void test_hangs_on_quit(void **state)
     assert_int_equal(gs_mps_spawn(&d, fake, NULL, &err), 0);
     assert_int_equal(gs_mps_wait_socket(&d, gs_now_ms() + 5000, &err), 0);
     assert_int_equal(gs_mps_start_server(&d, fake, getuid(), gs_now_ms() + 5000, &err), 0);
+    assert_int_equal(gs_mps_record_servers(&d, fake, 5000, &err), 0);
     pid_t pid = d.daemon_pid, server = d.server_pid[0];
     long long t0 = gs_now_ms();
     /* quit is ignored, SIGTERM too: SIGKILL ends it, within the bounds. */

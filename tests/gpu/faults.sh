@@ -1,0 +1,99 @@
+#!/bin/bash
+# Faults with real MPS on a GPU machine (not run by CI).
+#
+#   tests/gpu/faults.sh BUILD_DIR
+#
+# 1. A rank SIGKILLed while its kernels run: the job ends as mpirun ends it,
+#    MPS is torn down, and the next job runs under MPS normally.
+# 2. A rank that faults on the GPU (write through an invalid pointer).
+# 3. The node agent told to stop (SIGTERM) while clients are alive: quit
+#    with clients attached.
+# 4. The node agent SIGKILLed: its daemon does not outlive it.
+# After each: no MPS process and no run directory left. Ends with N passed, N failed.
+set -u
+b=$1
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok - $*"; }
+notok() { fail=$((fail + 1)); echo "not ok - $*"; }
+[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+mps_procs() {
+    for p in /proc/[0-9]*; do
+        case "$(readlink "$p/exe" 2>/dev/null)" in *nvidia-cuda-mps-*) printf '%s ' "${p#/proc/}" ;; esac
+    done
+}
+clean() { # clean "what": waits up to 10 s for MPS and run dirs to go
+    local i
+    for i in $(seq 100); do
+        [ -z "$(mps_procs)" ] && ! ls -d /tmp/gsrun.* >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+    if [ -z "$(mps_procs)" ] && ! ls -d /tmp/gsrun.* >/dev/null 2>&1; then
+        ok "$1: no MPS process and no run directory left"
+    else
+        notok "$1: left: $(mps_procs) $(ls -d /tmp/gsrun.* 2>/dev/null)"
+    fi
+}
+next_job_ok() {
+    "$b/launcher/gsrun" --mps=on -np 4 "$b/examples/mps_probe" --expect-mps >/tmp/gsf.next 2>&1 &&
+        [ "$(grep -c 'mps=1 ' /tmp/gsf.next)" -eq 4 ] && ok "$1: the next job runs under MPS" ||
+        { notok "$1: the next job failed"; sed 's/^/#   /' /tmp/gsf.next | tail -8; }
+    clean "$1: next job"
+}
+
+# 1. SIGKILL a rank mid-kernel.
+"$b/launcher/gsrun" -v --mps=on -np 4 "$b/examples/small_kernels" --kernels 400 --work 400000 >/tmp/gsf.out 2>&1 &
+g=$!
+victim=""
+for _ in $(seq 100); do
+    victim=$(pgrep -f "examples/small_kernels" | sort -n | sed -n 3p)
+    [ -n "$victim" ] && nvidia-smi >/dev/null 2>&1 && [ "$(pgrep -fc examples/small_kernels)" -ge 4 ] && break
+    sleep 0.1
+done
+sleep 2
+kill -9 "$victim"
+wait $g
+rc=$?
+echo "# gsrun status after SIGKILL of rank pid $victim: $rc"
+sed 's/^/#   /' /tmp/gsf.out | grep -v "^#   $" | tail -12
+[ $rc -ne 0 ] && ok "SIGKILLed rank: the job fails (status $rc)" || notok "SIGKILLed rank: status 0"
+clean "SIGKILLed rank"
+next_job_ok "after SIGKILL"
+
+# 2. A GPU fault in rank 1.
+"$b/launcher/gsrun" -v --mps=on -np 4 "$b/examples/mps_probe" --fault 1 >/tmp/gsf.out 2>&1
+rc=$?
+echo "# gsrun status with a GPU fault in rank 1: $rc"
+sed 's/^/#   /' /tmp/gsf.out | tail -25
+[ $rc -ne 0 ] && ok "GPU fault: the job fails (status $rc)" || notok "GPU fault: status 0"
+clean "GPU fault"
+next_job_ok "after a GPU fault"
+
+# 3. SIGTERM to the node agent while 4 clients hold contexts.
+"$b/launcher/gsrun" -v --mps=on -np 4 "$b/examples/mps_probe" --sleep 4000 >/tmp/gsf.out 2>&1 &
+g=$!
+for _ in $(seq 100); do [ "$(grep -c 'mps=1' /tmp/gsf.out)" -ge 4 ] && break; sleep 0.1; done
+agent=$(pgrep -f launcher/gsrun-agent)
+kill -TERM $agent
+wait $g
+rc=$?
+echo "# SIGTERM to the agent ($agent) with clients alive: gsrun status $rc"
+sed 's/^/#   /' /tmp/gsf.out | tail -10
+clean "quit with clients alive"
+next_job_ok "after quit with clients alive"
+
+# 4. SIGKILL to the node agent.
+"$b/launcher/gsrun" --mps=on -np 4 "$b/examples/mps_probe" --sleep 4000 >/tmp/gsf.out 2>&1 &
+g=$!
+for _ in $(seq 100); do [ "$(grep -c 'mps=1' /tmp/gsf.out)" -ge 4 ] && break; sleep 0.1; done
+agent=$(pgrep -f launcher/gsrun-agent)
+kill -KILL $agent
+sleep 1
+echo "# 1 s after SIGKILL of the agent: MPS processes: [$(mps_procs)]"
+wait $g
+echo "# gsrun status: $?"
+sed 's/^/#   /' /tmp/gsf.out | tail -6
+clean "agent SIGKILLed"
+next_job_ok "after the agent was SIGKILLed"
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
