@@ -26,6 +26,7 @@
 #include "gpu.h"
 #include "helpers.h"
 #include "options.h"
+#include "preflight.h"
 #include "proc.h"
 #include "rundir.h"
 
@@ -300,8 +301,21 @@ int main(int argc, char **argv)
 
     if (o.cfg.dry_run) {
         snprintf(job_dir, sizeof(job_dir), "%s/gsrun.XXXXXX", gs_rundir_tmpdir());
-    } else if (gs_rundir_create_job(gs_rundir_tmpdir(), job_dir, sizeof(job_dir), &err) != 0) {
-        die(GS_EXIT_RUNDIR, err.text);
+    } else {
+        char msgs[8][256];
+        int n = gs_preflight_warnings(NULL, msgs, 8);
+        for (int i = 0; i < n; i++) {
+            fprintf(stderr, "gsrun: warning: %s\n", msgs[i]);
+        }
+        if (gs_rundir_create_job(gs_rundir_tmpdir(), job_dir, sizeof(job_dir), &err) != 0) {
+            die(GS_EXIT_RUNDIR, err.text);
+        }
+        gs_rundir_claim(job_dir);
+        n = gs_rundir_clean_stale(gs_rundir_tmpdir(), msgs, 8);
+        for (int i = 0; i < n && o.cfg.verbose; i++) {
+            fprintf(stderr, "gsrun: removed the run directory of a job that crashed: %s\n",
+                    msgs[i]);
+        }
     }
     char pidbuf[16];
     snprintf(pidbuf, sizeof(pidbuf), "%d", (int)getpid());

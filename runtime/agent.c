@@ -14,6 +14,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -455,6 +456,21 @@ static void write_report(gs_agent_t *a)
 
 /* The agent must not hold the rank's stdout/stderr (mpirun waits for them
  * to close) nor any other descriptor it inherited. */
+static void close_from(int first, int last)
+{
+    if (first > last) {
+        return;
+    }
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, (unsigned)first, (unsigned)last, 0) == 0) {
+        return;
+    }
+#endif
+    for (int fd = first; fd <= last; fd++) {
+        close(fd);
+    }
+}
+
 static void detach_stdio(int keep)
 {
     int devnull = open("/dev/null", O_RDWR);
@@ -466,10 +482,11 @@ static void detach_stdio(int keep)
             close(devnull);
         }
     }
-    for (int fd = 3; fd < 1024; fd++) {
-        if (fd != keep) {
-            close(fd);
-        }
+    if (keep >= 3) {
+        close_from(3, keep - 1);
+        close_from(keep + 1, 65535);
+    } else {
+        close_from(3, 65535);
     }
 }
 
@@ -484,6 +501,7 @@ int gs_agent_main(const gs_agent_opts_t *o)
     char ctl_err[GS_ERROR_LEN] = "";
     int have_control;
 
+    long long t_start = gs_now_ms();
     memset(a, 0, sizeof(*a));
     a->o = o;
     a->listen_fd = a->sig_fd = a->watch_fd = -1;
@@ -591,6 +609,8 @@ int gs_agent_main(const gs_agent_opts_t *o)
         }
         publish(a, &st);
         signal_ready(a, "ok\n");
+        report(a, 0, "MPS ready for the ranks %lld ms after the agent started",
+               gs_now_ms() - t_start);
         /* The ranks are on their way; now record the servers (for teardown)
          * and confirm that each daemon runs one. */
         for (int g = 0; g < a->plan.ngpus; g++) {
@@ -628,6 +648,8 @@ out:
          * job dir, so the last agent out does. */
         char path[512];
         snprintf(path, sizeof(path), "%s/%s.report", o->job_dir, o->node_name);
+        unlink(path);
+        snprintf(path, sizeof(path), "%s/owner", o->job_dir);
         unlink(path);
         rmdir(o->job_dir);
     }

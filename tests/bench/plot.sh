@@ -28,7 +28,7 @@ END {
 }' "$csv"
 for f in "$tmp"/*.dat; do sort -n "$f" -o "$f"; done
 {
-    echo "set terminal pngcairo size 1200,500 font 'sans,10'"
+    echo "set terminal pngcairo size 1200,500 font 'sans,10' noenhanced"
     echo "set output '$png'"
     echo "set multiplot layout 1,2"
     for p in small_kernels jacobi; do

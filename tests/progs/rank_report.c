@@ -2,6 +2,7 @@
  * gave it, and can fail on request.
  *
  *   rank_report [--exit R CODE] [--kill R] [--segv R] [--sleep MS] [--check-control]
+ *               [--ignore-term] [--grandchild SECONDS]
  *
  * --check-control: fail unless $CUDA_MPS_PIPE_DIRECTORY/control exists when
  * the rank starts (MPS must be ready before any rank runs). */
@@ -22,7 +23,7 @@ static const char *env(const char *n)
 int main(int argc, char **argv)
 {
     int rank, size, exit_rank = -1, exit_code = 0, kill_rank = -1, segv_rank = -1;
-    int sleep_ms = 0, check = 0, control_ok = -1;
+    int sleep_ms = 0, check = 0, control_ok = -1, grandchild = 0;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--exit") == 0 && i + 2 < argc) {
@@ -36,6 +37,10 @@ int main(int argc, char **argv)
             sleep_ms = atoi(argv[++i]);
         } else if (strcmp(argv[i], "--check-control") == 0) {
             check = 1;
+        } else if (strcmp(argv[i], "--ignore-term") == 0) {
+            signal(SIGTERM, SIG_IGN); /* only SIGKILL ends this rank */
+        } else if (strcmp(argv[i], "--grandchild") == 0 && i + 1 < argc) {
+            grandchild = atoi(argv[++i]);
         }
     }
     if (check) {
@@ -54,6 +59,14 @@ int main(int argc, char **argv)
            env("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), env("CUDA_VISIBLE_DEVICES"),
            env("GSRUN_GPU_UUID"), env("GSRUN_GPU_RANKS"), control_ok, env("GSRUN_JOB_DIR"));
     fflush(stdout);
+    if (grandchild > 0 && fork() == 0) {
+        /* Left behind: outlives the rank, in its own session. */
+        setsid();
+        if (fork() == 0) {
+            sleep((unsigned)grandchild);
+        }
+        _exit(0);
+    }
     if (sleep_ms > 0) {
         usleep((useconds_t)sleep_ms * 1000);
     }

@@ -1,0 +1,70 @@
+#!/bin/bash
+# Signals to gsrun and mpirun, and ranks that resist: the job ends as it
+# would under plain mpirun, and MPS is torn down every time.
+. "$GS_TOP_SRCDIR/tests/integration/lib.sh"
+
+start_job() { # start_job ARGS...: gsrun in the background, waits until all ranks printed
+    gsrun_fake_exec 1 -np 3 "$PROG" "$@" >"$OUT" 2>"$ERR" &
+    JOB=$!
+    for _ in $(seq 150); do [ "$(grep -c '^rank=' "$OUT")" -eq 3 ] && break; sleep 0.1; done
+}
+ended_within() { # ended_within SECONDS: waits for $JOB; sets RC
+    local i
+    for i in $(seq $(($1 * 10))); do kill -0 $JOB 2>/dev/null || break; sleep 0.1; done
+    if kill -0 $JOB 2>/dev/null; then
+        kill -9 $JOB
+        wait $JOB 2>/dev/null
+        return 1
+    fi
+    wait $JOB
+    RC=$?
+    return 0
+}
+wait_clean() { # until nothing of ours is left, at most 5 s
+    for _ in $(seq 50); do [ -z "$(leftover_procs)" ] && [ -z "$(ls -A "$TMPDIR")" ] && break; sleep 0.1; done
+}
+
+for sig in INT HUP TERM; do
+    start_job --sleep 30000
+    kill -$sig $JOB
+    ended_within 10 && ok "SIG$sig to gsrun ends the job (status $RC)" || not_ok "SIG$sig to gsrun: still running after 10 s"
+    wait_clean
+    check_clean "SIG$sig"
+done
+
+start_job --sleep 30000
+kill -INT $JOB
+sleep 0.1
+kill -INT $JOB
+ended_within 10 && ok "SIGINT twice quickly ends the job (status $RC)" || not_ok "SIGINT twice: still running"
+wait_clean
+check_clean "SIGINT twice"
+
+# A rank that ignores SIGTERM: mpirun escalates, and teardown still happens.
+start_job --sleep 30000 --ignore-term
+kill -TERM $JOB
+ended_within 20 && ok "a rank ignoring SIGTERM: the job still ends (status $RC)" || not_ok "rank ignoring SIGTERM: job still running after 20 s"
+wait_clean
+check_clean "rank ignores SIGTERM"
+
+# SIGKILL to mpirun: the agent sees the launcher go and tears down at once.
+start_job --sleep 30000
+mp=$(pgrep -P $JOB -x mpirun)
+kill -KILL "$mp"
+ended_within 10 && ok "SIGKILL to mpirun: gsrun exits (status $RC)" || not_ok "SIGKILL to mpirun: gsrun still running"
+pkill -KILL -f "$PROG --sleep 30000" 2>/dev/null # ranks orphaned by mpirun's death
+t0=$(date +%s%N)
+wait_clean
+ms=$((($(date +%s%N) - t0) / 1000000))
+check "  ... MPS torn down within 2 s ($ms ms)" [ $ms -lt 2000 ]
+check_clean "SIGKILL to mpirun"
+
+# A rank that leaves a grandchild behind (own session, 3 s): the job and MPS
+# end without waiting for it; the grandchild is the program's own business.
+gsrun_fake 1 -np 2 "$PROG" --grandchild 3 >"$OUT" 2>"$ERR"
+check "a rank leaves a grandchild: status 0" [ $? -eq 0 ]
+check "  ... MPS is gone while the grandchild still runs" [ -z "$(leftover_procs | grep -v "^$(pgrep -f -- "$PROG --grandchild" | tr '\n' '|' | sed 's/|$//')$")" ]
+pkill -f -- "$PROG --grandchild" 2>/dev/null
+wait_clean
+check_clean "grandchild"
+finish

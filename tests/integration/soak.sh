@@ -1,0 +1,3 @@
+#!/bin/bash
+# The soak test, shortened for CI: 30 jobs (tests/soak.sh runs 200).
+exec "$GS_TOP_SRCDIR/tests/soak.sh" --build "$GS_TOP_BUILDDIR" --jobs 30
