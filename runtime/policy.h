@@ -11,9 +11,9 @@
 
 #define GS_MAX_GPUS 64
 
-/* MPS clients per GPU. NVIDIA documents 48 for Volta and later; 60 in newer
- * documents with CUDA_DEVICE_MAX_CONNECTIONS=2. The value used is the one
- * measured on the H200 (doc/benchmarks.md): above it context creation fails. */
+/* MPS clients per GPU. NVIDIA documents 48 for Volta and later, 60 in newer
+ * documents. Measured on an H200 with driver 580 (tests/gpu/client_limit.sh):
+ * 48 clients run, the 49th fails ("Maximum number of clients (48) reached"). */
 #define GS_MPS_MAX_CLIENTS 48
 
 typedef struct {
