@@ -18,15 +18,7 @@
 #include <ctime>
 #include <vector>
 
-#define CHECK(call)                                                                  \
-    do {                                                                             \
-        cudaError_t e_ = (call);                                                     \
-        if (e_ != cudaSuccess) {                                                     \
-            fprintf(stderr, "rank %d: %s failed: %s\n", rank, #call,                 \
-                    cudaGetErrorString(e_));                                         \
-            MPI_Abort(MPI_COMM_WORLD, 3);                                            \
-        }                                                                            \
-    } while (0)
+#include "cuda_check.h"
 
 // Rows 1..rows of `in` are this rank's; rows 0 and rows+1 are halos (or the
 // fixed boundary). Columns 0 and nx-1 are the fixed side boundaries.

@@ -19,15 +19,7 @@
 #include <string>
 #include <unistd.h>
 
-#define CHECK(call)                                                                  \
-    do {                                                                             \
-        cudaError_t e_ = (call);                                                     \
-        if (e_ != cudaSuccess) {                                                     \
-            fprintf(stderr, "rank %d: %s failed: %s\n", rank, #call,                 \
-                    cudaGetErrorString(e_));                                         \
-            MPI_Abort(MPI_COMM_WORLD, 3);                                            \
-        }                                                                            \
-    } while (0)
+#include "cuda_check.h"
 
 __global__ void bad_write(float *p)
 {

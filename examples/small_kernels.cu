@@ -16,15 +16,7 @@
 #include <ctime>
 #include <vector>
 
-#define CHECK(call)                                                                  \
-    do {                                                                             \
-        cudaError_t e_ = (call);                                                     \
-        if (e_ != cudaSuccess) {                                                     \
-            fprintf(stderr, "rank %d: %s failed: %s\n", rank, #call,                 \
-                    cudaGetErrorString(e_));                                         \
-            MPI_Abort(MPI_COMM_WORLD, 3);                                            \
-        }                                                                            \
-    } while (0)
+#include "cuda_check.h"
 
 #define LCG_A 1664525u
 #define LCG_C 1013904223u

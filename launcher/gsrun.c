@@ -102,52 +102,35 @@ static int take_user_fork_agent(char **args, int *nargs, char *agent, size_t len
     return 0;
 }
 
-/* Waits until every node agent of this job has released its node dir. */
+/* Waits until every node agent of this job has released its node dir: a
+ * blocking lock, interrupted by an alarm at the deadline. */
 static void wait_for_agents(const char *job_dir, int timeout_ms)
 {
-    DIR *d = opendir(job_dir);
-    struct dirent *e;
+    int fds[64];
+    char names[64][64];
     long long deadline = gs_now_ms() + timeout_ms;
+    int n = gs_rundir_open_nodes(job_dir, fds, names, 64);
 
-    if (d == NULL) {
-        return;
-    }
-    while ((e = readdir(d)) != NULL) {
-        char path[4200];
-        struct stat st;
-        if (e->d_name[0] == '.') {
-            continue;
-        }
-        snprintf(path, sizeof(path), "%s/%s", job_dir, e->d_name);
-        if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
-            continue;
-        }
-        int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0) {
-            continue; /* the agent removed it: done */
-        }
-        /* The agent holds an exclusive lock on its node dir while it runs;
-         * a blocking lock, interrupted by an alarm at the deadline. */
+    for (int i = 0; i < n; i++) {
         long long left = deadline - gs_now_ms();
-        int locked = 0;
+        int locked;
         if (left > 0) {
             struct itimerval it = {{0, 0}, {(time_t)(left / 1000), (suseconds_t)(left % 1000) * 1000}};
-            setitimer(ITIMER_REAL, &it, NULL);
-            locked = flock(fd, LOCK_EX) == 0;
             struct itimerval off = {{0, 0}, {0, 0}};
+            setitimer(ITIMER_REAL, &it, NULL);
+            locked = flock(fds[i], LOCK_EX) == 0;
             setitimer(ITIMER_REAL, &off, NULL);
         } else {
-            locked = flock(fd, LOCK_EX | LOCK_NB) == 0;
+            locked = flock(fds[i], LOCK_EX | LOCK_NB) == 0;
         }
         if (!locked) {
             fprintf(stderr,
                     "gsrun: the node agent of %s has not finished stopping MPS after %d s; "
-                    "leaving it running (its directory is %s)\n",
-                    e->d_name, timeout_ms / 1000, path);
+                    "leaving it running (its directory is %s/%s)\n",
+                    names[i], timeout_ms / 1000, job_dir, names[i]);
         }
-        close(fd);
+        close(fds[i]);
     }
-    closedir(d);
 }
 
 /* Prints the agents' reports: always with -v, otherwise those with problems. */

@@ -104,26 +104,30 @@ static void publish(gs_agent_t *a, gs_state_t *st)
     }
 }
 
-static void publish_error(gs_agent_t *a, int code, const char *msg)
+/* Publishes a state without MPS: off (with or without a notice the node
+ * leader prints) or an error (exit code for the ranks). */
+static void publish_without_mps(gs_agent_t *a, gs_state_kind_t kind, int notice, int code,
+                                const char *msg)
 {
     static gs_state_t st;
     memset(&st, 0, sizeof(st));
-    st.kind = GS_STATE_ERROR;
+    st.kind = kind;
+    st.notice = notice;
     st.exit_code = code;
     snprintf(st.message, sizeof(st.message), "%s", msg);
     publish(a, &st);
-    report(a, 0, "%s", msg); /* the node leader prints it at once */
+    /* The node leader prints it at once; the report keeps it for -v. */
+    report(a, 0, "%s%s", kind == GS_STATE_OFF ? "MPS off: " : "", msg);
+}
+
+static void publish_error(gs_agent_t *a, int code, const char *msg)
+{
+    publish_without_mps(a, GS_STATE_ERROR, 0, code, msg);
 }
 
 static void publish_off(gs_agent_t *a, int notice, const char *msg)
 {
-    static gs_state_t st;
-    memset(&st, 0, sizeof(st));
-    st.kind = GS_STATE_OFF;
-    st.notice = notice;
-    snprintf(st.message, sizeof(st.message), "%s", msg);
-    publish(a, &st);
-    report(a, 0, "MPS off: %s", msg); /* the node leader prints notices */
+    publish_without_mps(a, GS_STATE_OFF, notice, 0, msg);
 }
 
 static int rank_in_line(const gs_agent_t *a, const char *line);

@@ -61,29 +61,12 @@ int gs_rundir_claim(const char *job_dir)
 /* Whether a node agent still holds a node dir of this job dir. */
 static int agent_running(const char *job_dir)
 {
-    DIR *d = opendir(job_dir);
-    struct dirent *e;
-    int busy = 0;
-    if (d == NULL) {
-        return 0;
+    int fds[64], busy = 0;
+    int n = gs_rundir_open_nodes(job_dir, fds, NULL, 64);
+    for (int i = 0; i < n; i++) {
+        busy |= flock(fds[i], LOCK_EX | LOCK_NB) != 0;
+        close(fds[i]);
     }
-    while (!busy && (e = readdir(d)) != NULL) {
-        char path[4200];
-        struct stat st;
-        if (e->d_name[0] == '.') {
-            continue;
-        }
-        snprintf(path, sizeof(path), "%s/%s", job_dir, e->d_name);
-        if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
-            continue;
-        }
-        int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd >= 0) {
-            busy = flock(fd, LOCK_EX | LOCK_NB) != 0;
-            close(fd);
-        }
-    }
-    closedir(d);
     return busy;
 }
 

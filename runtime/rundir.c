@@ -139,6 +139,32 @@ int gs_rundir_remove(const char *path)
     return remove_at(AT_FDCWD, path);
 }
 
+int gs_rundir_open_nodes(const char *job_dir, int *fds, char (*names)[64], int max)
+{
+    DIR *d = opendir(job_dir);
+    struct dirent *e;
+    int n = 0;
+
+    if (d == NULL) {
+        return 0;
+    }
+    while (n < max && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.' || strlen(e->d_name) >= 64) {
+            continue;
+        }
+        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+            continue; /* a file, or removed meanwhile by its agent */
+        }
+        if (names != NULL) {
+            snprintf(names[n], 64, "%s", e->d_name);
+        }
+        fds[n++] = fd;
+    }
+    closedir(d);
+    return n;
+}
+
 void gs_rundir_node_name(char *buf, size_t len)
 {
     char host[256] = "";

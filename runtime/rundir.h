@@ -37,6 +37,12 @@ int gs_rundir_socket_fits(const char *dir);
 /* Removes a tree we made, never following symlinks. Missing is success. */
 int gs_rundir_remove(const char *path);
 
+/* Opens (O_DIRECTORY, no symlinks) up to max node directories of a job dir,
+ * putting descriptors in fds and names in names (may be NULL). A node agent
+ * holds an exclusive flock on its node directory while it runs. Returns
+ * the number opened. */
+int gs_rundir_open_nodes(const char *job_dir, int *fds, char (*names)[64], int max);
+
 /* This node's name for directory and report names: the host name up to its
  * first '.', letters, digits, '-' and '_' only, at most 32 characters. */
 void gs_rundir_node_name(char *buf, size_t len);
