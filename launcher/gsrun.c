@@ -193,6 +193,47 @@ static void preflight_mps_on(const gs_opts_t *o)
     }
 }
 
+/* A launcher given explicitly must be Open MPI's mpirun: gsrun relies on its
+ * fork agent parameter. Its --version is asked (bounded to 10 s). */
+static int check_open_mpi(const char *launcher, gs_error_t *err)
+{
+    int p[2];
+    char out[512] = "";
+    pid_t pid;
+
+    if (pipe2(p, O_CLOEXEC) != 0) {
+        return gs_error_set(err, errno, "pipe: %s", strerror(errno));
+    }
+    pid = fork();
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_RDONLY);
+        dup2(devnull, 0);
+        dup2(p[1], 1);
+        dup2(p[1], 2);
+        execl(launcher, launcher, "--version", (char *)NULL);
+        _exit(127);
+    }
+    close(p[1]);
+    if (pid < 0) {
+        close(p[0]);
+        return gs_error_set(err, errno, "fork: %s", strerror(errno));
+    }
+    gs_read_all(p[0], out, sizeof(out), gs_now_ms() + 10000);
+    close(p[0]);
+    if (gs_proc_wait(pid, 1000, NULL) != 0) {
+        gs_proc_stop_child(pid, 100, NULL);
+    }
+    if (strstr(out, "Open MPI") == NULL && strstr(out, "OpenRTE") == NULL) {
+        char first[120];
+        snprintf(first, sizeof(first), "%.*s", (int)strcspn(out, "\n"), out);
+        return gs_error_set(err, EINVAL,
+                            "'%s' is not Open MPI's mpirun (its --version says '%s'); gsrun "
+                            "needs Open MPI's fork agent: give an Open MPI mpirun",
+                            launcher, first);
+    }
+    return 0;
+}
+
 static int exec_launcher(const char *launcher, char **argv)
 {
     execv(launcher, argv);
@@ -234,10 +275,16 @@ int main(int argc, char **argv)
         return GS_EXIT_USAGE;
     }
     /* gsrun may run setuid or setgid only by a mistake of the admin; then an
-     * override of the program gsrun's daemons run must not be honoured. */
+     * override of the program gsrun's daemons run is not honoured. */
     if ((getuid() != geteuid() || getgid() != getegid()) && o.control_given) {
-        die(GS_EXIT_USAGE, "--mps-control and GSRUN_MPS_CONTROL are ignored when gsrun runs "
-                           "setuid or setgid; remove the override");
+        fprintf(stderr, "gsrun: warning: --mps-control/GSRUN_MPS_CONTROL ignored: gsrun runs "
+                        "setuid or setgid\n");
+        snprintf(o.cfg.control, sizeof(o.cfg.control), "%s", GS_DEFAULT_CONTROL);
+        o.control_given = 0;
+    }
+    if (o.launcher_given && check_open_mpi(launcher, &err) != 0) {
+        fprintf(stderr, "gsrun: --launcher: %s\n", err.text);
+        return GS_EXIT_USAGE;
     }
 
     nargs = argc - o.first_arg;

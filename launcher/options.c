@@ -64,6 +64,7 @@ int gs_opts_parse(int argc, char **argv, gs_opts_t *o, gs_error_t *err)
         return rc;
     }
     o->control_given = getenv("GSRUN_MPS_CONTROL") != NULL;
+    o->launcher_given = getenv("GSRUN_LAUNCHER") != NULL;
 
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -128,6 +129,9 @@ int gs_opts_parse(int argc, char **argv, gs_opts_t *o, gs_error_t *err)
         }
         if (strcmp(name, "mps-control") == 0) {
             o->control_given = 1;
+        }
+        if (strcmp(name, "launcher") == 0) {
+            o->launcher_given = 1;
         }
     }
     o->first_arg = i;

@@ -13,7 +13,8 @@ typedef struct {
     gs_config_t cfg;
     int help;
     int version;
-    int control_given; /* --mps-control or GSRUN_MPS_CONTROL was set */
+    int control_given;  /* --mps-control or GSRUN_MPS_CONTROL was set */
+    int launcher_given; /* --launcher or GSRUN_LAUNCHER was set */
     int first_arg;     /* index in argv of the first launcher argument */
 } gs_opts_t;
 

@@ -28,6 +28,9 @@ GSRUN_MPS_PERCENTAGE=abc expect 2 "GSRUN_MPS_PERCENTAGE" -np 2 "$PROG"
 GSRUN_MPS=sometimes expect 2 "GSRUN_MPS" -np 2 "$PROG"
 expect 127 "--launcher" --launcher=/nonexistent/mpirun -np 2 "$PROG"
 expect 126 "--launcher" --launcher=/etc/passwd -np 2 "$PROG"
+expect 2 "is not Open MPI's mpirun" --launcher=/bin/echo -np 2 "$PROG"
+"$GSRUN" --launcher="$(command -v mpirun)" --mps=off -np 2 "$PROG" >"$OUT" 2>"$ERR"
+check "--launcher naming Open MPI's mpirun is accepted" [ $? -eq 0 ]
 # --mps=on needs a GPU (none: no NVML here) and a control program.
 expect 69 "no NVIDIA GPU" --mps=on -np 2 "$PROG"
 LD_LIBRARY_PATH=$FAKE_LIB PATH=/usr/bin:/bin expect 69 "nvidia-cuda-mps-control" --mps=on -np 2 "$PROG"
