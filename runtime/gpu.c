@@ -22,8 +22,6 @@ typedef struct {
     const char *(*error_string)(int);
 } gs_nvml_t;
 
-#define NVML_ERROR_DRIVER_NOT_LOADED 9
-#define NVML_ERROR_LIBRARY_NOT_FOUND 12
 
 static const char *nvml_err(const gs_nvml_t *n, int rc)
 {
