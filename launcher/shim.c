@@ -89,13 +89,14 @@ int main(int argc, char **argv)
         return GS_EXIT_SETUP;
     }
     leader = loc.local_rank == 0;
-    if (gs_helper_path("gsrun-agent", agent, sizeof(agent), &err) != 0) {
-        return fail_rank(loc.local_rank, GS_EXIT_SETUP, node, err.text);
+    /* Only the node leader starts the agent; the other ranks skip the lookup. */
+    if (leader && gs_helper_path("gsrun-agent", agent, sizeof(agent), &err) != 0) {
+        return fail_node(leader, GS_EXIT_SETUP, node, err.text);
     }
 
     req.cfg = &cfg;
     req.job_dir = job_dir;
-    req.agent_path = agent;
+    req.agent_path = leader ? agent : NULL;
     req.local_rank = loc.local_rank;
     req.local_size = loc.local_size;
     req.launcher_pid = getppid();

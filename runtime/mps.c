@@ -388,10 +388,8 @@ int gs_mps_stop(gs_mps_daemon_t *d, const char *control, int quit_timeout_ms, ch
         int fd = d->server_pidfd[i];
         pid_t pid = d->server_pid[i];
         if (pid > 1 && gs_proc_alive(pid, fd) && fd >= 0) {
-            long long until = gs_now_ms() + 2000;
             struct pollfd p = {fd, POLLIN, 0};
-            long long left = until - gs_now_ms();
-            if (poll(&p, 1, (int)left) == 0) {
+            if (poll(&p, 1, 2000) == 0) {
                 escalated = 1;
                 gs_proc_signal(pid, fd, SIGTERM);
                 if (poll(&p, 1, 2000) == 0) {

@@ -16,7 +16,7 @@
 typedef struct {
     const gs_config_t *cfg;
     const char *job_dir;
-    const char *agent_path; /* the gsrun-agent executable */
+    const char *agent_path; /* the gsrun-agent executable (node leader only) */
     int local_rank;
     int local_size;
     pid_t launcher_pid;     /* the process that started this rank */

@@ -110,7 +110,6 @@ int gs_plan_compute(const gs_config_t *cfg, int local_size, int ngpus, int have_
     }
     if (cfg->mps == GS_MPS_AUTO && most < 2) {
         off(plan, 0, "every rank has a GPU of its own; MPS not needed (--mps=on forces it)");
-        plan->ngpus = used;
         return 0;
     }
     plan->use_mps = 1;
