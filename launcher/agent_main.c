@@ -1,8 +1,10 @@
 /* gsrun-agent: the node agent, started by the node leader's gsrun-shim.
  *
  *   gsrun-agent --job-dir DIR --node NAME --local-size N --watch-pid PID
- *               --gsrun-pid PID --ready-fd FD
+ *               --gsrun-pid PID --ready-fd FD [--report-fd FD]
  *
+ * --gsrun-pid is 0 when gsrun does not run on this node; the report then
+ * goes to --report-fd (the node leader's stderr).
  * Settings come from the GSRUN_* environment, as for the shim. */
 #include "gs_autoconf.h"
 
@@ -32,6 +34,7 @@ int main(int argc, char **argv)
 
     memset(&o, 0, sizeof(o));
     o.ready_fd = -1;
+    o.report_fd = -1;
     gs_config_init(&o.cfg);
     if (gs_config_load_env(&o.cfg, &err) != 0) {
         fprintf(stderr, "gsrun-agent: %s\n", err.text);
@@ -54,6 +57,8 @@ int main(int argc, char **argv)
             o.gsrun_pid = v;
         } else if (strcmp(k, "--ready-fd") == 0) {
             o.ready_fd = v;
+        } else if (strcmp(k, "--report-fd") == 0) {
+            o.report_fd = v;
         } else {
             fprintf(stderr, "gsrun-agent: unknown argument %s\n", k);
             return 2;

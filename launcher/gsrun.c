@@ -25,6 +25,7 @@
 #include "config.h"
 #include "gpu.h"
 #include "helpers.h"
+#include "node.h"
 #include "options.h"
 #include "preflight.h"
 #include "proc.h"
@@ -241,164 +242,98 @@ static int exec_launcher(const char *launcher, char **argv)
     return errno == ENOENT ? GS_EXIT_NOTFOUND : GS_EXIT_NOEXEC;
 }
 
-int main(int argc, char **argv)
+static void print_command(char **cmd)
 {
-    gs_opts_t o;
+    for (int i = 0; cmd[i] != NULL; i++) {
+        print_quoted(stdout, cmd[i]);
+        fputc(cmd[i + 1] != NULL ? ' ' : '\n', stdout);
+    }
+}
+
+/* The job dir on gsrun's node (a mkdtemp name; the other nodes use the same
+ * name in their own TMPDIR) and the variables the shims need. */
+static void prepare_job(const gs_opts_t *o, char *job_dir, size_t len)
+{
     gs_error_t err;
-    char launcher[4096], shim[4096], agent[4096], job_dir[4096], fork_agent[4096];
-    char **args, **cmd;
-    int nargs, ncmd = 0, status = 0;
-    pid_t child;
+    char msgs[8][256], pidbuf[16], node_id[160];
 
-    if (gs_opts_parse(argc, argv, &o, &err) != 0) {
-        die(GS_EXIT_USAGE, err.text);
-    }
-    if (o.help) {
-        fputs(gs_usage_text, stdout);
-        return 0;
-    }
-    if (o.version) {
-        printf("gsrun %s\n", PACKAGE_VERSION);
-        return 0;
-    }
-    if (gs_config_find_executable(o.cfg.launcher, NULL, "launcher", launcher, sizeof(launcher),
-                                  &err) != 0) {
-        fprintf(stderr, "gsrun: --launcher: %s\n", err.text);
-        return errno == EACCES || strstr(err.text, "not an executable") ? GS_EXIT_NOEXEC
-                                                                        : GS_EXIT_NOTFOUND;
-    }
-    /* A control path given explicitly must be usable whatever the mode. */
-    if (o.control_given && strchr(o.cfg.control, '/') != NULL &&
-        gs_config_find_executable(o.cfg.control, NULL, "MPS control program", shim, sizeof(shim),
-                                  &err) != 0) {
-        fprintf(stderr, "gsrun: --mps-control: %s\n", err.text);
-        return GS_EXIT_USAGE;
-    }
-    /* gsrun may run setuid or setgid only by a mistake of the admin; then an
-     * override of the program gsrun's daemons run is not honoured. */
-    if ((getuid() != geteuid() || getgid() != getegid()) && o.control_given) {
-        fprintf(stderr, "gsrun: warning: --mps-control/GSRUN_MPS_CONTROL ignored: gsrun runs "
-                        "setuid or setgid\n");
-        snprintf(o.cfg.control, sizeof(o.cfg.control), "%s", GS_DEFAULT_CONTROL);
-        o.control_given = 0;
-    }
-    if (o.launcher_given && check_open_mpi(launcher, &err) != 0) {
-        fprintf(stderr, "gsrun: --launcher: %s\n", err.text);
-        return GS_EXIT_USAGE;
-    }
-
-    nargs = argc - o.first_arg;
-    args = calloc((size_t)nargs + 1, sizeof(*args));
-    cmd = calloc((size_t)nargs + 24, sizeof(*cmd));
-    if (args == NULL || cmd == NULL) {
-        die(GS_EXIT_SETUP, "out of memory");
-    }
-    memcpy(args, argv + o.first_arg, (size_t)nargs * sizeof(*args));
-
-    if (o.cfg.mps == GS_MPS_OFF) {
-        /* Nothing to set up: this is plain mpirun. */
-        cmd[ncmd++] = launcher;
-        for (int i = 0; i < nargs; i++) {
-            cmd[ncmd++] = args[i];
-        }
-        if (o.cfg.dry_run) {
-            for (int i = 0; i < ncmd; i++) {
-                print_quoted(stdout, cmd[i]);
-                fputc(i + 1 < ncmd ? ' ' : '\n', stdout);
-            }
-            return 0;
-        }
-        return exec_launcher(launcher, cmd);
-    }
-    if (o.cfg.mps == GS_MPS_ON) {
-        preflight_mps_on(&o);
-    }
-    if (gs_helper_path("gsrun-shim", shim, sizeof(shim), &err) != 0 ||
-        gs_helper_path("gsrun-agent", agent, sizeof(agent), &err) != 0) {
-        die(GS_EXIT_SETUP, err.text);
-    }
-    if (strchr(shim, ' ') != NULL) {
-        /* Open MPI splits the fork agent parameter at spaces. */
-        fprintf(stderr, "gsrun: the path of gsrun-shim ('%s') contains a space, which Open MPI's "
-                        "fork agent parameter cannot carry; install gsrun under a path without "
-                        "spaces\n",
-                shim);
-        return GS_EXIT_SETUP;
-    }
-    if (take_user_fork_agent(args, &nargs, fork_agent, sizeof(fork_agent))) {
-        setenv("GSRUN_FORK_AGENT", fork_agent, 1);
-    }
-
-    if (o.cfg.dry_run) {
-        snprintf(job_dir, sizeof(job_dir), "%s/gsrun.XXXXXX", gs_rundir_tmpdir());
+    if (o->cfg.dry_run) {
+        snprintf(job_dir, len, "%s/gsrun.XXXXXX", gs_rundir_tmpdir());
     } else {
-        char msgs[8][256];
         int n = gs_preflight_warnings(NULL, msgs, 8);
         for (int i = 0; i < n; i++) {
             fprintf(stderr, "gsrun: warning: %s\n", msgs[i]);
         }
-        if (gs_rundir_create_job(gs_rundir_tmpdir(), job_dir, sizeof(job_dir), &err) != 0) {
+        if (gs_rundir_create_job(gs_rundir_tmpdir(), job_dir, len, &err) != 0) {
             die(GS_EXIT_RUNDIR, err.text);
         }
         gs_rundir_claim(job_dir);
         n = gs_rundir_clean_stale(gs_rundir_tmpdir(), msgs, 8);
-        for (int i = 0; i < n && o.cfg.verbose; i++) {
+        for (int i = 0; i < n && o->cfg.verbose; i++) {
             fprintf(stderr, "gsrun: removed the run directory of a job that crashed: %s\n",
                     msgs[i]);
         }
     }
-    char pidbuf[16];
     snprintf(pidbuf, sizeof(pidbuf), "%d", (int)getpid());
-    if (gs_config_export_env(&o.cfg, &err) != 0 || setenv("GSRUN_JOB_DIR", job_dir, 1) != 0 ||
-        setenv("GSRUN_PID", pidbuf, 1) != 0) {
+    gs_node_id(node_id, sizeof(node_id));
+    if (gs_config_export_env(&o->cfg, &err) != 0 || setenv("GSRUN_JOB_DIR", job_dir, 1) != 0 ||
+        setenv("GSRUN_PID", pidbuf, 1) != 0 || setenv("GSRUN_NODE_ID", node_id, 1) != 0) {
         gs_rundir_remove(job_dir);
         die(GS_EXIT_SETUP, "cannot set the environment for the ranks");
     }
+}
 
+/* mpirun --mca orte_fork_agent <shim> -x ... <the user's arguments>. */
+static char **build_command(char *launcher, char *shim, char **args, int nargs)
+{
     static const char *const exported[] = {
         "GSRUN_MPS",     "GSRUN_MPS_PERCENTAGE", "GSRUN_MPS_CONTROL", "GSRUN_MPS_TIMEOUT",
-        "GSRUN_VERBOSE", "GSRUN_JOB_DIR",        "GSRUN_PID",         NULL};
-    cmd[ncmd++] = launcher;
-    cmd[ncmd++] = "--mca";
-    cmd[ncmd++] = "orte_fork_agent";
-    cmd[ncmd++] = shim;
+        "GSRUN_VERBOSE", "GSRUN_JOB_DIR",        "GSRUN_PID",         "GSRUN_NODE_ID",
+        NULL};
+    char **cmd = calloc((size_t)nargs + 32, sizeof(*cmd));
+    int n = 0;
+
+    if (cmd == NULL) {
+        die(GS_EXIT_SETUP, "out of memory");
+    }
+    cmd[n++] = launcher;
+    cmd[n++] = "--mca";
+    cmd[n++] = "orte_fork_agent";
+    cmd[n++] = shim;
     /* The shim's PMIx client and the program's must not share PMIx's
      * shared-memory store (seen with PMIx 4.2: MPI_Init then fails). */
-    cmd[ncmd++] = "-x";
-    cmd[ncmd++] = "PMIX_MCA_gds=hash";
+    cmd[n++] = "-x";
+    cmd[n++] = "PMIX_MCA_gds=hash";
     for (const char *const *e = exported; *e != NULL; e++) {
-        cmd[ncmd++] = "-x";
-        cmd[ncmd++] = (char *)*e;
+        cmd[n++] = "-x";
+        cmd[n++] = (char *)*e;
     }
     if (getenv("GSRUN_FORK_AGENT") != NULL) {
-        cmd[ncmd++] = "-x";
-        cmd[ncmd++] = "GSRUN_FORK_AGENT";
+        cmd[n++] = "-x";
+        cmd[n++] = "GSRUN_FORK_AGENT";
     }
     for (int i = 0; i < nargs; i++) {
-        cmd[ncmd++] = args[i];
+        cmd[n++] = args[i];
     }
-    cmd[ncmd] = NULL;
+    cmd[n] = NULL;
+    return cmd;
+}
 
-    if (o.cfg.dry_run) {
-        printf("# gsrun %s: mps=%s percentage=%s control=%s timeout=%ds\n", PACKAGE_VERSION,
-               gs_config_mps_name(o.cfg.mps), getenv("GSRUN_MPS_PERCENTAGE"), o.cfg.control,
-               o.cfg.timeout_s);
-        for (int i = 0; i < ncmd; i++) {
-            print_quoted(stdout, cmd[i]);
-            fputc(i + 1 < ncmd ? ' ' : '\n', stdout);
-        }
-        return 0;
-    }
+/* Runs the launcher as our child and waits for it, forwarding signals.
+ * Returns its wait status. */
+static int supervise(char *launcher, char **cmd, const char *job_dir)
+{
+    struct sigaction sa;
+    int status = 0;
+    pid_t self = getpid(), child;
 
     /* Node agents are daemons; on this node they become our children when
      * their first parent exits, so that we can reap them. */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
-
     if (pipe2(sigpipe_fd, O_CLOEXEC | O_NONBLOCK) != 0) {
         gs_rundir_remove(job_dir);
         die(GS_EXIT_SETUP, "pipe failed");
     }
-    struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_sigaction = on_signal;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
@@ -406,7 +341,6 @@ int main(int argc, char **argv)
     for (const int *s = forwarded; *s != 0; s++) {
         sigaction(*s, &sa, NULL);
     }
-
     child = fork();
     if (child < 0) {
         gs_rundir_remove(job_dir);
@@ -415,6 +349,12 @@ int main(int argc, char **argv)
     if (child == 0) {
         for (const int *s = forwarded; *s != 0; s++) {
             signal(*s, SIG_DFL);
+        }
+        /* If gsrun is killed (SIGKILL: nothing to forward), mpirun ends the
+         * job as it does on SIGTERM; the node agents end what is left. */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != self) {
+            _exit(128 + SIGTERM);
         }
         _exit(exec_launcher(launcher, cmd));
     }
@@ -441,6 +381,127 @@ int main(int argc, char **argv)
     if (child_fd >= 0) {
         close(child_fd);
     }
+    return status;
+}
+
+/* Exits as the launcher did: its status, or death by its signal. */
+static int exit_like(int status)
+{
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        signal(sig, SIG_DFL);
+        sigset_t s;
+        sigemptyset(&s);
+        sigaddset(&s, sig);
+        sigprocmask(SIG_UNBLOCK, &s, NULL);
+        raise(sig);
+        return 128 + sig;
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+/* Checks the launcher and the control program named by the user. Returns 0
+ * or gsrun's exit status for the failure (reported). */
+static int check_programs(gs_opts_t *o, char *launcher, size_t len)
+{
+    gs_error_t err;
+    char path[4096];
+
+    if (gs_config_find_executable(o->cfg.launcher, NULL, "launcher", launcher, len, &err) != 0) {
+        fprintf(stderr, "gsrun: %s: %s\n", o->launcher_word ? "launcher" : "--launcher", err.text);
+        return errno == EACCES || strstr(err.text, "not an executable") ? GS_EXIT_NOEXEC
+                                                                        : GS_EXIT_NOTFOUND;
+    }
+    /* A control path given explicitly must be usable whatever the mode. */
+    if (o->control_given && strchr(o->cfg.control, '/') != NULL &&
+        gs_config_find_executable(o->cfg.control, NULL, "MPS control program", path,
+                                  sizeof(path), &err) != 0) {
+        fprintf(stderr, "gsrun: --mps-control: %s\n", err.text);
+        return GS_EXIT_USAGE;
+    }
+    /* gsrun may run setuid or setgid only by a mistake of the admin; then an
+     * override of the program gsrun's daemons run is not honoured. */
+    if ((getuid() != geteuid() || getgid() != getegid()) && o->control_given) {
+        fprintf(stderr, "gsrun: warning: --mps-control/GSRUN_MPS_CONTROL ignored: gsrun runs "
+                        "setuid or setgid\n");
+        snprintf(o->cfg.control, sizeof(o->cfg.control), "%s", GS_DEFAULT_CONTROL);
+        o->control_given = 0;
+    }
+    if (o->launcher_given && check_open_mpi(launcher, &err) != 0) {
+        fprintf(stderr, "gsrun: %s: %s\n", o->launcher_word ? "launcher" : "--launcher", err.text);
+        return GS_EXIT_USAGE;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    gs_opts_t o;
+    gs_error_t err;
+    char launcher[4096], shim[4096], agent[4096], job_dir[4096], fork_agent[4096];
+    char **args, **cmd;
+    int nargs, rc;
+
+    if (gs_opts_parse(argc, argv, &o, &err) != 0) {
+        die(GS_EXIT_USAGE, err.text);
+    }
+    if (o.help) {
+        fputs(gs_usage_text, stdout);
+        return 0;
+    }
+    if (o.version) {
+        printf("gsrun %s\n", PACKAGE_VERSION);
+        return 0;
+    }
+    if ((rc = check_programs(&o, launcher, sizeof(launcher))) != 0) {
+        return rc;
+    }
+    nargs = argc - o.first_arg;
+    args = calloc((size_t)nargs + 2, sizeof(*args));
+    if (args == NULL) {
+        die(GS_EXIT_SETUP, "out of memory");
+    }
+    memcpy(args, argv + o.first_arg, (size_t)nargs * sizeof(*args));
+
+    if (o.cfg.mps == GS_MPS_OFF) {
+        /* Nothing to set up: this is plain mpirun. */
+        memmove(args + 1, args, (size_t)nargs * sizeof(*args));
+        args[0] = launcher;
+        if (o.cfg.dry_run) {
+            print_command(args);
+            return 0;
+        }
+        return exec_launcher(launcher, args);
+    }
+    if (o.cfg.mps == GS_MPS_ON) {
+        preflight_mps_on(&o);
+    }
+    if (gs_helper_path("gsrun-shim", shim, sizeof(shim), &err) != 0 ||
+        gs_helper_path("gsrun-agent", agent, sizeof(agent), &err) != 0) {
+        die(GS_EXIT_SETUP, err.text);
+    }
+    if (strchr(shim, ' ') != NULL) {
+        /* Open MPI splits the fork agent parameter at spaces. */
+        fprintf(stderr, "gsrun: the path of gsrun-shim ('%s') contains a space, which Open MPI's "
+                        "fork agent parameter cannot carry; install gsrun under a path without "
+                        "spaces\n",
+                shim);
+        return GS_EXIT_SETUP;
+    }
+    if (take_user_fork_agent(args, &nargs, fork_agent, sizeof(fork_agent))) {
+        setenv("GSRUN_FORK_AGENT", fork_agent, 1);
+    }
+    prepare_job(&o, job_dir, sizeof(job_dir));
+    cmd = build_command(launcher, shim, args, nargs);
+    if (o.cfg.dry_run) {
+        printf("# gsrun %s: mps=%s percentage=%s control=%s timeout=%ds\n", PACKAGE_VERSION,
+               gs_config_mps_name(o.cfg.mps), getenv("GSRUN_MPS_PERCENTAGE"), o.cfg.control,
+               o.cfg.timeout_s);
+        print_command(cmd);
+        return 0;
+    }
+
+    int status = supervise(launcher, cmd, job_dir);
     struct sigaction alrm;
     memset(&alrm, 0, sizeof(alrm));
     alrm.sa_handler = on_alarm;
@@ -453,16 +514,5 @@ int main(int argc, char **argv)
     while (waitpid(-1, NULL, WNOHANG) > 0) {
         /* reap agents and orphans handed to us as subreaper */
     }
-
-    if (WIFSIGNALED(status)) {
-        int sig = WTERMSIG(status);
-        signal(sig, SIG_DFL);
-        sigset_t s;
-        sigemptyset(&s);
-        sigaddset(&s, sig);
-        sigprocmask(SIG_UNBLOCK, &s, NULL);
-        raise(sig);
-        return 128 + sig;
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    return exit_like(status);
 }

@@ -8,7 +8,7 @@
 #include <string.h>
 
 const char gs_usage_text[] =
-    "Usage: gsrun [gsrun options] [--] <mpirun arguments> program [args]\n"
+    "Usage: gsrun [gsrun options] [--] [mpirun] <mpirun arguments> program [args]\n"
     "Runs an MPI job with NVIDIA MPS set up for every GPU that several ranks share.\n"
     "The mpirun arguments are passed on unchanged.\n"
     "\n"
@@ -25,7 +25,8 @@ const char gs_usage_text[] =
     "  --mps-timeout=SECONDS      bound on starting MPS, 1 to 3600 (default 30)\n"
     "                             [GSRUN_MPS_TIMEOUT]\n"
     "  --launcher=PATH            the Open MPI mpirun to run (default: mpirun in PATH)\n"
-    "                             [GSRUN_LAUNCHER]\n"
+    "                             [GSRUN_LAUNCHER]; a first launcher word does the same:\n"
+    "                             gsrun [options] mpirun|mpiexec|orterun <arguments>\n"
     "  --dry-run                  print the launcher command and settings, run nothing\n"
     "                             [GSRUN_DRY_RUN=1]\n"
     "  -v, --verbose              report what gsrun set up and tore down (repeatable)\n"
@@ -53,9 +54,46 @@ static int is_valued(const char *name)
     return 0;
 }
 
+/* Whether a word names Open MPI's launcher (by its last path component). */
+static int is_launcher_word(const char *w)
+{
+    static const char *const names[] = {"mpirun", "mpiexec", "orterun", NULL};
+    const char *base = strrchr(w, '/');
+    base = base ? base + 1 : w;
+    for (const char *const *n = names; *n != NULL; n++) {
+        if (strcmp(base, *n) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* gsrun [options] mpirun <args>: the word is the launcher, once. */
+static int take_launcher_word(int argc, char **argv, gs_opts_t *o, int launcher_cli,
+                              gs_error_t *err)
+{
+    if (o->first_arg >= argc || !is_launcher_word(argv[o->first_arg])) {
+        return 0;
+    }
+    if (launcher_cli) {
+        return gs_error_set(err, EINVAL,
+                            "the launcher is given twice, as --launcher and as '%s'; give one "
+                            "(see gsrun --help)",
+                            argv[o->first_arg]);
+    }
+    int rc = gs_config_set(&o->cfg, "launcher", argv[o->first_arg], "launcher", err);
+    if (rc != 0) {
+        return rc;
+    }
+    o->launcher_given = 1;
+    o->launcher_word = 1;
+    o->first_arg++;
+    return 0;
+}
+
 int gs_opts_parse(int argc, char **argv, gs_opts_t *o, gs_error_t *err)
 {
-    int i, rc;
+    int i, rc, launcher_cli = 0;
 
     memset(o, 0, sizeof(*o));
     gs_config_init(&o->cfg);
@@ -132,9 +170,13 @@ int gs_opts_parse(int argc, char **argv, gs_opts_t *o, gs_error_t *err)
         }
         if (strcmp(name, "launcher") == 0) {
             o->launcher_given = 1;
+            launcher_cli = 1;
         }
     }
     o->first_arg = i;
+    if ((rc = take_launcher_word(argc, argv, o, launcher_cli, err)) != 0) {
+        return rc;
+    }
     if (!o->help && !o->version && o->first_arg >= argc) {
         return gs_error_set(err, EINVAL,
                             "no program given: usage is gsrun [gsrun options] <mpirun arguments> "

@@ -2,7 +2,9 @@
  *
  * gsrun options come first and all are long options that mpirun does not
  * have (plus -v, -h, -V); the first word that is not one starts the
- * launcher's arguments, which are passed on unchanged and never parsed. */
+ * launcher's arguments, which are passed on unchanged and never parsed. If
+ * that word names Open MPI's launcher (mpirun, mpiexec, orterun, or a path
+ * to one), it is taken as --launcher: `gsrun mpirun -np 4 ./app` works. */
 #ifndef GS_OPTIONS_H
 #define GS_OPTIONS_H
 
@@ -14,7 +16,8 @@ typedef struct {
     int help;
     int version;
     int control_given;  /* --mps-control or GSRUN_MPS_CONTROL was set */
-    int launcher_given; /* --launcher or GSRUN_LAUNCHER was set */
+    int launcher_given; /* --launcher, GSRUN_LAUNCHER or a launcher word was given */
+    int launcher_word;  /* the launcher came as the first word (gsrun mpirun ...) */
     int first_arg;     /* index in argv of the first launcher argument */
 } gs_opts_t;
 

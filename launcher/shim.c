@@ -96,6 +96,7 @@ int main(int argc, char **argv)
 
     req.cfg = &cfg;
     req.job_dir = job_dir;
+    req.gsrun_node = getenv("GSRUN_NODE_ID");
     req.agent_path = leader ? agent : NULL;
     req.local_rank = loc.local_rank;
     req.local_size = loc.local_size;

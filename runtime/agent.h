@@ -3,8 +3,10 @@
  * It plans the node (GPUs, shares), starts one MPS control daemon per GPU in
  * use, publishes the node state, registers each rank and tracks it (a pidfd,
  * or a socket the rank keeps across exec), and when the last rank is gone,
- * or the launcher is, or it is told to stop, shuts MPS down with bounded
- * waits, removes its directories and leaves a report for gsrun. */
+ * or the launcher or gsrun is, or it is told to stop, ends the ranks still
+ * alive, shuts MPS down with bounded waits, removes its directories and
+ * hands its report to gsrun. A guard process ends the same if the agent
+ * itself is killed. Internals: agent_int.h. */
 #ifndef GS_AGENT_H
 #define GS_AGENT_H
 
@@ -23,6 +25,8 @@ typedef struct {
     pid_t watch_pid; /* the launcher's process on this node (mpirun or orted) */
     pid_t gsrun_pid; /* the gsrun front end, 0 if not on this node */
     int ready_fd;    /* written once: "ok" or "error", then closed; -1 for none */
+    int report_fd;   /* where the report goes when gsrun is not on this node (the
+                      * node leader's stderr), -1 for none */
 } gs_agent_opts_t;
 
 /* Runs the agent to the end; returns its exit status. */

@@ -16,6 +16,51 @@
 #include "proc.h"
 #include "rundir.h"
 
+void gs_node_id(char *buf, size_t len)
+{
+    char boot[64] = "", ns[64] = "";
+    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, boot, sizeof(boot) - 1);
+        boot[n > 0 ? n : 0] = '\0';
+        boot[strcspn(boot, "\n")] = '\0';
+        close(fd);
+    }
+    ssize_t n = readlink("/proc/self/ns/pid", ns, sizeof(ns) - 1);
+    ns[n > 0 ? n : 0] = '\0';
+    if (boot[0] == '\0') {
+        gs_rundir_node_name(boot, sizeof(boot)); /* no /proc: the host name will do */
+    }
+    snprintf(buf, len, "%s/%s", boot, ns);
+}
+
+int gs_node_job_dir(const gs_node_req_t *req, char *out, size_t len, int *here, gs_error_t *err)
+{
+    char id[160];
+    const char *name = strrchr(req->job_dir, '/');
+    int rc;
+
+    gs_node_id(id, sizeof(id));
+    *here = req->gsrun_node == NULL || strcmp(req->gsrun_node, id) == 0;
+    if (*here) {
+        if ((size_t)snprintf(out, len, "%s", req->job_dir) >= len) {
+            return gs_error_set(err, ENAMETOOLONG, "run directory path too long");
+        }
+        return 0;
+    }
+    if (name == NULL || strncmp(name, "/gsrun.", 7) != 0 || strchr(name + 1, '.') != name + 6) {
+        return gs_error_set(err, EINVAL, "GSRUN_JOB_DIR '%s' is not a gsrun job dir",
+                            req->job_dir);
+    }
+    if ((rc = gs_rundir_check_parent(gs_rundir_tmpdir(), err)) != 0) {
+        return rc;
+    }
+    if ((size_t)snprintf(out, len, "%s%s", gs_rundir_tmpdir(), name) >= len) {
+        return gs_error_set(err, ENAMETOOLONG, "TMPDIR '%s' is too long", gs_rundir_tmpdir());
+    }
+    return 0;
+}
+
 int gs_node_dir(const char *job_dir, char *out, size_t len, gs_error_t *err)
 {
     char node[64];
@@ -28,7 +73,8 @@ int gs_node_dir(const char *job_dir, char *out, size_t len, gs_error_t *err)
 
 /* Starts the agent as a daemon: its own session (Open MPI kills each rank's
  * process group), not a child of the rank (the program must not inherit it). */
-static int spawn_agent(const gs_node_req_t *req, int *ready_rd, gs_error_t *err)
+static int spawn_agent(const gs_node_req_t *req, const char *job_dir, int here, int *ready_rd,
+                       gs_error_t *err)
 {
     int pfd[2];
     pid_t pid;
@@ -45,21 +91,25 @@ static int spawn_agent(const gs_node_req_t *req, int *ready_rd, gs_error_t *err)
         return gs_error_set(err, e, "cannot start the node agent: %s", strerror(e));
     }
     if (pid == 0) {
-        char node[64], size[16], watch[16], gsrun[16], fd[16];
+        char node[64], size[16], watch[16], gsrun[16], fd[16], rfd[16];
         setsid();
         if (fork() != 0) {
             _exit(0);
         }
-        /* The ready pipe's write end is the one descriptor passed on. */
+        /* Passed on: the ready pipe's write end and, away from gsrun's node,
+         * the leader's stderr for the agent's report (the launcher forwards
+         * it to gsrun like the job's output). */
         int w = fcntl(pfd[1], F_DUPFD, 3);
+        int r = here ? -1 : fcntl(2, F_DUPFD, 3);
         gs_rundir_node_name(node, sizeof(node));
         snprintf(size, sizeof(size), "%d", req->local_size);
         snprintf(watch, sizeof(watch), "%d", (int)req->launcher_pid);
-        snprintf(gsrun, sizeof(gsrun), "%d", (int)req->gsrun_pid);
+        snprintf(gsrun, sizeof(gsrun), "%d", here ? (int)req->gsrun_pid : 0);
         snprintf(fd, sizeof(fd), "%d", w);
-        execl(req->agent_path, req->agent_path, "--job-dir", req->job_dir, "--node", node,
+        snprintf(rfd, sizeof(rfd), "%d", r);
+        execl(req->agent_path, req->agent_path, "--job-dir", job_dir, "--node", node,
               "--local-size", size, "--watch-pid", watch, "--gsrun-pid", gsrun, "--ready-fd", fd,
-              (char *)NULL);
+              "--report-fd", rfd, (char *)NULL);
         _exit(127);
     }
     close(pfd[1]);
@@ -108,20 +158,21 @@ static int register_rank(const gs_state_t *st, int local_rank, int *keep_fd, gs_
 
 int gs_node_join(const gs_node_req_t *req, gs_state_t *st, int *keep_fd, gs_error_t *err)
 {
-    char node_dir[256];
-    int ready_rd = -1, rc;
+    char job_dir[256], node_dir[256];
+    int ready_rd = -1, rc, here;
     long long deadline;
 
     *keep_fd = -1;
     memset(st, 0, sizeof(*st));
-    if ((rc = gs_node_dir(req->job_dir, node_dir, sizeof(node_dir), err)) != 0 ||
-        (rc = gs_rundir_ensure(req->job_dir, err)) != 0 ||
+    if ((rc = gs_node_job_dir(req, job_dir, sizeof(job_dir), &here, err)) != 0 ||
+        (rc = gs_node_dir(job_dir, node_dir, sizeof(node_dir), err)) != 0 ||
+        (rc = gs_rundir_ensure(job_dir, err)) != 0 ||
         (rc = gs_rundir_ensure(node_dir, err)) != 0) {
         st->exit_code = GS_EXIT_RUNDIR;
         return rc;
     }
     if (req->local_rank == 0) {
-        rc = spawn_agent(req, &ready_rd, err);
+        rc = spawn_agent(req, job_dir, here, &ready_rd, err);
         if (rc != 0) {
             st->exit_code = GS_EXIT_SETUP;
             return rc;
@@ -159,7 +210,9 @@ int gs_node_join(const gs_node_req_t *req, gs_state_t *st, int *keep_fd, gs_erro
     if (st->kind == GS_STATE_ERROR) {
         return gs_error_set(err, EIO, "%s", st->message);
     }
-    if (st->kind == GS_STATE_ON) {
+    /* Off or on, a rank registers where the agent listens, so that the
+     * agent can end it if the launcher dies. */
+    if (st->socket[0] != '\0') {
         rc = register_rank(st, req->local_rank, keep_fd, err);
         if (rc != 0) {
             st->exit_code = GS_EXIT_SETUP;

@@ -15,13 +15,23 @@
 
 typedef struct {
     const gs_config_t *cfg;
-    const char *job_dir;
+    const char *job_dir;    /* gsrun's job dir (GSRUN_JOB_DIR) */
+    const char *gsrun_node; /* gs_node_id() of gsrun's node (GSRUN_NODE_ID), or NULL */
     const char *agent_path; /* the gsrun-agent executable (node leader only) */
     int local_rank;
     int local_size;
     pid_t launcher_pid;     /* the process that started this rank */
     pid_t gsrun_pid;        /* 0 if unknown */
 } gs_node_req_t;
+
+/* Names this node (this kernel and PID namespace) so that processes can tell
+ * whether they run where gsrun runs: "<boot id>/<PID namespace>". */
+void gs_node_id(char *buf, size_t len);
+
+/* Where this node keeps the job's run dir: gsrun's own job dir on gsrun's
+ * node; on any other node a directory of the same name in this node's
+ * TMPDIR (nothing is shared between nodes). Sets *here. */
+int gs_node_job_dir(const gs_node_req_t *req, char *out, size_t len, int *here, gs_error_t *err);
 
 /* Joins the node. On success st holds the node state (on, off); an error
  * state is returned as a failure with st->exit_code and the message in err.

@@ -31,6 +31,18 @@ expect 126 "--launcher" --launcher=/etc/passwd -np 2 "$PROG"
 expect 2 "is not Open MPI's mpirun" --launcher=/bin/echo -np 2 "$PROG"
 "$GSRUN" --launcher="$(command -v mpirun)" --mps=off -np 2 "$PROG" >"$OUT" 2>"$ERR"
 check "--launcher naming Open MPI's mpirun is accepted" [ $? -eq 0 ]
+# A first word naming Open MPI's launcher is taken as --launcher.
+expect 2 "the launcher is given twice" --launcher="$(command -v mpirun)" mpirun -np 2 "$PROG"
+expect 2 "no program given" mpirun
+expect 127 "launcher" /nonexistent/mpiexec -np 2 "$PROG"
+for w in mpirun mpiexec orterun "$(command -v mpirun)"; do
+    "$GSRUN" --dry-run $w -np 2 "$PROG" >"$OUT" 2>"$ERR"
+    check "gsrun $w -np 2 prog: runs $w with the fork agent, the word not passed on" \
+        grep -q "^[^ ]*/$(basename $w) --mca orte_fork_agent .* -np 2 $PROG\$" "$OUT"
+done
+gsrun_fake 1 mpirun -np 2 "$PROG" >"$OUT" 2>"$ERR"
+check "gsrun mpirun -np 2 prog: runs the job under MPS" [ $? -eq 0 -a "$(grep -c 'mps=1 ' "$OUT")" -eq 2 ]
+check_clean "gsrun mpirun"
 # --mps=on needs a GPU (none: no NVML here) and a control program.
 expect 69 "no NVIDIA GPU" --mps=on -np 2 "$PROG"
 LD_LIBRARY_PATH=$FAKE_LIB PATH=/usr/bin:/bin expect 69 "nvidia-cuda-mps-control" --mps=on -np 2 "$PROG"

@@ -49,15 +49,18 @@ int main(int argc, char **argv)
         snprintf(path, sizeof(path), "%s/control", env("CUDA_MPS_PIPE_DIRECTORY"));
         control_ok = stat(path, &st) == 0 && S_ISSOCK(st.st_mode);
     }
+    char host[256] = "-";
+    gethostname(host, sizeof(host));
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     printf("rank=%d size=%d local=%s/%s mps=%s pipe=%s log=%s pct=%s cvd=%s uuid=%s "
-           "gpuranks=%s control=%d jobdir=%s\n",
+           "gpuranks=%s control=%d jobdir=%s host=%s pid=%d\n",
            rank, size, env("GSRUN_LOCAL_RANK"), env("GSRUN_LOCAL_SIZE"), env("GSRUN_MPS_ACTIVE"),
            env("CUDA_MPS_PIPE_DIRECTORY"), env("CUDA_MPS_LOG_DIRECTORY"),
            env("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), env("CUDA_VISIBLE_DEVICES"),
-           env("GSRUN_GPU_UUID"), env("GSRUN_GPU_RANKS"), control_ok, env("GSRUN_JOB_DIR"));
+           env("GSRUN_GPU_UUID"), env("GSRUN_GPU_RANKS"), control_ok, env("GSRUN_JOB_DIR"),
+           host, (int)getpid());
     fflush(stdout);
     if (grandchild > 0 && fork() == 0) {
         /* Left behind: outlives the rank, in its own session. */

@@ -1,0 +1,239 @@
+#include "gs_autoconf.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "agent_int.h"
+#include "proc.h"
+
+int gs_agent_listen(gs_agent_t *a, char *path, size_t len, gs_error_t *err)
+{
+    struct sockaddr_un addr;
+    int fd;
+
+    if ((size_t)snprintf(path, len, "%s/%s", a->node_dir, GS_AGENT_SOCKET) >= len ||
+        strlen(path) >= sizeof(addr.sun_path)) {
+        return gs_error_set(err, ENAMETOOLONG,
+                            "agent socket path '%s' is too long; set TMPDIR to a shorter "
+                            "directory",
+                            path);
+    }
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        return gs_error_set(err, errno, "socket: %s", strerror(errno));
+    }
+    memset(&addr, 0, sizeof(addr));
+    addr.sun_family = AF_UNIX;
+    snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
+    unlink(path);
+    if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 || listen(fd, 128) != 0) {
+        int e = errno;
+        close(fd);
+        return gs_error_set(err, e, "cannot listen on '%s': %s", path, strerror(e));
+    }
+    a->listen_fd = fd;
+    return 0;
+}
+
+/* One registration: "hello <local rank>\n" from a shim about to exec. */
+static void accept_rank(gs_agent_t *a)
+{
+    struct ucred cred;
+    socklen_t clen = sizeof(cred);
+    char buf[64];
+    int fd, rank = -1;
+    long n;
+
+    fd = accept4(a->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0) {
+        return;
+    }
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0 || cred.uid != getuid()) {
+        /* The node dir is 0700, so this cannot be another user's rank. */
+        close(fd);
+        return;
+    }
+    n = gs_read_all(fd, buf, sizeof(buf), gs_now_ms() + 2000);
+    if (n <= 0 || sscanf(buf, "hello %d", &rank) != 1 || rank < 0 || rank >= a->o->local_size ||
+        a->registered >= a->o->local_size) {
+        dprintf(fd, "error bad registration\n");
+        close(fd);
+        return;
+    }
+    gs_rank_t *r = &a->ranks[a->nranks];
+    r->pid = cred.pid;
+    r->rank = rank;
+    r->fd = gs_proc_pidfd_open(cred.pid);
+    if (r->fd >= 0) {
+        /* The pidfd tracks the process itself; the connection can go. */
+        r->is_pidfd = 1;
+        dprintf(fd, "ok pidfd\n");
+        close(fd);
+    } else {
+        /* No pidfd: the rank keeps this connection across exec, and the
+         * kernel closes it when the rank exits, even on SIGKILL. */
+        r->is_pidfd = 0;
+        r->fd = fd;
+        dprintf(fd, "ok socket\n");
+    }
+    a->seen[a->registered++] = *r;
+    a->nranks++;
+    gs_agent_guard_tell(a, "rank", cred.pid);
+}
+
+static void drop_rank(gs_agent_t *a, int i)
+{
+    close(a->ranks[i].fd);
+    a->ranks[i] = a->ranks[a->nranks - 1];
+    a->nranks--;
+}
+
+/* Both kinds of descriptor become readable (pidfd) or hung up (socket) when
+ * the rank exits. */
+static int wait_ranks_gone(gs_rank_t *ranks, int n, int *gone, int timeout_ms)
+{
+    long long deadline = gs_now_ms() + timeout_ms;
+    struct pollfd p[n > 0 ? n : 1];
+    int left = 0;
+
+    for (;;) {
+        left = 0;
+        for (int i = 0; i < n; i++) {
+            p[i] = (struct pollfd){gone[i] ? -1 : ranks[i].fd, POLLIN, 0};
+            left += !gone[i];
+        }
+        long long t = deadline - gs_now_ms();
+        if (left == 0 || t <= 0) {
+            return left;
+        }
+        if (poll(p, (nfds_t)n, (int)t) < 0 && errno != EINTR) {
+            return left;
+        }
+        for (int i = 0; i < n; i++) {
+            if (p[i].revents & (POLLIN | POLLHUP | POLLERR)) {
+                gone[i] = 1;
+            }
+        }
+    }
+}
+
+int gs_agent_end_ranks(gs_rank_t *ranks, int n, int term_ms)
+{
+    int gone[n > 0 ? n : 1], killed = 0;
+
+    memset(gone, 0, sizeof(gone));
+    for (int i = 0; i < n; i++) {
+        gs_proc_signal(ranks[i].pid, ranks[i].is_pidfd ? ranks[i].fd : -1, SIGTERM);
+    }
+    if (wait_ranks_gone(ranks, n, gone, term_ms) == 0) {
+        return 0;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!gone[i]) {
+            gs_proc_signal(ranks[i].pid, ranks[i].is_pidfd ? ranks[i].fd : -1, SIGKILL);
+            killed++;
+        }
+    }
+    /* SIGKILL is not ignorable; this only lets the kernel finish, so that
+     * MPS sees its clients gone before it is told to quit. */
+    wait_ranks_gone(ranks, n, gone, 500);
+    return killed;
+}
+
+/* Reads the signalfd: SIGCHLD is a child of ours (an MPS daemon), anything
+ * else tells the agent to stop. */
+static const char *read_signals(gs_agent_t *a)
+{
+    struct signalfd_siginfo si;
+    const char *why = NULL;
+    while (read(a->sig_fd, &si, sizeof(si)) == sizeof(si)) {
+        if (si.ssi_signo == SIGCHLD) {
+            gs_agent_note_child_exits(a);
+        } else {
+            why = "the agent was told to stop";
+        }
+    }
+    return why;
+}
+
+void gs_agent_serve(gs_agent_t *a)
+{
+    int nfds = 4 + a->o->local_size;
+    struct pollfd *p = calloc((size_t)nfds, sizeof(*p));
+    long long last_change = gs_now_ms();
+    const char *why = p == NULL ? "out of memory" : NULL;
+    int early = 1; /* the job did not end on its own */
+
+    while (why == NULL) {
+        int k = 0, timeout = -1;
+        p[k++] = (struct pollfd){a->sig_fd, POLLIN, 0};
+        p[k++] = (struct pollfd){a->registered < a->o->local_size ? a->listen_fd : -1, POLLIN, 0};
+        p[k++] = (struct pollfd){a->watch_fd, POLLIN, 0};
+        p[k++] = (struct pollfd){a->gsrun_fd, POLLIN, 0};
+        for (int i = 0; i < a->nranks; i++) {
+            p[k++] = (struct pollfd){a->ranks[i].fd, POLLIN, 0};
+        }
+        if (a->watch_fd < 0 && a->o->watch_pid > 1) {
+            timeout = 1000; /* no pidfd for the launcher: look every second */
+        }
+        if (a->nranks == 0 && a->registered < a->o->local_size) {
+            timeout = 1000; /* ranks still expected: a bound on waiting for them */
+        }
+        if (poll(p, (nfds_t)k, timeout) < 0 && errno != EINTR) {
+            why = "poll failed";
+            break;
+        }
+        /* Ranks first: when the job ends normally they are gone before the
+         * launcher is, and the same wake-up may bring both. */
+        for (int i = a->nranks - 1, j = k - 1; i >= 0; i--, j--) {
+            if (p[j].revents & (POLLIN | POLLHUP | POLLERR)) {
+                drop_rank(a, i);
+                last_change = gs_now_ms();
+            }
+        }
+        if (p[1].revents & POLLIN) {
+            accept_rank(a);
+            last_change = gs_now_ms();
+        }
+        if (p[0].revents & POLLIN) {
+            why = read_signals(a);
+        }
+        if (a->nranks == 0 && a->registered >= a->o->local_size) {
+            why = "every rank has exited";
+            early = 0;
+        } else if ((p[2].revents & (POLLIN | POLLHUP)) ||
+                   (a->watch_fd < 0 && a->o->watch_pid > 1 &&
+                    !gs_proc_alive(a->o->watch_pid, -1))) {
+            why = "the launcher exited";
+        } else if (p[3].revents & (POLLIN | POLLHUP)) {
+            why = "gsrun exited";
+        } else if (a->nranks == 0 &&
+                   gs_now_ms() - last_change > (long long)a->o->cfg.timeout_s * 1000 * 2) {
+            /* Some ranks never registered (their shim failed) and the rest are
+             * gone: keeping MPS up would serve nobody. */
+            why = "no rank left and the missing ones never registered";
+            early = 0;
+        }
+    }
+    free(p);
+    if (early && a->nranks > 0) {
+        int n = a->nranks;
+        int killed = gs_agent_end_ranks(a->ranks, n, GS_AGENT_RANK_TERM_MS);
+        gs_agent_report(a, 1, "%s while %d rank%s still ran: ended %s (SIGTERM%s)", why, n,
+                        n == 1 ? "" : "s", n == 1 ? "it" : "them",
+                        killed ? ", then SIGKILL" : "");
+        while (a->nranks > 0) {
+            drop_rank(a, a->nranks - 1);
+        }
+    }
+    gs_agent_report(a, 0, "served %d of %d ranks; %s: %s", a->registered, a->o->local_size,
+                    a->ndaemons > 0 ? "stopping MPS" : "done", why);
+}

@@ -1,0 +1,93 @@
+#include "gs_autoconf.h"
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent_int.h"
+
+void gs_agent_report(gs_agent_t *a, int problem, const char *fmt, ...)
+{
+    va_list ap;
+    size_t room = sizeof(a->report) - a->report_len;
+    int n;
+    if (room < 2) {
+        return;
+    }
+    n = snprintf(a->report + a->report_len, room, "%snode %s: ", problem ? "problem: " : "",
+                 a->o->node_name);
+    if (n < 0 || (size_t)n >= room) {
+        return;
+    }
+    a->report_len += (size_t)n;
+    room -= (size_t)n;
+    va_start(ap, fmt);
+    n = vsnprintf(a->report + a->report_len, room - 1, fmt, ap);
+    va_end(ap);
+    if (n > 0) {
+        a->report_len += (size_t)n < room - 1 ? (size_t)n : room - 2;
+    }
+    a->report[a->report_len++] = '\n';
+    a->report[a->report_len] = '\0';
+    a->problems += problem;
+}
+
+/* "... {PID: 5480, ..." in an MPS log line names a process: which local rank. */
+int gs_agent_rank_of_pid(const gs_agent_t *a, pid_t pid)
+{
+    for (int i = 0; a->seen != NULL && i < a->registered && i < a->o->local_size; i++) {
+        if (a->seen[i].pid == pid) {
+            return a->seen[i].rank;
+        }
+    }
+    return -1;
+}
+
+static void write_file(const gs_agent_t *a)
+{
+    char path[512], tmp[520];
+    int fd;
+    snprintf(path, sizeof(path), "%s/%s.report", a->o->job_dir, a->o->node_name);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        return;
+    }
+    dprintf(fd, "gsrun-report problems=%d\n%s", a->problems, a->report);
+    close(fd);
+    rename(tmp, path);
+}
+
+/* The launcher forwards these lines as the node leader's stderr; one write
+ * per line keeps them whole among the job's own output. */
+static void write_lines(const gs_agent_t *a, const char *text)
+{
+    const char *p = text;
+    while (*p != '\0') {
+        size_t n = strcspn(p, "\n");
+        if (a->o->cfg.verbose || strncmp(p, "problem: ", 9) == 0) {
+            char line[1100];
+            int len = snprintf(line, sizeof(line), "gsrun: %.*s\n", (int)(n < 1000 ? n : 1000), p);
+            if (write(a->o->report_fd, line, (size_t)len) < 0) {
+                return; /* the launcher is gone: nobody to tell */
+            }
+        }
+        p += n + (p[n] == '\n');
+    }
+}
+
+void gs_agent_deliver_report(const gs_agent_t *a)
+{
+    if (a->o->gsrun_pid > 1) {
+        write_file(a);
+    } else if (a->o->report_fd >= 0) {
+        write_lines(a, a->report);
+    }
+    if (a->o->report_fd >= 0) {
+        close(a->o->report_fd);
+        ((gs_agent_opts_t *)a->o)->report_fd = -1;
+    }
+}

@@ -1,0 +1,116 @@
+# A simulated cluster on one Linux machine, for tests (source this file).
+#
+# Each host is a set of namespaces of its own: PID (its init is gs-hostd),
+# UTS (hostname), mount (a private tmpfs on /tmp, its own /etc/hosts), IPC
+# and network (eth0 on a bridge that lives in a switch namespace of its own).
+# Nothing is added to the machine's own network namespace or mount table, so
+# killing the hosts' inits removes everything: the kernel ends every process
+# of a PID namespace when its init dies, and the namespaces go with them.
+#
+# Commands reach a host as they would through ssh: `gs-hostd rsh` passes the
+# caller's stdio to the host's init, which runs the command in a new session
+# under /bin/sh with a fresh environment. mpirun uses the same program as its
+# remote shell (plm_rsh_agent), so orted starts on the other hosts through
+# Open MPI's normal rsh launch path.
+#
+#   cluster_up N        hosts host1..hostN (198.18.0.1..N/24, the range set
+#                       aside for network tests: never routed off the machine)
+#   on_host H CMD       runs CMD on host H; returns its status
+#   cluster_rsh_agent   the value for --mca plm_rsh_agent
+#   cluster_down        ends every host and removes the cluster's files
+#   cluster_leftovers H lists what is left on H: processes other than its init,
+#                       and entries in its /tmp other than Open MPI's own
+set -u
+GSC_HOSTD=${GSC_HOSTD:-${GS_TOP_BUILDDIR:-}/tests/cluster/gs-hostd}
+GSC_DIR=""
+GSC_PIDS=""
+GSC_N=0
+
+cluster_can_run() { # prints why not, returns 1, when this machine cannot host a cluster
+    if [ "$(id -u)" != 0 ]; then echo "needs root (namespaces)"; return 1; fi
+    for t in unshare nsenter ip; do
+        command -v $t >/dev/null 2>&1 || { echo "needs $t"; return 1; }
+    done
+    [ -x "$GSC_HOSTD" ] || { echo "gs-hostd is not built ($GSC_HOSTD)"; return 1; }
+    unshare --net --uts --mount --pid --ipc --fork true 2>/dev/null ||
+        { echo "cannot create namespaces here"; return 1; }
+}
+
+cluster_up() { # cluster_up N
+    local n=$1 i sw pid base
+    # Outside /tmp: each host has its own /tmp, and this must be seen by all.
+    base=/run
+    [ -d $base ] && [ -w $base ] || base=/var/tmp
+    GSC_DIR=$(mktemp -d "$base/gsc.XXXXXX") || return 1
+    GSC_N=$n
+    for i in $(seq "$n"); do echo "198.18.0.$i host$i"; done >"$GSC_DIR/hosts"
+    echo "127.0.0.1 localhost" >>"$GSC_DIR/hosts"
+    unshare --net --kill-child sleep 1000000 &
+    sw=$!
+    GSC_PIDS="$sw"
+    echo "$sw" >"$GSC_DIR/switch.pid"
+    # The switch's network namespace exists once unshare has exec'd sleep.
+    for _ in $(seq 100); do [ "$(readlink /proc/$sw/exe 2>/dev/null)" != "$(readlink -f "$(command -v unshare)")" ] && break; sleep 0.02; done
+    nsenter -t "$sw" --net ip link add br0 type bridge || return 1
+    nsenter -t "$sw" --net ip link set br0 up || return 1
+    for i in $(seq "$n"); do
+        unshare --net --uts --mount --pid --ipc --fork --kill-child --mount-proc \
+            --propagation private sh -c "hostname host$i && mount -t tmpfs -o mode=1777 tmpfs /tmp &&
+                mount --bind '$GSC_DIR/hosts' /etc/hosts && exec '$GSC_HOSTD' serve '$GSC_DIR/host$i.sock'" \
+            </dev/null &
+        GSC_PIDS="$GSC_PIDS $!"
+        echo $! >"$GSC_DIR/host$i.pid"
+    done
+    for i in $(seq "$n"); do
+        for _ in $(seq 250); do [ -S "$GSC_DIR/host$i.sock" ] && break; sleep 0.02; done
+        [ -S "$GSC_DIR/host$i.sock" ] || { echo "cluster: host$i did not start" >&2; return 1; }
+        # The init's PID as the machine sees it: the child of unshare.
+        pid=$(cat /proc/"$(cat "$GSC_DIR/host$i.pid")"/task/*/children | tr -d ' ')
+        nsenter -t "$sw" --net ip link add "v$i" type veth peer name eth0 netns "$pid" || return 1
+        nsenter -t "$sw" --net ip link set "v$i" master br0 up || return 1
+        nsenter -t "$pid" --net sh -c "ip link set lo up && ip addr add 198.18.0.$i/24 dev eth0 &&
+            ip link set eth0 up" || return 1
+    done
+}
+
+on_host() { # on_host HOST COMMAND
+    local h=$1
+    shift
+    "$GSC_HOSTD" rsh "$GSC_DIR" "$h" "$*"
+}
+
+cluster_rsh_agent() { echo "$GSC_HOSTD rsh $GSC_DIR"; }
+
+cluster_count_exe() { # cluster_count_exe HOST PATH: processes on HOST running PATH, not
+    # counting those forked by another such process (an MPS daemon's servers)
+    on_host "$1" "n=0; for p in /proc/[0-9]*; do
+        [ \"\$(readlink \$p/exe)\" = '$2' ] || continue
+        pp=\$(awk '/^PPid:/ {print \$2}' \$p/status 2>/dev/null)
+        [ \"\$(readlink /proc/\$pp/exe)\" = '$2' ] || n=\$((n+1))
+    done; echo \$n"
+}
+
+cluster_leftovers() { # cluster_leftovers HOST: what is left there (empty: nothing)
+    on_host "$1" 'for p in /proc/[0-9]*; do
+            n=${p#/proc/}; [ "$n" = 1 ] || [ "$n" = $$ ] && continue
+            c=$(tr "\0" " " 2>/dev/null <$p/cmdline); [ -n "$c" ] || continue
+            case "$c" in *"for p in /proc"*) continue;; esac
+            echo "process $n: $c"
+        done
+        for f in /tmp/* /tmp/.[!.]*; do
+            [ -e "$f" ] || continue
+            case "$f" in /tmp/ompi.*) continue;; esac
+            echo "file $f"
+        done'
+}
+
+cluster_down() {
+    [ -n "$GSC_DIR" ] || return 0
+    # SIGKILL to unshare: --kill-child takes its child (the host's init) down,
+    # and with it the whole PID namespace.
+    for p in $GSC_PIDS; do kill -KILL "$p" 2>/dev/null; done
+    for p in $GSC_PIDS; do wait "$p" 2>/dev/null; done
+    rm -rf "$GSC_DIR"
+    GSC_DIR=""
+    GSC_PIDS=""
+}

@@ -1,0 +1,137 @@
+#!/bin/bash
+# Multi-node gsrun on a simulated cluster of 3 hosts (tests/cluster/cluster.sh):
+# real mpirun launching orted on the other hosts through its rsh path, the
+# stand-in MPS daemon and NVML on every host. TAP output.
+. "$GS_TOP_SRCDIR/tests/integration/lib.sh"
+. "$GS_TOP_SRCDIR/tests/cluster/cluster.sh"
+
+if ! why=$(cluster_can_run); then
+    echo "1..0 # SKIP simulated cluster: $why"
+    rm -rf "$TEST_TMP"
+    exit 77
+fi
+trap cluster_down EXIT
+cluster_up 3 || { echo "Bail out! cannot bring the cluster up"; exit 1; }
+HOSTS="host1 host2 host3"
+J=$GSC_DIR # seen by every host (each has its own /tmp)
+# What a user's login would give mpirun on host1, plus the test's stand-ins.
+JOBENV="export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1 \
+OMPI_MCA_plm_rsh_agent='$(cluster_rsh_agent)' LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=1;"
+MPIARGS="-x LD_LIBRARY_PATH -x FAKE_NVML_GPUS -host host1:4,host2:4,host3:4 -np 12"
+
+job() { # job OUTNAME GSRUN-ARGS... : runs gsrun on host1, output in $J/OUTNAME.{out,err}
+    local name=$1
+    shift
+    on_host host1 "$JOBENV $GSRUN --mps-control=$FAKE_CONTROL $* >$J/$name.out 2>$J/$name.err"
+}
+bg_job() { # bg_job OUTNAME ARGS...: the same in the background; gsrun's PID in $J/OUTNAME.pid
+    local name=$1
+    shift
+    on_host host1 "$JOBENV echo \$\$ >$J/$name.pid; exec $GSRUN --mps-control=$FAKE_CONTROL $* \
+        >$J/$name.out 2>$J/$name.err" &
+}
+wait_lines() { # wait_lines FILE N: until FILE has N rank lines (10 s at most)
+    for _ in $(seq 100); do [ "$(grep -c '^rank=' "$1" 2>/dev/null)" -ge "$2" ] && return 0; sleep 0.1; done
+    return 1
+}
+leftovers() { for h in $HOSTS; do cluster_leftovers $h | sed "s/^/$h: /"; done; }
+# gsrun's part of a job: ranks (after the shim's exec), agents and guards,
+# MPS daemons, the run dirs of the nodes (gsrun's own, on host1, goes when
+# gsrun exits, after mpirun).
+ours_left() {
+    leftovers | grep -E "process [0-9]+: [^ ]*(rank_report|gsrun-agent|gsrun-shim|nvidia-cuda-mps)|host[23]: file /tmp/gsrun"
+}
+clean_within() { # clean_within MS T0 [ours]: polls every host until nothing of the job is left
+    local left
+    while :; do
+        if [ "${3:-}" = ours ]; then left=$(ours_left); else left=$(leftovers); fi
+        [ -z "$left" ] && break
+        [ $((($(date +%s%N) - $2) / 1000000)) -ge "$1" ] && break
+        sleep 0.05
+    done
+    ELAPSED=$((($(date +%s%N) - $2) / 1000000))
+    [ -z "$left" ] || { echo "$left" | diag; return 1; }
+}
+
+# --- 3 hosts x 4 ranks: each rank set up for its own host ------------------
+job ok -v $MPIARGS $PROG
+rc=$?
+check "3 hosts x 4 ranks: status 0" [ $rc -eq 0 ]
+check "  ... 12 ranks ran" [ "$(grep -c '^rank=' $J/ok.out)" -eq 12 ]
+for h in $HOSTS; do
+    lines=$(grep "host=$h " $J/ok.out)
+    check "  ... $h: 4 ranks, local ranks 0-3 of 4" [ "$(echo "$lines" | grep -c 'local=[0-3]/4 ')" -eq 4 \
+        -a "$(echo "$lines" | sed -n 's/.*local=\([0-9]*\).*/\1/p' | sort -u | wc -l)" -eq 4 ]
+    check "  ... $h: MPS on, 50%, its own node's pipe dir in its /tmp" \
+        [ "$(echo "$lines" | grep -c "mps=1 pipe=/tmp/gsrun\.[A-Za-z0-9]*/$h/g0 .* pct=50 ")" -eq 4 ]
+    check "  ... $h: exactly one MPS control daemon" \
+        [ "$(grep -c "node $h: GPU 0 (.*MPS control daemon [0-9]* on" $J/ok.err)" -eq 1 ]
+    check "  ... summary names $h" grep -q "gsrun: node $h: served 4 of 4 ranks; stopping MPS: every rank has exited" $J/ok.err
+done
+check "  ... one job dir name on every host" [ "$(sed -n 's|.*pipe=/tmp/\(gsrun\.[^/]*\)/.*|\1|p' $J/ok.out | sort -u | wc -l)" -eq 1 ]
+check "  ... nothing left on any host" [ -z "$(leftovers)" ]
+
+job quiet $MPIARGS $PROG
+check "without -v: no gsrun line at all" [ $? -eq 0 -a ! -s $J/quiet.err ]
+
+# --- exit status as with plain mpirun -----------------------------------------
+for case in "--exit 5 3" "--kill 6" "--segv 10"; do
+    job st $MPIARGS $PROG $case
+    rc=$?
+    on_host host1 "$JOBENV mpirun $MPIARGS $PROG $case >/dev/null 2>&1"
+    prc=$?
+    check "rank fails ($case): status $rc, plain mpirun $prc" [ $rc -eq $prc -a $rc -ne 0 ]
+    check "  ... nothing left on any host" clean_within 2000 "$(date +%s%N)"
+done
+
+# --- the job ends whole --------------------------------------------------------
+kill_test() { # kill_test WHAT HOST PGREP-ARGS MS
+    local what=$1 host=$2 pat=$3 pid t0
+    bg_job kt -v $MPIARGS $PROG --sleep 60000
+    local bgpid=$!
+    if ! wait_lines $J/kt.out 12; then
+        not_ok "$what: the job did not start"; diag $J/kt.err; kill $bgpid; return
+    fi
+    check "$what: one daemon per host before" [ "$(cluster_count_exe host1 "$FAKE_CONTROL")" -eq 1 \
+        -a "$(cluster_count_exe host2 "$FAKE_CONTROL")" -eq 1 -a "$(cluster_count_exe host3 "$FAKE_CONTROL")" -eq 1 ]
+    if [ "$pat" = gsrun ]; then pid=$(cat $J/kt.pid); else pid=$(on_host $host "pgrep $pat"); fi
+    t0=$(date +%s%N)
+    on_host "$host" "kill -KILL $pid"
+    if clean_within 2000 "$t0" ours; then
+        ok "$what (pid $pid on $host): no rank, agent, MPS daemon or run dir left on any host after $ELAPSED ms"
+    else
+        not_ok "$what (pid $pid on $host): still left after $ELAPSED ms"
+    fi
+    # Open MPI's own teardown (mpirun, orted and its remote shells) can take
+    # longer: about 3 s after ranks die on one host, with plain mpirun too.
+    if clean_within "$4" "$t0"; then
+        ok "  ... nothing at all of the job (mpirun, orted, gsrun) left after $ELAPSED ms"
+    else
+        not_ok "  ... the job still has processes after $ELAPSED ms"
+    fi
+    wait $bgpid 2>/dev/null
+    grep "problem" $J/kt.err | diag
+}
+kill_test "SIGKILL of mpirun" host1 "-x mpirun" 5000
+kill_test "SIGKILL of gsrun" host1 gsrun 5000
+kill_test "SIGKILL of host2's orted" host2 "-x orted" 5000
+kill_test "SIGKILL of host3's node agent" host3 "-o -f gsrun-agent" 5000
+check "  ... its guard reported it" grep -q "problem: node host3: the node agent died during the job; its guard ended 4 ranks" $J/kt.err
+
+# --- two concurrent 3-host jobs of one user -----------------------------------
+bg_job c1 $MPIARGS $PROG --sleep 1500
+p1=$!
+bg_job c2 $MPIARGS $PROG --sleep 1500
+p2=$!
+wait $p1
+r1=$?
+wait $p2
+r2=$?
+check "two concurrent 3-host jobs: both status 0 ($r1, $r2)" [ $r1 -eq 0 -a $r2 -eq 0 ]
+check "  ... 12 ranks each" [ "$(grep -c '^rank=.*mps=1 ' $J/c1.out)" -eq 12 -a "$(grep -c '^rank=.*mps=1 ' $J/c2.out)" -eq 12 ]
+d1=$(sed -n 's|.*pipe=/tmp/\(gsrun\.[^/]*\)/.*|\1|p' $J/c1.out | sort -u)
+d2=$(sed -n 's|.*pipe=/tmp/\(gsrun\.[^/]*\)/.*|\1|p' $J/c2.out | sort -u)
+check "  ... each with its own run dirs ($d1, $d2)" [ -n "$d1" -a -n "$d2" -a "$d1" != "$d2" ]
+check "  ... nothing left on any host" [ -z "$(leftovers)" ]
+finish
