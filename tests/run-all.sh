@@ -2,7 +2,8 @@
 # Sets everything up and runs the whole test suite:
 #   installs the build dependencies (Debian/Ubuntu), generates the build
 #   system, configures in _build/, runs `make check` (unit and integration
-#   tests) and `make distcheck`, and prints "N passed, N failed".
+#   tests), `make check-cluster` (multi-node tests on a simulated cluster of
+#   namespaces) and `make distcheck`, and prints "N passed, N failed".
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
@@ -17,6 +18,8 @@ if [ "$(id -u)" = 0 ]; then
 fi
 make -s -j"$(nproc)" check >check.out 2>&1
 rc=$?
+# The simulated multi-host cluster (needs root; skipped otherwise), alone.
+make -s check-cluster >>check.out 2>&1 || rc=1
 grep -E "^(PASS|FAIL|ERROR|SKIP|XFAIL|XPASS):" check.out || true
 if [ $rc -ne 0 ]; then
     # Show the log of every test that did not pass.

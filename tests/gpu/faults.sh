@@ -8,7 +8,10 @@
 # 2. A rank that faults on the GPU (write through an invalid pointer).
 # 3. The node agent told to stop (SIGTERM) while clients are alive: quit
 #    with clients attached.
-# 4. The node agent SIGKILLed: its daemon does not outlive it.
+# 4. The node agent SIGKILLed: its daemon does not outlive it, its guard ends
+#    the ranks.
+# 5. mpirun SIGKILLed, 6. gsrun SIGKILLed, while 4 ranks run kernels under
+#    MPS: within 2 s no rank, no MPS process and no run directory is left.
 # After each: no MPS process and no run directory left. Ends with N passed, N failed.
 set -u
 b=$1
@@ -75,7 +78,7 @@ next_job_ok "after a GPU fault"
 "$b/launcher/gsrun" -v --mps=on -np 4 "$b/examples/mps_probe" --sleep 4000 >/tmp/gsf.out 2>&1 &
 g=$!
 for _ in $(seq 100); do [ "$(grep -c 'mps=1' /tmp/gsf.out)" -ge 4 ] && break; sleep 0.1; done
-agent=$(pgrep -f launcher/gsrun-agent)
+agent=$(pgrep -o -f launcher/gsrun-agent) # the oldest: the agent, not its guard
 kill -TERM $agent
 wait $g
 rc=$?
@@ -88,7 +91,7 @@ next_job_ok "after quit with clients alive"
 "$b/launcher/gsrun" --mps=on -np 4 "$b/examples/mps_probe" --sleep 4000 >/tmp/gsf.out 2>&1 &
 g=$!
 for _ in $(seq 100); do [ "$(grep -c 'mps=1' /tmp/gsf.out)" -ge 4 ] && break; sleep 0.1; done
-agent=$(pgrep -f launcher/gsrun-agent)
+agent=$(pgrep -o -f launcher/gsrun-agent)
 kill -KILL $agent
 sleep 1
 echo "# 1 s after SIGKILL of the agent: MPS processes: [$(mps_procs)]"
@@ -97,5 +100,30 @@ echo "# gsrun status: $?"
 sed 's/^/#   /' /tmp/gsf.out | tail -6
 clean "agent SIGKILLed"
 next_job_ok "after the agent was SIGKILLed"
+
+# 5, 6. SIGKILL to mpirun, then to gsrun, while 4 ranks run kernels.
+for target in mpirun gsrun; do
+    "$b/launcher/gsrun" -v --mps=on -np 4 "$b/examples/small_kernels" --kernels 20000 >/tmp/gsf.out 2>&1 &
+    g=$!
+    for _ in $(seq 200); do [ "$(pgrep -xc small_kernels)" -ge 4 ] && break; sleep 0.1; done
+    sleep 2
+    if [ $target = gsrun ]; then victim=$g; else victim=$(pgrep -P $g -x mpirun); fi
+    t0=$(date +%s%N)
+    kill -KILL "$victim"
+    for _ in $(seq 100); do
+        [ -z "$(mps_procs)" ] && [ -z "$(pgrep -x small_kernels)" ] && ! ls -d /tmp/gsrun.* >/dev/null 2>&1 && break
+        sleep 0.02
+    done
+    ms=$((($(date +%s%N) - t0) / 1000000))
+    left="$(mps_procs)$(pgrep -x small_kernels | tr '\n' ' ')$(ls -d /tmp/gsrun.* 2>/dev/null)"
+    wait $g 2>/dev/null
+    echo "# SIGKILL of $target ($victim) with 4 ranks under MPS: gone after $ms ms"
+    sed 's/^/#   /' /tmp/gsf.out | grep -E "problem|stopping|shut down" | tail -6
+    [ -z "$left" ] && [ $ms -lt 2000 ] && ok "SIGKILL of $target: ranks, MPS and run dirs gone in $ms ms" ||
+        notok "SIGKILL of $target: after $ms ms left: $left"
+    pkill -KILL -x small_kernels 2>/dev/null
+    clean "SIGKILL of $target"
+    next_job_ok "after SIGKILL of $target"
+done
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
