@@ -254,6 +254,11 @@ static int setup(gs_agent_t *a, int *lockfd)
     if (*lockfd < 0 || flock(*lockfd, LOCK_EX | LOCK_NB) != 0) {
         return -1;
     }
+    if (o->gsrun_pid <= 1) {
+        /* Away from gsrun's node the agent owns the job dir: if agent and
+         * guard are both killed, a later gsrun here sees it is stale. */
+        gs_rundir_claim(o->job_dir);
+    }
     if (o->watch_pid > 1) {
         a->watch_fd = gs_proc_pidfd_open(o->watch_pid);
     }

@@ -68,6 +68,7 @@ n=0
 for i in 1 2 3 4; do
     [ "$(grep -c 'mps=1 ' "$OUT.$i")" -eq 3 ] && [ "$(grep -o 'pipe=[^ ]*' "$OUT.$i" | sort -u | wc -l)" -eq 1 ] && n=$((n + 1))
 done
-check "  ... each job's ranks share only their own daemon" [ $n -eq 4 ]
+check "  ... each job's ranks share only their own daemon" [ $n -eq 4 ] ||
+    { diag "$REC"; for i in 1 2 3 4; do diag "$OUT.$i"; done; }
 check_clean "concurrent jobs"
 finish
