@@ -3,7 +3,7 @@
  * It plans the node (GPUs, shares), starts one MPS control daemon per GPU in
  * use, publishes the node state, registers each rank and tracks it (a pidfd,
  * or a socket the rank keeps across exec), and when the last rank is gone,
- * or the launcher or gsrun is, or it is told to stop, ends the ranks still
+ * or the launcher is, or it is told to stop, ends the ranks still
  * alive, shuts MPS down with bounded waits, removes its directories and
  * hands its report to gsrun. A guard process ends the same if the agent
  * itself is killed. Internals: agent_int.h. */

@@ -40,7 +40,9 @@ typedef struct {
     int listen_fd;
     int sig_fd;
     int watch_fd;    /* pidfd of the launcher on this node */
-    int gsrun_fd;    /* pidfd of gsrun, when it runs on this node */
+    int gsrun_fd;    /* pidfd of gsrun, when it runs on this node: is it still there
+                      * at the end? (gsrun's death itself reaches the agent as its
+                      * mpirun's: mpirun dies with gsrun) */
     int guard_fd;    /* pipe to the guard, -1 without one */
     pid_t guard_pid;
     gs_rank_t *ranks; /* live ranks */
@@ -69,8 +71,8 @@ void gs_agent_note_child_exits(gs_agent_t *a);
 
 /* agent_ranks.c */
 int gs_agent_listen(gs_agent_t *a, char *path, size_t len, gs_error_t *err);
-/* Serves registrations until every rank has exited, the launcher or gsrun
- * is gone, or the agent is told to stop; in the last cases ends the ranks
+/* Serves registrations until every rank has exited, the launcher is gone,
+ * or the agent is told to stop; in the last cases ends the ranks
  * still alive (SIGTERM, bounded wait, SIGKILL, through their pidfds). */
 void gs_agent_serve(gs_agent_t *a);
 /* Ends the given ranks: SIGTERM, up to term_ms for them to exit, SIGKILL.

@@ -166,7 +166,7 @@ static const char *read_signals(gs_agent_t *a)
 
 void gs_agent_serve(gs_agent_t *a)
 {
-    int nfds = 4 + a->o->local_size;
+    int nfds = 3 + a->o->local_size;
     struct pollfd *p = calloc((size_t)nfds, sizeof(*p));
     long long last_change = gs_now_ms();
     const char *why = p == NULL ? "out of memory" : NULL;
@@ -177,7 +177,6 @@ void gs_agent_serve(gs_agent_t *a)
         p[k++] = (struct pollfd){a->sig_fd, POLLIN, 0};
         p[k++] = (struct pollfd){a->registered < a->o->local_size ? a->listen_fd : -1, POLLIN, 0};
         p[k++] = (struct pollfd){a->watch_fd, POLLIN, 0};
-        p[k++] = (struct pollfd){a->gsrun_fd, POLLIN, 0};
         for (int i = 0; i < a->nranks; i++) {
             p[k++] = (struct pollfd){a->ranks[i].fd, POLLIN, 0};
         }
@@ -213,8 +212,6 @@ void gs_agent_serve(gs_agent_t *a)
                    (a->watch_fd < 0 && a->o->watch_pid > 1 &&
                     !gs_proc_alive(a->o->watch_pid, -1))) {
             why = "the launcher exited";
-        } else if (p[3].revents & (POLLIN | POLLHUP)) {
-            why = "gsrun exited";
         } else if (a->nranks == 0 &&
                    gs_now_ms() - last_change > (long long)a->o->cfg.timeout_s * 1000 * 2) {
             /* Some ranks never registered (their shim failed) and the rest are

@@ -58,8 +58,8 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 check "SIGTERM to gsrun: the job ends within 10 s ($ms ms, status $rc)" [ $ms -lt 10000 ] && [ $rc -ne 0 ]
 check_clean "SIGTERM"
 
-# SIGKILL to gsrun: mpirun runs the job to its end, then the agent cleans up
-# on its own, the job dir included.
+# SIGKILL to gsrun: mpirun dies with it (parent-death signal); the agent
+# ends the ranks and cleans up on its own, the job dir included.
 gsrun_fake_exec 1 -np 2 "$PROG" --sleep 1000 >"$OUT" 2>"$ERR" &
 pid=$!
 for _ in $(seq 100); do [ "$(grep -c '^rank=' "$OUT")" -eq 2 ] && break; sleep 0.1; done
