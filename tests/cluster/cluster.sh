@@ -17,7 +17,8 @@
 #                       aside for network tests: never routed off the machine)
 #   on_host H CMD       runs CMD on host H; returns its status
 #   cluster_rsh_agent   the value for --mca plm_rsh_agent
-#   cluster_down        ends every host and removes the cluster's files
+#   cluster_down        ends every host and removes the cluster's files (also
+#                       done by the kernel if the calling shell dies: see below)
 #   cluster_leftovers H lists what is left on H: processes other than its init,
 #                       and entries in its /tmp other than Open MPI's own
 set -u
@@ -28,7 +29,7 @@ GSC_N=0
 
 cluster_can_run() { # prints why not, returns 1, when this machine cannot host a cluster
     if [ "$(id -u)" != 0 ]; then echo "needs root (namespaces)"; return 1; fi
-    for t in unshare nsenter ip; do
+    for t in unshare nsenter ip setpriv; do
         command -v $t >/dev/null 2>&1 || { echo "needs $t"; return 1; }
     done
     [ -x "$GSC_HOSTD" ] || { echo "gs-hostd is not built ($GSC_HOSTD)"; return 1; }
@@ -41,20 +42,27 @@ cluster_up() { # cluster_up N
     # Outside /tmp: each host has its own /tmp, and this must be seen by all.
     base=/run
     [ -d $base ] && [ -w $base ] || base=/var/tmp
+    # The files of a cluster whose test was killed (its hosts died with it).
+    for d in "$base"/gsc.*; do
+        [ -f "$d/switch.pid" ] && ! readlink "/proc/$(cat "$d/switch.pid")/exe" >/dev/null 2>&1 &&
+            rm -rf "$d" # (a zombie has no exe link)
+    done
     GSC_DIR=$(mktemp -d "$base/gsc.XXXXXX") || return 1
     GSC_N=$n
     for i in $(seq "$n"); do echo "198.18.0.$i host$i"; done >"$GSC_DIR/hosts"
     echo "127.0.0.1 localhost" >>"$GSC_DIR/hosts"
-    unshare --net --kill-child sleep 1000000 &
+    # setpriv --pdeathsig: if the test itself is killed (even by SIGKILL),
+    # unshare dies with it, and --kill-child takes the namespace down.
+    setpriv --pdeathsig KILL unshare --net --kill-child sleep 1000000 &
     sw=$!
     GSC_PIDS="$sw"
     echo "$sw" >"$GSC_DIR/switch.pid"
     # The switch's network namespace exists once unshare has exec'd sleep.
-    for _ in $(seq 100); do [ "$(readlink /proc/$sw/exe 2>/dev/null)" != "$(readlink -f "$(command -v unshare)")" ] && break; sleep 0.02; done
+    for _ in $(seq 100); do [ "$(readlink /proc/$sw/exe 2>/dev/null)" = "$(readlink -f "$(command -v sleep)")" ] && break; sleep 0.02; done
     nsenter -t "$sw" --net ip link add br0 type bridge || return 1
     nsenter -t "$sw" --net ip link set br0 up || return 1
     for i in $(seq "$n"); do
-        unshare --net --uts --mount --pid --ipc --fork --kill-child --mount-proc \
+        setpriv --pdeathsig KILL unshare --net --uts --mount --pid --ipc --fork --kill-child --mount-proc \
             --propagation private sh -c "hostname host$i && mount -t tmpfs -o mode=1777 tmpfs /tmp &&
                 mount --bind '$GSC_DIR/hosts' /etc/hosts && exec '$GSC_HOSTD' serve '$GSC_DIR/host$i.sock'" \
             </dev/null &

@@ -11,6 +11,7 @@ if ! why=$(cluster_can_run); then
     exit 77
 fi
 trap cluster_down EXIT
+trap 'exit 1' INT TERM HUP
 cluster_up 3 || { echo "Bail out! cannot bring the cluster up"; exit 1; }
 HOSTS="host1 host2 host3"
 J=$GSC_DIR # seen by every host (each has its own /tmp)
