@@ -48,7 +48,9 @@ int gs_node_job_dir(const gs_node_req_t *req, char *out, size_t len, int *here, 
         }
         return 0;
     }
-    if (name == NULL || strncmp(name, "/gsrun.", 7) != 0 || strchr(name + 1, '.') != name + 6) {
+    /* mkdtemp's name: "gsrun." and 6 letters or digits, nothing else. */
+    if (name == NULL || strncmp(name, "/gsrun.", 7) != 0 || strlen(name) != 13 ||
+        strspn(name + 7, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") != 6) {
         return gs_error_set(err, EINVAL, "GSRUN_JOB_DIR '%s' is not a gsrun job dir",
                             req->job_dir);
     }
