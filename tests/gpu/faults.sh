@@ -25,6 +25,11 @@ mps_procs() {
         case "$(readlink "$p/exe" 2>/dev/null)" in *nvidia-cuda-mps-*) printf '%s ' "${p#/proc/}" ;; esac
     done
 }
+live_ranks() { # live small_kernels processes (zombies have no exe link)
+    for p in /proc/[0-9]*; do
+        case "$(readlink "$p/exe" 2>/dev/null)" in */small_kernels) printf '%s ' "${p#/proc/}" ;; esac
+    done
+}
 clean() { # clean "what": waits up to 10 s for MPS and run dirs to go
     local i
     for i in $(seq 100); do
@@ -110,12 +115,20 @@ for target in mpirun gsrun; do
     if [ $target = gsrun ]; then victim=$g; else victim=$(pgrep -P $g -x mpirun); fi
     t0=$(date +%s%N)
     kill -KILL "$victim"
-    for _ in $(seq 100); do
-        [ -z "$(mps_procs)" ] && [ -z "$(pgrep -x small_kernels)" ] && ! ls -d /tmp/gsrun.* >/dev/null 2>&1 && break
+    # Until nothing is left, 3 s at most; zombies (no exe link) do not count:
+    # reaping orphans is init's business.
+    t_r="" t_m="" t_d=""
+    while :; do
+        r=$(live_ranks) m=$(mps_procs) d=$(ls -d /tmp/gsrun.* 2>/dev/null)
+        ms=$((($(date +%s%N) - t0) / 1000000))
+        [ -z "$r" ] && [ -z "$t_r" ] && t_r=$ms
+        [ -z "$m" ] && [ -z "$t_m" ] && t_m=$ms
+        [ -z "$d" ] && [ -z "$t_d" ] && t_d=$ms
+        left="$m$r$d"
+        [ -z "$left" ] || [ $ms -ge 3000 ] && break
         sleep 0.02
     done
-    ms=$((($(date +%s%N) - t0) / 1000000))
-    left="$(mps_procs)$(pgrep -x small_kernels | tr '\n' ' ')$(ls -d /tmp/gsrun.* 2>/dev/null)"
+    echo "# ranks gone at ${t_r:-?} ms, MPS at ${t_m:-?} ms, run dir at ${t_d:-?} ms"
     wait $g 2>/dev/null
     echo "# SIGKILL of $target ($victim) with 4 ranks under MPS: gone after $ms ms"
     sed 's/^/#   /' /tmp/gsf.out | grep -E "problem|stopping|shut down" | tail -6
