@@ -20,7 +20,8 @@
 #   cluster_down        ends every host and removes the cluster's files (also
 #                       done by the kernel if the calling shell dies: see below)
 #   cluster_leftovers H lists what is left on H: processes other than its init,
-#                       and entries in its /tmp other than Open MPI's own
+#                       and entries in its /tmp other than Open MPI's own (and
+#                       a checkout carried there, see cluster_up)
 set -u
 GSC_HOSTD=${GSC_HOSTD:-${GS_TOP_BUILDDIR:-}/tests/cluster/gs-hostd}
 GSC_DIR=""
@@ -61,9 +62,30 @@ cluster_up() { # cluster_up N
     for _ in $(seq 100); do [ "$(readlink /proc/$sw/exe 2>/dev/null)" = "$(readlink -f "$(command -v sleep)")" ] && break; sleep 0.02; done
     nsenter -t "$sw" --net ip link add br0 type bridge || return 1
     nsenter -t "$sw" --net ip link set br0 up || return 1
+    # A checkout or build under /tmp (a CI clone, say) must stay visible on
+    # the hosts: its top directory is moved onto each host's new /tmp.
+    local keep="" p top carry
+    for p in "${GS_TOP_BUILDDIR:-}" "${GS_TOP_SRCDIR:-}" "$GSC_HOSTD"; do
+        case "$p" in /tmp/?*) top=/tmp/$(echo "${p#/tmp/}" | cut -d/ -f1)
+            case " $keep " in *" $top "*) ;; *) keep="$keep $top" ;; esac ;;
+        esac
+    done
+    echo "$keep" >"$GSC_DIR/keep"
     for i in $(seq "$n"); do
+        carry="" k=0
+        for top in $keep; do
+            k=$((k + 1))
+            mkdir -p "$GSC_DIR/carry$i.$k"
+            carry="$carry mount --bind '$top' '$GSC_DIR/carry$i.$k' &&"
+        done
+        carry="$carry mount -t tmpfs -o mode=1777 tmpfs /tmp &&"
+        k=0
+        for top in $keep; do
+            k=$((k + 1))
+            carry="$carry mkdir -p '$top' && mount --move '$GSC_DIR/carry$i.$k' '$top' &&"
+        done
         setpriv --pdeathsig KILL unshare --net --uts --mount --pid --ipc --fork --kill-child --mount-proc \
-            --propagation private sh -c "hostname host$i && mount -t tmpfs -o mode=1777 tmpfs /tmp &&
+            --propagation private sh -c "hostname host$i && $carry
                 mount --bind '$GSC_DIR/hosts' /etc/hosts && exec '$GSC_HOSTD' serve '$GSC_DIR/host$i.sock'" \
             </dev/null &
         GSC_PIDS="$GSC_PIDS $!"
@@ -105,9 +127,11 @@ cluster_leftovers() { # cluster_leftovers HOST: what is left there (empty: nothi
             case "$c" in *"for p in /proc"*) continue;; esac
             echo "process $n: $c"
         done
+        keep=" $(cat '"$GSC_DIR"'/keep) "
         for f in /tmp/* /tmp/.[!.]*; do
             [ -e "$f" ] || continue
             case "$f" in /tmp/ompi.*) continue;; esac
+            case "$keep" in *" $f "*) continue;; esac
             echo "file $f"
         done'
 }
