@@ -203,11 +203,27 @@ static void wait_for_launcher(gs_agent_t *a)
     }
 }
 
+static void close_from(int first, int last)
+{
+    if (first > last) {
+        return;
+    }
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, (unsigned)first, (unsigned)last, 0) == 0) {
+        return;
+    }
+#endif
+    for (int fd = first; fd <= last; fd++) {
+        close(fd);
+    }
+}
+
 /* The agent must not hold the rank's stdout/stderr (mpirun waits for them
  * to close) nor any other descriptor it inherited, except the ready pipe and
- * the report descriptor it was given. */
+ * the report descriptor it was given (-1 for none). */
 static void detach_stdio(int keep1, int keep2)
 {
+    int lo = keep1 < keep2 ? keep1 : keep2, hi = keep1 < keep2 ? keep2 : keep1, next = 3;
     int devnull = open("/dev/null", O_RDWR);
     if (devnull >= 0) {
         dup2(devnull, 0);
@@ -217,21 +233,15 @@ static void detach_stdio(int keep1, int keep2)
             close(devnull);
         }
     }
-    for (int fd = 3; fd < 65536; fd++) {
-        if (fd != keep1 && fd != keep2) {
-            int next = keep1 > fd ? keep1 : 65536;
-            if (keep2 > fd && keep2 < next) {
-                next = keep2;
-            }
-#ifdef SYS_close_range
-            if (syscall(SYS_close_range, (unsigned)fd, (unsigned)(next - 1), 0) == 0) {
-                fd = next - 1;
-                continue;
-            }
-#endif
-            close(fd);
-        }
+    if (lo >= 3) {
+        close_from(next, lo - 1);
+        next = lo + 1;
     }
+    if (hi >= 3) {
+        close_from(next, hi - 1);
+        next = hi + 1;
+    }
+    close_from(next, 65535);
 }
 
 static int setup(gs_agent_t *a, int *lockfd)
