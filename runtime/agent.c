@@ -180,6 +180,21 @@ static int start_node(gs_agent_t *a, long long t_start)
     return 0;
 }
 
+void gs_agent_drop_job_dir(const gs_agent_t *a)
+{
+    const gs_agent_opts_t *o = a->o;
+    char path[512];
+
+    if (o->gsrun_pid > 1 && gs_proc_alive(o->gsrun_pid, a->gsrun_fd)) {
+        return; /* gsrun reads the report and removes the job dir */
+    }
+    snprintf(path, sizeof(path), "%s/%s.report", o->job_dir, o->node_name);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/%s", o->job_dir, GS_OWNER_FILE);
+    unlink(path);
+    rmdir(o->job_dir);
+}
+
 /* After a node-wide error the ranks read the state file and exit; it stays
  * until the launcher, and with it every rank of this node, is gone. */
 static void wait_for_launcher(gs_agent_t *a)
@@ -190,15 +205,8 @@ static void wait_for_launcher(gs_agent_t *a)
         if (r > 0 && (p[0].revents & (POLLIN | POLLHUP))) {
             break;
         }
-        if (r > 0 && (p[1].revents & POLLIN)) {
-            struct signalfd_siginfo si;
-            int stop = 0;
-            while (read(a->sig_fd, &si, sizeof(si)) == sizeof(si)) {
-                stop |= si.ssi_signo != SIGCHLD;
-            }
-            if (stop) {
-                break;
-            }
+        if (r > 0 && (p[1].revents & POLLIN) && gs_agent_read_signals(a) != NULL) {
+            break;
         }
     }
 }
@@ -319,16 +327,7 @@ int gs_agent_main(const gs_agent_opts_t *o)
     }
     /* The node dir goes last, while we still hold its lock. */
     gs_rundir_remove(a->node_dir);
-    if (o->gsrun_pid <= 1 || !gs_proc_alive(o->gsrun_pid, a->gsrun_fd)) {
-        /* gsrun does not run on this node, or is gone (killed): nobody will
-         * read a report file or remove the job dir, so the agent does. */
-        char path[512];
-        snprintf(path, sizeof(path), "%s/%s.report", o->job_dir, o->node_name);
-        unlink(path);
-        snprintf(path, sizeof(path), "%s/%s", o->job_dir, GS_OWNER_FILE);
-        unlink(path);
-        rmdir(o->job_dir);
-    }
+    gs_agent_drop_job_dir(a);
     gs_agent_guard_release(a);
     if (code == 0 && o->gsrun_pid <= 1) {
         /* Lines for gsrun through the launcher; closing the leader's stderr

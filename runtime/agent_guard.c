@@ -22,7 +22,6 @@
 #include <unistd.h>
 
 #include "agent_int.h"
-#include "preflight.h"
 #include "proc.h"
 #include "rundir.h"
 
@@ -130,13 +129,7 @@ int gs_agent_guard_start(gs_agent_t *a)
         }
         if (!follow_agent(p[0], &g)) {
             clean_up(a, &g);
-            if (a->o->gsrun_pid <= 1) {
-                /* The job dir of a node gsrun is not on: the agent owned it. */
-                char owner[512];
-                snprintf(owner, sizeof(owner), "%s/%s", a->o->job_dir, GS_OWNER_FILE);
-                unlink(owner);
-                rmdir(a->o->job_dir);
-            }
+            gs_agent_drop_job_dir(a);
         }
         _exit(0);
     }

@@ -64,6 +64,10 @@ int gs_agent_rank_of_pid(const gs_agent_t *a, pid_t pid);
  * filters: everything with -v, else the problems. Closes the report fd. */
 void gs_agent_deliver_report(const gs_agent_t *a);
 
+/* agent.c: removes the job dir when nobody else will (gsrun does not run on
+ * this node, or is gone): the agent's and the guard's last step. */
+void gs_agent_drop_job_dir(const gs_agent_t *a);
+
 /* agent_mps.c */
 int gs_agent_start_mps(gs_agent_t *a, gs_error_t *err);
 void gs_agent_stop_mps(gs_agent_t *a);
@@ -71,6 +75,9 @@ void gs_agent_note_child_exits(gs_agent_t *a);
 
 /* agent_ranks.c */
 int gs_agent_listen(gs_agent_t *a, char *path, size_t len, gs_error_t *err);
+/* Reads the signalfd: SIGCHLD is a child of ours (an MPS daemon, the guard)
+ * and is noted; anything else tells the agent to stop (returns why). */
+const char *gs_agent_read_signals(gs_agent_t *a);
 /* Serves registrations until every rank has exited, the launcher is gone,
  * or the agent is told to stop; in the last cases ends the ranks
  * still alive (SIGTERM, bounded wait, SIGKILL, through their pidfds). */

@@ -148,9 +148,7 @@ int gs_agent_end_ranks(gs_rank_t *ranks, int n, int term_ms)
     return killed;
 }
 
-/* Reads the signalfd: SIGCHLD is a child of ours (an MPS daemon), anything
- * else tells the agent to stop. */
-static const char *read_signals(gs_agent_t *a)
+const char *gs_agent_read_signals(gs_agent_t *a)
 {
     struct signalfd_siginfo si;
     const char *why = NULL;
@@ -203,7 +201,7 @@ void gs_agent_serve(gs_agent_t *a)
             last_change = gs_now_ms();
         }
         if (p[0].revents & POLLIN) {
-            why = read_signals(a);
+            why = gs_agent_read_signals(a);
         }
         if (a->nranks == 0 && a->registered >= a->o->local_size) {
             why = "every rank has exited";

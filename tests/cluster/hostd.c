@@ -29,17 +29,29 @@
 #define MAX_CONN 256
 #define MAX_CMD 65536
 
+/* A request is the command's length with three descriptors (stdin, stdout,
+ * stderr) attached, then the command. */
+#define FDS_SPACE CMSG_SPACE(3 * sizeof(int))
+
+static void init_header(struct msghdr *m, struct iovec *iov, uint32_t *len, char *cbuf)
+{
+    memset(m, 0, sizeof(*m));
+    iov->iov_base = len;
+    iov->iov_len = sizeof(*len);
+    m->msg_iov = iov;
+    m->msg_iovlen = 1;
+    m->msg_control = cbuf;
+    m->msg_controllen = FDS_SPACE;
+}
+
 static int send_request(int fd, const char *cmd)
 {
     uint32_t len = (uint32_t)strlen(cmd);
     int fds[3] = {0, 1, 2};
-    char cbuf[CMSG_SPACE(sizeof(fds))];
-    struct iovec iov = {&len, sizeof(len)};
-    struct msghdr m = {0};
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    m.msg_control = cbuf;
-    m.msg_controllen = sizeof(cbuf);
+    char cbuf[FDS_SPACE];
+    struct iovec iov;
+    struct msghdr m;
+    init_header(&m, &iov, &len, cbuf);
     struct cmsghdr *c = CMSG_FIRSTHDR(&m);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
@@ -91,13 +103,10 @@ static int rsh(const char *dir, const char *host, int argc, char **argv)
 static int recv_request(int fd, int fds[3], char *cmd, size_t len)
 {
     uint32_t n;
-    char cbuf[CMSG_SPACE(3 * sizeof(int))];
-    struct iovec iov = {&n, sizeof(n)};
-    struct msghdr m = {0};
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    m.msg_control = cbuf;
-    m.msg_controllen = sizeof(cbuf);
+    char cbuf[FDS_SPACE];
+    struct iovec iov;
+    struct msghdr m;
+    init_header(&m, &iov, &n, cbuf);
     if (recvmsg(fd, &m, MSG_CMSG_CLOEXEC) != (ssize_t)sizeof(n) || n >= len) {
         return -1;
     }
