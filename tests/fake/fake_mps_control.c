@@ -222,10 +222,16 @@ static int run_daemon(void)
     lfd = socket(AF_UNIX, SOCK_STREAM, 0);
     memset(&addr, 0, sizeof(addr));
     addr.sun_family = AF_UNIX;
-    snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/control", pipe_dir);
+    /* Bound under a temporary name and renamed once listening, so that the
+     * socket appears only when a client can connect (a client that came
+     * between bind and listen was refused: seen under load in test_mps). */
+    char final[sizeof(addr.sun_path)];
+    snprintf(final, sizeof(final), "%s/control", pipe_dir);
+    snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/.control.tmp", pipe_dir);
     unlink(addr.sun_path);
-    if (bind(lfd, (struct sockaddr *)&addr, sizeof(addr)) != 0 || listen(lfd, 64) != 0) {
-        fprintf(stderr, "fake-mps: cannot listen on %s: %s\n", addr.sun_path, strerror(errno));
+    if (bind(lfd, (struct sockaddr *)&addr, sizeof(addr)) != 0 || listen(lfd, 64) != 0 ||
+        rename(addr.sun_path, final) != 0) {
+        fprintf(stderr, "fake-mps: cannot listen on %s: %s\n", final, strerror(errno));
         return 1;
     }
     logline("control.log", "Starting control daemon%s", "");
