@@ -36,7 +36,12 @@ wait_lines() { # wait_lines FILE N: until FILE has N rank lines (10 s at most)
     for _ in $(seq 100); do [ "$(grep -c '^rank=' "$1" 2>/dev/null)" -ge "$2" ] && return 0; sleep 0.1; done
     return 1
 }
-leftovers() { for h in $HOSTS; do cluster_leftovers $h | sed "s/^/$h: /"; done; }
+leftovers() { # every host at once: one poll is one host's time, not three
+    local h pids=""
+    for h in $HOSTS; do cluster_leftovers $h | sed "s/^/$h: /" >$J/left.$h & pids="$pids $!"; done
+    wait $pids
+    for h in $HOSTS; do cat $J/left.$h; done
+}
 # gsrun's part of a job: ranks (after the shim's exec), agents and guards,
 # MPS daemons, the run dirs of the nodes (gsrun's own, on host1, goes when
 # gsrun exits, after mpirun).
@@ -88,8 +93,17 @@ for case in "--exit 5 3" "--kill 6" "--segv 10"; do
 done
 
 # --- the job ends whole --------------------------------------------------------
-kill_test() { # kill_test WHAT HOST PGREP-ARGS MS
-    local what=$1 host=$2 pat=$3 pid t0
+kill_pid() { # kill_pid HOST PGREP-ARGS|gsrun NAME: SIGKILLs it; T0 is when
+    local pid
+    if [ "$2" = gsrun ]; then pid=$(cat $J/$3.pid); else pid=$(on_host $1 "pgrep $2"); fi
+    T0=$(date +%s%N)
+    on_host "$1" "kill -KILL $pid"
+    KILLED=$pid
+}
+kill_test() { # kill_test WHAT HOST PGREP-ARGS MS-OURS MS-ALL [MS-OURS-EVERYWHERE WHY]
+    # gsrun's part on OURS_HOSTS (default: all) within MS-OURS; with OURS_HOSTS
+    # and MS-OURS-EVERYWHERE, on every host within that; everything in MS-ALL.
+    local what=$1 host=$2 pat=$3
     bg_job kt -v $MPIARGS $PROG --sleep 60000
     local bgpid=$!
     if ! wait_lines $J/kt.out 12; then
@@ -98,17 +112,20 @@ kill_test() { # kill_test WHAT HOST PGREP-ARGS MS
     local counts
     counts="$(cluster_count_exe host1 "$FAKE_CONTROL") $(cluster_count_exe host2 "$FAKE_CONTROL") $(cluster_count_exe host3 "$FAKE_CONTROL")"
     check "$what: one daemon per host before (host1-3: $counts)" [ "$counts" = "1 1 1" ]
-    if [ "$pat" = gsrun ]; then pid=$(cat $J/kt.pid); else pid=$(on_host $host "pgrep $pat"); fi
-    t0=$(date +%s%N)
-    on_host "$host" "kill -KILL $pid"
-    if clean_within 2000 "$t0" ours; then
-        ok "$what (pid $pid on $host): no rank, agent, MPS daemon or run dir left on any host after $ELAPSED ms"
+    kill_pid $host "$pat" kt
+    if clean_within "$4" "$T0" ours; then
+        ok "$what (pid $KILLED on $host): no rank, agent, MPS daemon or run dir left on ${OURS_HOSTS:-any host} after $ELAPSED ms"
     else
-        not_ok "$what (pid $pid on $host): still left after $ELAPSED ms"
+        not_ok "$what (pid $KILLED on $host): still left after $ELAPSED ms"
     fi
-    # Open MPI's own teardown (mpirun, orted and its remote shells) can take
-    # longer: about 3 s after ranks die on one host, with plain mpirun too.
-    if clean_within "$4" "$t0"; then
+    if [ -n "${6:-}" ]; then
+        if OURS_HOSTS="host[123]" clean_within "$6" "$T0" ours; then
+            ok "  ... and on every host after $ELAPSED ms ($7)"
+        else
+            not_ok "  ... gsrun's part still left on some host after $ELAPSED ms ($7)"
+        fi
+    fi
+    if clean_within "$5" "$T0"; then
         ok "  ... nothing at all of the job (mpirun, orted, gsrun) left after $ELAPSED ms"
     else
         not_ok "  ... the job still has processes after $ELAPSED ms"
@@ -116,13 +133,35 @@ kill_test() { # kill_test WHAT HOST PGREP-ARGS MS
     wait $bgpid 2>/dev/null
     grep "problem" $J/kt.err | diag
 }
-kill_test "SIGKILL of mpirun" host1 "-x mpirun" 5000
-kill_test "SIGKILL of gsrun" host1 gsrun 5000
-kill_test "SIGKILL of host2's orted" host2 "-x orted" 5000
+# Open MPI's own teardown (mpirun, orted and its remote shells) can take
+# longer than gsrun's part: about 3 s after ranks die on one host, with plain
+# mpirun too.
+kill_test "SIGKILL of mpirun" host1 "-x mpirun" 2000 5000
+kill_test "SIGKILL of gsrun" host1 gsrun 2000 5000
+
+# A lost orted makes mpirun abort the job: the other hosts' orteds end their
+# ranks, after a pause of their own (odls_base_sigkill_timeout, 1 s), so how
+# soon those go is Open MPI's, measured here with plain mpirun on the same
+# cluster. The killed orted's node is gsrun's alone to clean.
+on_host host1 "$JOBENV echo \$\$ >$J/plain.pid; exec mpirun $MPIARGS $PROG --sleep 60000 >$J/plain.out 2>&1" &
+plainpid=$!
+if wait_lines $J/plain.out 12; then
+    kill_pid host2 "-x orted" plain
+    OURS_HOSTS="host[123]" clean_within 10000 "$T0" ours
+    PLAIN_MS=$ELAPSED
+    echo "plain mpirun: its ranks on every host gone $PLAIN_MS ms after SIGKILL of host2's orted" | diag
+else
+    not_ok "plain mpirun did not start"; diag $J/plain.out; kill $plainpid; PLAIN_MS=2000
+fi
+wait $plainpid 2>/dev/null
+clean_within 5000 "$(date +%s%N)" >/dev/null
+bound=$((PLAIN_MS + 500)); [ $bound -ge 2000 ] || bound=2000
+OURS_HOSTS=host2 kill_test "SIGKILL of host2's orted" host2 "-x orted" 2000 5000 $bound \
+    "bound: plain mpirun's $PLAIN_MS ms + 0.5 s, at least 2 s"
 # Ranks dying on one host make mpirun abort the job: the other hosts' ranks
 # are Open MPI's to end (about 3 s here, as with plain mpirun); host3's
 # share is the guard's.
-OURS_HOSTS=host3 kill_test "SIGKILL of host3's node agent" host3 "-o -f gsrun-agent" 5000
+OURS_HOSTS=host3 kill_test "SIGKILL of host3's node agent" host3 "-o -f gsrun-agent" 2000 5000
 check "  ... its guard reported it" grep -q "problem: node host3: the node agent died during the job; its guard ended 4 ranks" $J/kt.err
 
 # --- two concurrent 3-host jobs of one user -----------------------------------
