@@ -102,6 +102,7 @@ int main(int argc, char **argv)
     req.local_size = loc.local_size;
     req.launcher_pid = getppid();
     req.gsrun_pid = getenv("GSRUN_PID") ? (pid_t)atoi(getenv("GSRUN_PID")) : 0;
+    req.agent_env = NULL;
     if (gs_node_join(&req, &st, &keep_fd, &err) != 0) {
         int code = st.exit_code ? st.exit_code : GS_EXIT_SETUP;
         if (st.kind == GS_STATE_ERROR) {
@@ -109,16 +110,8 @@ int main(int argc, char **argv)
         }
         return fail_rank(loc.local_rank, code, node, err.text);
     }
-    if (leader && st.kind == GS_STATE_OFF && (st.notice || cfg.verbose)) {
-        fprintf(stderr, "gsrun: node %s: %s\n", node, st.message);
-    }
-    if (leader && st.kind == GS_STATE_ON && cfg.verbose) {
-        for (int g = 0; g < st.ngpus; g++) {
-            fprintf(stderr, "gsrun: node %s: MPS on %s for local ranks %d-%d at %s%% (found %s)\n",
-                    node, st.gpu[g].uuid, st.gpu[g].first_rank,
-                    st.gpu[g].first_rank + st.gpu[g].nranks - 1,
-                    st.gpu[g].pct_set ? st.gpu[g].pct : "100", loc.source);
-        }
+    if (leader) {
+        gs_node_print_plan(stderr, node, &st, loc.source, cfg.verbose);
     }
     if (gs_clientenv_build(&st, loc.local_rank, loc.local_size, &env, &err) != 0 ||
         gs_clientenv_apply(&env, &err) != 0) {

@@ -212,8 +212,23 @@ int gs_config_load_env(gs_config_t *cfg, gs_error_t *err)
             }
         }
     }
+    const char *names = getenv("GSRUN_OPTION_NAMES");
+    tmp.names = names != NULL && strcmp(names, "mca") == 0 ? GS_NAMES_MCA : GS_NAMES_GSRUN;
     *cfg = tmp;
     return 0;
+}
+
+const char *gs_config_opt(const gs_config_t *cfg, const char *option, char *buf, size_t len)
+{
+    if (cfg->names == GS_NAMES_MCA) {
+        snprintf(buf, len, "rtc_gsrun_%s", option);
+        for (char *p = buf; *p != '\0'; p++) {
+            *p = *p == '-' ? '_' : *p;
+        }
+    } else {
+        snprintf(buf, len, "--%s", option);
+    }
+    return buf;
 }
 
 int gs_config_export_env(const gs_config_t *cfg, gs_error_t *err)
@@ -233,7 +248,8 @@ int gs_config_export_env(const gs_config_t *cfg, gs_error_t *err)
         setenv("GSRUN_MPS_PERCENTAGE", pct, 1) != 0 ||
         setenv("GSRUN_MPS_CONTROL", cfg->control, 1) != 0 ||
         setenv("GSRUN_MPS_TIMEOUT", num, 1) != 0 || setenv("GSRUN_VERBOSE", num2, 1) != 0 ||
-        setenv("GSRUN_LAUNCHER", cfg->launcher, 1) != 0 || setenv("GSRUN_DRY_RUN", dry, 1) != 0) {
+        setenv("GSRUN_LAUNCHER", cfg->launcher, 1) != 0 || setenv("GSRUN_DRY_RUN", dry, 1) != 0 ||
+        setenv("GSRUN_OPTION_NAMES", cfg->names == GS_NAMES_MCA ? "mca" : "gsrun", 1) != 0) {
         return gs_error_set(err, errno, "cannot set the GSRUN_* environment: %s", strerror(errno));
     }
     return 0;

@@ -12,6 +12,9 @@
 
 typedef enum { GS_MPS_AUTO = 0, GS_MPS_ON, GS_MPS_OFF } gs_mps_mode_t;
 typedef enum { GS_PCT_AUTO = 0, GS_PCT_OFF, GS_PCT_FIXED } gs_pct_mode_t;
+/* The front end whose names a message gives: gsrun's options, or the Open
+ * MPI component's MCA parameters. */
+typedef enum { GS_NAMES_GSRUN = 0, GS_NAMES_MCA } gs_names_t;
 
 #define GS_DEFAULT_CONTROL "nvidia-cuda-mps-control"
 #define GS_DEFAULT_LAUNCHER "mpirun"
@@ -28,6 +31,7 @@ typedef struct {
     int timeout_s;               /* bound on MPS start-up and on waiting for it */
     int dry_run;
     int verbose;
+    gs_names_t names; /* how messages name the settings (GSRUN_OPTION_NAMES) */
 } gs_config_t;
 
 /* One settable key: the long option (without "--") and its variable. */
@@ -52,6 +56,10 @@ int gs_config_load_env(gs_config_t *cfg, gs_error_t *err);
 
 /* Writes the settings as GSRUN_* variables into this process's environment. */
 int gs_config_export_env(const gs_config_t *cfg, gs_error_t *err);
+
+/* A setting (a gs_config_keys option) as the user spells it in the front end
+ * that started the job: "--mps-timeout" or "rtc_gsrun_mps_timeout". */
+const char *gs_config_opt(const gs_config_t *cfg, const char *option, char *buf, size_t len);
 
 int gs_config_parse_mps(const char *text, gs_mps_mode_t *out);
 int gs_config_parse_percentage(const char *text, gs_pct_mode_t *mode, double *pct);

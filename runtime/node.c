@@ -102,11 +102,19 @@ static int spawn_agent(const gs_node_req_t *req, const char *job_dir, int here, 
          * the leader's stderr for the agent's report (the launcher forwards
          * it to gsrun like the job's output). */
         int w = fcntl(pfd[1], F_DUPFD, 3);
-        int r = here ? -1 : fcntl(2, F_DUPFD, 3);
+        int r = here && req->gsrun_pid > 0 ? -1 : fcntl(2, F_DUPFD, 3);
         gs_rundir_node_name(node, sizeof(node));
         snprintf(size, sizeof(size), "%d", req->local_size);
         snprintf(watch, sizeof(watch), "%d", (int)req->launcher_pid);
         snprintf(gsrun, sizeof(gsrun), "%d", here ? (int)req->gsrun_pid : 0);
+        if (req->agent_env != NULL) {
+            for (char *const *e = req->agent_env; *e != NULL; e++) {
+                putenv(*e);
+            }
+        }
+        gs_error_t ignored;
+        /* The agent reads its settings from GSRUN_*, like the shim. */
+        gs_config_export_env(req->cfg, &ignored);
         snprintf(fd, sizeof(fd), "%d", w);
         snprintf(rfd, sizeof(rfd), "%d", r);
         execl(req->agent_path, req->agent_path, "--job-dir", job_dir, "--node", node,
@@ -158,32 +166,16 @@ static int register_rank(const gs_state_t *st, int local_rank, int *keep_fd, gs_
     return 0;
 }
 
-int gs_node_join(const gs_node_req_t *req, gs_state_t *st, int *keep_fd, gs_error_t *err)
+/* Waits until the node agent has published the node state and reads it. A
+ * node-wide error state comes back as a failure with the agent's message. */
+static int wait_ready(const gs_node_req_t *req, const char *node_dir, int ready_rd, gs_state_t *st,
+                      gs_error_t *err)
 {
-    char job_dir[256], node_dir[256];
-    int ready_rd = -1, rc, here;
-    long long deadline;
-
-    *keep_fd = -1;
-    memset(st, 0, sizeof(*st));
-    if ((rc = gs_node_job_dir(req, job_dir, sizeof(job_dir), &here, err)) != 0 ||
-        (rc = gs_node_dir(job_dir, node_dir, sizeof(node_dir), err)) != 0 ||
-        (rc = gs_rundir_ensure(job_dir, err)) != 0 ||
-        (rc = gs_rundir_ensure(node_dir, err)) != 0) {
-        st->exit_code = GS_EXIT_RUNDIR;
-        return rc;
-    }
-    if (req->local_rank == 0) {
-        rc = spawn_agent(req, job_dir, here, &ready_rd, err);
-        if (rc != 0) {
-            st->exit_code = GS_EXIT_SETUP;
-            return rc;
-        }
-    }
     /* The agent's own start-up is bounded by the same timeout; the margin
      * covers GPU discovery and writing the state. */
-    deadline = gs_now_ms() + ((long long)req->cfg->timeout_s + 10) * 1000;
-    rc = gs_state_wait(node_dir, deadline, ready_rd, err);
+    long long deadline = gs_now_ms() + ((long long)req->cfg->timeout_s + 10) * 1000;
+    int rc = gs_state_wait(node_dir, deadline, ready_rd, err);
+
     if (rc == -EPIPE) {
         rc = gs_error_set(err, ECHILD,
                           "the node agent (%s) exited before it reported; check that it is "
@@ -200,17 +192,56 @@ int gs_node_join(const gs_node_req_t *req, gs_state_t *st, int *keep_fd, gs_erro
     if (ready_rd >= 0) {
         close(ready_rd);
     }
-    if (rc != 0) {
-        st->exit_code = GS_EXIT_SETUP;
-        return rc;
+    if (rc == 0) {
+        rc = gs_state_read(node_dir, st, err);
     }
-    rc = gs_state_read(node_dir, st, err);
     if (rc != 0) {
         st->exit_code = GS_EXIT_SETUP;
         return rc;
     }
     if (st->kind == GS_STATE_ERROR) {
         return gs_error_set(err, EIO, "%s", st->message);
+    }
+    return 0;
+}
+
+/* The job's dirs on this node, then (with agent_path) the agent, then its
+ * state. */
+static int reach_agent(const gs_node_req_t *req, char *node_dir, size_t len, gs_state_t *st,
+                       gs_error_t *err)
+{
+    char job_dir[256];
+    int ready_rd = -1, rc, here;
+
+    memset(st, 0, sizeof(*st));
+    if ((rc = gs_node_job_dir(req, job_dir, sizeof(job_dir), &here, err)) != 0 ||
+        (rc = gs_node_dir(job_dir, node_dir, len, err)) != 0 ||
+        (rc = gs_rundir_ensure(job_dir, err)) != 0 ||
+        (rc = gs_rundir_ensure(node_dir, err)) != 0) {
+        st->exit_code = GS_EXIT_RUNDIR;
+        return rc;
+    }
+    if (req->agent_path != NULL && (rc = spawn_agent(req, job_dir, here, &ready_rd, err)) != 0) {
+        st->exit_code = GS_EXIT_SETUP;
+        return rc;
+    }
+    return wait_ready(req, node_dir, ready_rd, st, err);
+}
+
+int gs_node_start(const gs_node_req_t *req, gs_state_t *st, gs_error_t *err)
+{
+    char node_dir[256];
+    return reach_agent(req, node_dir, sizeof(node_dir), st, err);
+}
+
+int gs_node_join(const gs_node_req_t *req, gs_state_t *st, int *keep_fd, gs_error_t *err)
+{
+    char node_dir[256];
+    int rc;
+
+    *keep_fd = -1;
+    if ((rc = reach_agent(req, node_dir, sizeof(node_dir), st, err)) != 0) {
+        return rc;
     }
     /* Off or on, a rank registers where the agent listens, so that the
      * agent can end it if the launcher dies. */
@@ -222,4 +253,20 @@ int gs_node_join(const gs_node_req_t *req, gs_state_t *st, int *keep_fd, gs_erro
         }
     }
     return 0;
+}
+
+void gs_node_print_plan(FILE *f, const char *node, const gs_state_t *st, const char *source,
+                        int verbose)
+{
+    if (st->kind == GS_STATE_OFF && (st->notice || verbose)) {
+        fprintf(f, "gsrun: node %s: %s\n", node, st->message);
+    }
+    if (st->kind == GS_STATE_ON && verbose) {
+        for (int g = 0; g < st->ngpus; g++) {
+            fprintf(f, "gsrun: node %s: MPS on %s for local ranks %d-%d at %s%% (found %s)\n",
+                    node, st->gpu[g].uuid, st->gpu[g].first_rank,
+                    st->gpu[g].first_rank + st->gpu[g].nranks - 1,
+                    st->gpu[g].pct_set ? st->gpu[g].pct : "100", source);
+        }
+    }
 }

@@ -7,6 +7,7 @@
 #ifndef GS_NODE_H
 #define GS_NODE_H
 
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "config.h"
@@ -22,6 +23,8 @@ typedef struct {
     int local_size;
     pid_t launcher_pid;     /* the process that started this rank */
     pid_t gsrun_pid;        /* 0 if unknown */
+    char *const *agent_env; /* "NAME=VALUE" set for the agent on top of ours
+                             * (the job's environment), or NULL */
 } gs_node_req_t;
 
 /* Names this node (this kernel and PID namespace) so that processes can tell
@@ -33,12 +36,23 @@ void gs_node_id(char *buf, size_t len);
  * TMPDIR (nothing is shared between nodes). Sets *here. */
 int gs_node_job_dir(const gs_node_req_t *req, char *out, size_t len, int *here, gs_error_t *err);
 
-/* Joins the node. On success st holds the node state (on, off); an error
+/* Starts this node's agent (req->agent_path) for a launcher that provisions
+ * the node itself before its ranks exist (the Open MPI component), and waits
+ * for its state, as gs_node_join does without registering a rank. */
+int gs_node_start(const gs_node_req_t *req, gs_state_t *st, gs_error_t *err);
+
+/* Joins the node: with req->agent_path (the node leader) starts the agent
+ * first. On success st holds the node state (on, off); an error
  * state is returned as a failure with st->exit_code and the message in err.
  * *keep_fd is a descriptor the rank must keep open across exec (or -1). */
 int gs_node_join(const gs_node_req_t *req, gs_state_t *st, int *keep_fd, gs_error_t *err);
 
 /* The directory of this node inside a job dir. */
 int gs_node_dir(const char *job_dir, char *out, size_t len, gs_error_t *err);
+
+/* The node leader's lines for the user: MPS off and why (when that is news
+ * or verbose), or with verbose each GPU's ranks and share. */
+void gs_node_print_plan(FILE *f, const char *node, const gs_state_t *st, const char *source,
+                        int verbose);
 
 #endif

@@ -49,26 +49,29 @@ int gs_plan_compute(const gs_config_t *cfg, int local_size, int ngpus, int have_
     if (ngpus > GS_MAX_GPUS) {
         ngpus = GS_MAX_GPUS;
     }
+    char mps[64], why[300];
+    gs_config_opt(cfg, "mps", mps, sizeof(mps));
     if (cfg->mps == GS_MPS_OFF) {
-        off(plan, 0, "MPS disabled (--mps=off)");
+        snprintf(why, sizeof(why), "MPS disabled (%s=off)", mps);
+        off(plan, 0, why);
         return 0;
     }
     if (ngpus == 0) {
         if (cfg->mps == GS_MPS_ON) {
             return gs_error_set(err, ENODEV,
-                                "--mps=on: no NVIDIA GPU is visible on this node (NVML found none, "
+                                "%s=on: no NVIDIA GPU is visible on this node (NVML found none, "
                                 "or CUDA_VISIBLE_DEVICES hides them); run on a GPU node or use "
-                                "--mps=auto");
+                                "%s=auto",
+                                mps, mps);
         }
         off(plan, 1, "no NVIDIA GPU found on this node; running without MPS");
         return 0;
     }
     if (!have_control) {
         if (cfg->mps == GS_MPS_ON) {
-            return gs_error_set(err, ENODEV, "--mps=on: %s",
+            return gs_error_set(err, ENODEV, "%s=on: %s", mps,
                                 control_error ? control_error : "no MPS control binary");
         }
-        char why[256];
         snprintf(why, sizeof(why), "%s; running without MPS",
                  control_error ? control_error : "no MPS control binary");
         off(plan, 1, why);
@@ -105,11 +108,13 @@ int gs_plan_compute(const gs_config_t *cfg, int local_size, int ngpus, int have_
     if (most > GS_MPS_MAX_CLIENTS) {
         return gs_error_set(err, E2BIG,
                             "%d ranks would share GPU %d, but MPS serves at most %d clients per "
-                            "GPU; start at most %d ranks per GPU on this node, or use --mps=off",
-                            most, busiest, GS_MPS_MAX_CLIENTS, GS_MPS_MAX_CLIENTS * used);
+                            "GPU; start at most %d ranks per GPU on this node, or use %s=off",
+                            most, busiest, GS_MPS_MAX_CLIENTS, GS_MPS_MAX_CLIENTS * used, mps);
     }
     if (cfg->mps == GS_MPS_AUTO && most < 2) {
-        off(plan, 0, "every rank has a GPU of its own; MPS not needed (--mps=on forces it)");
+        snprintf(why, sizeof(why), "every rank has a GPU of its own; MPS not needed (%s=on forces it)",
+                 mps);
+        off(plan, 0, why);
         return 0;
     }
     plan->use_mps = 1;

@@ -68,13 +68,15 @@ gsrun_fake_exec() {
         exec "$GSRUN" --mps-control="$FAKE_CONTROL" "$@"
 }
 
-# Processes of this build's fake daemons or agents still alive (not zombies).
+# Processes of this build's fake daemons or agents still alive (not zombies);
+# LEFTOVER_EXES may name one more program.
 leftover_procs() {
     local p exe
     for p in /proc/[0-9]*; do
         exe=$(readlink "$p/exe" 2>/dev/null) || continue
         case "$exe" in
-        "$FAKE_CONTROL" | "$B/launcher/gsrun-agent" | "$B/launcher/gsrun-shim" | "$GSRUN" | "$PROG")
+        "$FAKE_CONTROL" | "$B/launcher/gsrun-agent" | "$B/launcher/gsrun-shim" | "$GSRUN" | "$PROG" | \
+            "${LEFTOVER_EXES:-$PROG}")
             tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qxF "GS_TEST_MARK=$TEST_TMP" &&
                 echo "${p#/proc/}"
             ;;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "policy.h"
 
 static void test_percentage_values(void **state)
 {
@@ -108,6 +109,33 @@ static void test_env_roundtrip(void **state)
     unsetenv("GSRUN_MPS_PERCENTAGE");
 }
 
+/* Messages name a setting as the front end that started the job spells it,
+ * and the agent learns which one through the environment. */
+static void test_option_names(void **state)
+{
+    gs_config_t a, b;
+    gs_error_t err;
+    char buf[64];
+    (void)state;
+    gs_config_init(&a);
+    assert_string_equal(gs_config_opt(&a, "mps-timeout", buf, sizeof(buf)), "--mps-timeout");
+    a.names = GS_NAMES_MCA;
+    assert_string_equal(gs_config_opt(&a, "mps-timeout", buf, sizeof(buf)),
+                        "rtc_gsrun_mps_timeout");
+    assert_int_equal(gs_config_export_env(&a, &err), 0);
+    gs_config_init(&b);
+    assert_int_equal(gs_config_load_env(&b, &err), 0);
+    assert_int_equal(b.names, GS_NAMES_MCA);
+    /* gs_plan_compute's messages follow it. */
+    gs_plan_t plan;
+    b.mps = GS_MPS_ON;
+    assert_true(gs_plan_compute(&b, 4, 0, 1, NULL, &plan, &err) < 0);
+    assert_non_null(strstr(err.text, "rtc_gsrun_mps=on: no NVIDIA GPU"));
+    assert_non_null(strstr(err.text, "use rtc_gsrun_mps=auto"));
+    a.names = GS_NAMES_GSRUN;
+    assert_int_equal(gs_config_export_env(&a, &err), 0);
+}
+
 static void test_find_executable(void **state)
 {
     char out[4096];
@@ -138,6 +166,7 @@ int main(void)
         cmocka_unit_test(test_mps_values),
         cmocka_unit_test(test_set_names_origin_and_keeps_config),
         cmocka_unit_test(test_env_roundtrip),
+        cmocka_unit_test(test_option_names),
         cmocka_unit_test(test_find_executable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,319 @@
+/* mca_rtc_gsrun: automatic MPS for plain `mpirun`, as an Open MPI 4.x (ORTE)
+ * run-time control component. A thin adapter over runtime/, like gsrun-shim:
+ *
+ *   assign (in mpirun and in every orted, once per job, before its ranks
+ *           are forked): makes the job's run dir on this node, starts the
+ *           node agent, which plans the node and starts MPS, and waits for
+ *           its state;
+ *   set    (in each forked rank, just before exec): registers the rank with
+ *           the agent (its PID is the program's) and puts the MPS client
+ *           environment into the rank's own environment;
+ *   finalize (when the daemon closes the framework): waits, bounded, for
+ *           this daemon's agents to have cleaned up, so that mpirun returns
+ *           with nothing left behind.
+ * The agent watches the daemon's PID, so a killed mpirun or orted still
+ * ends that node's ranks and MPS. Jobs started by gsrun (GSRUN_JOB_DIR in
+ * their environment) are left to gsrun's own shim. */
+#include "orte_config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "opal/mca/base/base.h"
+#include "opal/util/opal_environ.h"
+#include "orte/mca/rtc/rtc.h"
+#include "orte/runtime/orte_globals.h"
+
+#include "agent.h"
+#include "clientenv.h"
+#include "config.h"
+#include "node.h"
+#include "proc.h"
+#include "rundir.h"
+#include "state.h"
+
+#define GS_RTC_EXPORT __attribute__((visibility("default")))
+
+#ifndef GS_PKGLIBEXECDIR
+#define GS_PKGLIBEXECDIR "/usr/local/libexec/gsrun"
+#endif
+
+GS_RTC_EXPORT extern orte_rtc_base_component_t mca_rtc_gsrun_component;
+
+/* The MCA parameters, as Open MPI hands them over (NULL: not set). */
+static char *param_value[8];
+static char *param_agent;
+static int param_priority = 60;
+
+/* Settings parsed once; a bad one fails every job with its message. */
+static gs_config_t rtc_cfg;
+static gs_error_t rtc_cfg_err;
+static int rtc_cfg_bad;
+static char rtc_agent[4096];
+
+/* One job this daemon provisions (several with MPI_Comm_spawn). */
+typedef struct rtc_job {
+    struct rtc_job *next;
+    orte_jobid_t jobid;
+    int skip;                 /* gsrun's own job, or no local rank */
+    int exit_code;            /* a node-wide failure: the code, else 0 */
+    char error[GS_ERROR_LEN];
+    char job_dir[256];
+    char node_dir[300];
+} rtc_job_t;
+static rtc_job_t *rtc_jobs;
+
+static rtc_job_t *find_job(orte_jobid_t id)
+{
+    for (rtc_job_t *j = rtc_jobs; j != NULL; j = j->next) {
+        if (j->jobid == id) {
+            return j;
+        }
+    }
+    return NULL;
+}
+
+static const char *env_get(char **env, const char *name)
+{
+    size_t n = strlen(name);
+    for (char **e = env; e != NULL && *e != NULL; e++) {
+        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=') {
+            return *e + n + 1;
+        }
+    }
+    return NULL;
+}
+
+static orte_app_context_t *first_app(orte_job_t *jdata)
+{
+    return (orte_app_context_t *)opal_pointer_array_get_item(jdata->apps, 0);
+}
+
+static void fail_job(rtc_job_t *j, int code, const char *text)
+{
+    j->exit_code = code;
+    snprintf(j->error, sizeof(j->error), "%s", text);
+}
+
+static void rtc_assign(orte_job_t *jdata)
+{
+    orte_app_context_t *app = first_app(jdata);
+    rtc_job_t *j = calloc(1, sizeof(*j));
+    gs_node_req_t req;
+    gs_state_t st;
+    gs_error_t err;
+    char node[64];
+
+    if (j == NULL) {
+        return;
+    }
+    j->jobid = jdata->jobid;
+    j->next = rtc_jobs;
+    rtc_jobs = j;
+    if (jdata->num_local_procs == 0 || app == NULL || rtc_cfg.mps == GS_MPS_OFF ||
+        env_get(app->env, "GSRUN_JOB_DIR") != NULL) {
+        j->skip = 1;
+        return;
+    }
+    if (rtc_cfg_bad) {
+        fail_job(j, GS_EXIT_USAGE, rtc_cfg_err.text);
+        return;
+    }
+    if (gs_rundir_check_parent(gs_rundir_tmpdir(), &err) != 0 ||
+        gs_rundir_create_job(gs_rundir_tmpdir(), j->job_dir, sizeof(j->job_dir), &err) != 0) {
+        fail_job(j, GS_EXIT_RUNDIR, err.text);
+        return;
+    }
+    memset(&req, 0, sizeof(req));
+    req.cfg = &rtc_cfg;
+    req.job_dir = j->job_dir;
+    req.agent_path = rtc_agent;
+    req.local_rank = 0;
+    req.local_size = (int)jdata->num_local_procs;
+    req.launcher_pid = getpid();
+    req.agent_env = app->env; /* the agent sees what the ranks see */
+    gs_node_dir(j->job_dir, j->node_dir, sizeof(j->node_dir), &err);
+    gs_rundir_node_name(node, sizeof(node));
+    if (gs_node_start(&req, &st, &err) != 0) {
+        fail_job(j, st.exit_code ? st.exit_code : GS_EXIT_SETUP, err.text);
+        if (access(j->node_dir, F_OK) != 0 || st.kind != GS_STATE_ERROR) {
+            /* No agent owns the dirs (it never started, or died early). */
+            gs_rundir_remove(j->job_dir);
+        }
+        return;
+    }
+    gs_node_print_plan(stderr, node, &st, "openmpi", rtc_cfg.verbose);
+}
+
+/* In the forked rank, before exec. On a node-wide failure the node leader
+ * reports it and exits with its code, the other ranks exit 0 without
+ * running the program (as with gsrun-shim): mpirun ends the job with the
+ * leader's status. */
+static void rtc_set(orte_job_t *jdata, orte_proc_t *proc, char ***env, int error_fd)
+{
+    rtc_job_t *j = find_job(jdata->jobid);
+    int rank = proc->local_rank, keep_fd = -1;
+    gs_node_req_t req;
+    gs_state_t st;
+    gs_error_t err;
+    gs_clientenv_t ce;
+    char node[64];
+
+    if (j == NULL || j->skip) {
+        return;
+    }
+    gs_rundir_node_name(node, sizeof(node));
+    if (j->exit_code != 0) {
+        if (rank == 0) {
+            fprintf(stderr, "gsrun: node %s: error: %s\n", node, j->error);
+        }
+        _exit(rank == 0 ? j->exit_code : 0);
+    }
+    memset(&req, 0, sizeof(req));
+    req.cfg = &rtc_cfg;
+    req.job_dir = j->job_dir;
+    req.local_rank = rank;
+    req.local_size = (int)jdata->num_local_procs;
+    req.launcher_pid = getppid();
+    if (gs_node_join(&req, &st, &keep_fd, &err) != 0) {
+        fprintf(stderr, "gsrun: node %s: local rank %d: error: %s\n", node, rank, err.text);
+        _exit(st.exit_code ? st.exit_code : GS_EXIT_SETUP);
+    }
+    if (keep_fd >= 0) {
+        /* Open MPI closes every other descriptor before exec: only a pidfd
+         * lets the agent follow the rank. */
+        fprintf(stderr, "gsrun: node %s: local rank %d: error: the Open MPI component needs "
+                        "pidfds (Linux 5.3 or later); use gsrun on this kernel\n", node, rank);
+        _exit(GS_EXIT_SETUP);
+    }
+    if (gs_clientenv_build(&st, rank, req.local_size, &ce, &err) != 0) {
+        fprintf(stderr, "gsrun: node %s: local rank %d: error: %s\n", node, rank, err.text);
+        _exit(GS_EXIT_SETUP);
+    }
+    for (int i = 0; i < ce.nunset; i++) {
+        opal_unsetenv(ce.unset[i], env);
+    }
+    for (int i = 0; i < ce.nset; i++) {
+        char *eq = strchr(ce.set[i], '=');
+        *eq = '\0';
+        opal_setenv(ce.set[i], eq + 1, true, env);
+    }
+}
+
+/* The agent holds an exclusive lock on its node dir until it has cleaned up
+ * (and removes the dir): wait for either, bounded. */
+static void wait_for_agent(const rtc_job_t *j)
+{
+    long long deadline = gs_now_ms() + GS_AGENT_QUIT_TIMEOUT_MS + 2000;
+    int fd = open(j->node_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        return;
+    }
+    while (flock(fd, LOCK_EX | LOCK_NB) != 0 && gs_now_ms() < deadline) {
+        usleep(5000);
+    }
+    close(fd);
+}
+
+static void rtc_finalize(void)
+{
+    while (rtc_jobs != NULL) {
+        rtc_job_t *j = rtc_jobs;
+        rtc_jobs = j->next;
+        if (!j->skip && j->exit_code == 0) {
+            wait_for_agent(j);
+        }
+        free(j);
+    }
+}
+
+static int rtc_init(void)
+{
+    return ORTE_SUCCESS;
+}
+
+static orte_rtc_base_module_t rtc_gsrun_module = {
+    .init = rtc_init,
+    .finalize = rtc_finalize,
+    .assign = rtc_assign,
+    .set = rtc_set,
+    .get_available_values = NULL,
+};
+
+/* Settings in the order of gs_config_keys; gsrun's own launcher and dry-run
+ * keys mean nothing here. */
+static const char *const rtc_keys[] = {"mps", "mps-percentage", "mps-control", "mps-timeout",
+                                       "verbose", NULL};
+
+static int rtc_register(void)
+{
+    mca_base_component_t *c = &mca_rtc_gsrun_component.base_version;
+    char name[64], help[256];
+
+    for (int i = 0; rtc_keys[i] != NULL; i++) {
+        const gs_config_key_t *k = gs_config_keys;
+        while (strcmp(k->option, rtc_keys[i]) != 0) {
+            k++;
+        }
+        snprintf(name, sizeof(name), "%s", rtc_keys[i]);
+        for (char *p = name; *p != '\0'; p++) {
+            *p = *p == '-' ? '_' : *p;
+        }
+        snprintf(help, sizeof(help), "As gsrun --%s: %s", k->option, k->accepted);
+        param_value[i] = NULL;
+        (void)mca_base_component_var_register(c, name, help, MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0,
+                                              OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_READONLY,
+                                              &param_value[i]);
+    }
+    param_agent = NULL;
+    (void)mca_base_component_var_register(c, "agent", "Path of gsrun-agent (default: installed)",
+                                          MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_9,
+                                          MCA_BASE_VAR_SCOPE_READONLY, &param_agent);
+    (void)mca_base_component_var_register(c, "priority", "Priority of the gsrun rtc component",
+                                          MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9,
+                                          MCA_BASE_VAR_SCOPE_READONLY, &param_priority);
+
+    /* Parsed now: Open MPI frees the strings before finalize. */
+    gs_config_init(&rtc_cfg);
+    rtc_cfg.names = GS_NAMES_MCA;
+    rtc_cfg_bad = 0;
+    for (int i = 0; rtc_keys[i] != NULL && !rtc_cfg_bad; i++) {
+        char origin[80];
+        snprintf(origin, sizeof(origin), "MCA parameter rtc_gsrun_%s", rtc_keys[i]);
+        for (char *p = origin; *p != '\0'; p++) {
+            *p = *p == '-' ? '_' : *p;
+        }
+        if (param_value[i] != NULL &&
+            gs_config_set(&rtc_cfg, rtc_keys[i], param_value[i], origin, &rtc_cfg_err) != 0) {
+            rtc_cfg_bad = 1;
+        }
+    }
+    snprintf(rtc_agent, sizeof(rtc_agent), "%s",
+             param_agent != NULL && *param_agent != '\0' ? param_agent
+                                                         : GS_PKGLIBEXECDIR "/gsrun-agent");
+    return ORTE_SUCCESS;
+}
+
+static int rtc_query(mca_base_module_t **module, int *priority)
+{
+    *priority = param_priority;
+    *module = (mca_base_module_t *)&rtc_gsrun_module;
+    return ORTE_SUCCESS;
+}
+
+GS_RTC_EXPORT orte_rtc_base_component_t mca_rtc_gsrun_component = {
+    .base_version =
+        {
+            ORTE_RTC_BASE_VERSION_1_0_0,
+            .mca_component_name = "gsrun",
+            MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
+            .mca_query_component = rtc_query,
+            .mca_register_component_params = rtc_register,
+        },
+    .base_data = {MCA_BASE_METADATA_PARAM_NONE},
+};

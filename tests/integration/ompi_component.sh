@@ -1,0 +1,109 @@
+#!/bin/bash
+# The Open MPI 4 component (mca_rtc_gsrun): plain mpirun, no gsrun in front,
+# stand-in MPS daemon and NVML. TAP output.
+#   GS_RTC_DIR    the directory holding mca_rtc_gsrun.so (default: the build's)
+#   GS_RTC_AGENT  gsrun-agent to pass as rtc_gsrun_agent; "installed" passes
+#                 none, so the component's own installed path is used
+. "$GS_TOP_SRCDIR/tests/integration/lib.sh"
+
+RTC_DIR=${GS_RTC_DIR:-$B/ompi/mca}
+RTC_AGENT=${GS_RTC_AGENT:-$B/launcher/gsrun-agent}
+if [ ! -f "$RTC_DIR/mca_rtc_gsrun.so" ]; then
+    echo "1..0 # SKIP the Open MPI component was not built (configure found no ORTE headers)"
+    rm -rf "$TEST_TMP"
+    exit 77
+fi
+[ "$RTC_AGENT" = installed ] || LEFTOVER_EXES="$RTC_AGENT"
+export LD_LIBRARY_PATH=$FAKE_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} FAKE_NVML_GPUS=1
+RTC="--mca mca_base_component_path SYS_DEFAULT:$RTC_DIR"
+[ "$RTC_AGENT" = installed ] || RTC="$RTC --mca rtc_gsrun_agent $RTC_AGENT"
+FAKE="--mca rtc_gsrun_mps_control $FAKE_CONTROL"
+MPIX="-x LD_LIBRARY_PATH -x FAKE_NVML_GPUS"
+
+rtc_run() { # rtc_run MPIRUN-ARGS...: plain mpirun with the component, output in $OUT/$ERR
+    # shellcheck disable=SC2086
+    mpirun $RTC $FAKE $MPIX "$@" >"$OUT" 2>"$ERR"
+}
+
+# --- 4 and 16 ranks, one GPU ---------------------------------------------------
+for n in 4 16; do
+    rtc_run --mca rtc_gsrun_verbose 1 -np $n "$PROG" --check-control
+    rc=$?
+    pct=$(awk -v n=$n 'BEGIN { p = 200 / n; if (p > 100) p = 100; printf "%g", p }')
+    check "$n ranks: status 0" [ $rc -eq 0 ]
+    check "  ... every rank under MPS at $pct%, daemon up before it started" \
+        [ "$(grep -c "^rank=.* mps=1 pipe=$TMPDIR/gsrun\.[A-Za-z0-9]*/[^/]*/g0 .* pct=$pct .* control=1 " "$OUT")" -eq $n ]
+    check "  ... exactly one MPS control daemon" [ "$(grep -c "MPS control daemon [0-9]* on" "$ERR")" -eq 1 ]
+    check "  ... the agent served all $n ranks" grep -q "served $n of $n ranks; stopping MPS: every rank has exited" "$ERR"
+    diag "$ERR" | head -3
+    # mpirun returns only after the agent cleaned up: nothing to wait for.
+    check_clean "$n ranks, right after mpirun returned"
+done
+
+rtc_run -np 4 "$PROG"
+check "without rtc_gsrun_verbose: no gsrun line" [ $? -eq 0 -a ! -s "$ERR" ]
+check_clean "quiet"
+
+# --- MPS off or not needed: the component stays out of the way ------------------
+rtc_run --mca rtc_gsrun_mps off -np 4 "$PROG"
+check "rtc_gsrun_mps=off: status 0, no MPS variable, no gsrun line" \
+    [ $? -eq 0 -a "$(grep -c ' mps=- pipe=- ' "$OUT")" -eq 4 -a ! -s "$ERR" ]
+check_clean "off"
+rtc_run --mca rtc_gsrun_verbose 1 -np 1 "$PROG"
+check "auto, 1 rank on 1 GPU: MPS off and why" \
+    [ $? -eq 0 -a "$(grep -c ' mps=0 ' "$OUT")" -eq 1 ] && grep -q "MPS off" "$ERR"
+check_clean "one rank"
+
+# --- exit status, output and signals as with plain mpirun ------------------------
+for args in "--exit 1 3" "--kill 2" "--segv 3"; do
+    # shellcheck disable=SC2086
+    mpirun -np 4 "$PROG" $args >/dev/null 2>&1
+    plain=$?
+    # shellcheck disable=SC2086
+    rtc_run -np 4 "$PROG" $args
+    rc=$?
+    check "rank_report $args: status $rc, plain mpirun $plain" [ $rc -eq $plain -a $rc -ne 0 ]
+    check_clean "$args"
+done
+
+# --- bad settings ------------------------------------------------------------------
+rtc_run --mca rtc_gsrun_mps sometimes -np 4 "$PROG"
+rc=$?
+check "rtc_gsrun_mps=sometimes: status 2 ($rc)" [ $rc -eq 2 ]
+check "  ... the message names the parameter and what it accepts" \
+    grep -q "error: MCA parameter rtc_gsrun_mps: .*auto, on or off" "$ERR"
+check "  ... no rank ran" [ ! -s "$OUT" ]
+diag "$ERR" | head -2
+check_clean "bad rtc_gsrun_mps"
+# shellcheck disable=SC2086
+mpirun $RTC $MPIX --mca rtc_gsrun_mps on --mca rtc_gsrun_mps_control /nonexistent/mps-control \
+    -np 2 "$PROG" >"$OUT" 2>"$ERR"
+rc=$?
+check "rtc_gsrun_mps=on with a missing control program: status $rc, not 0" [ $rc -ne 0 ]
+check "  ... the message names it and the parameter" \
+    grep -q "error: rtc_gsrun_mps=on: .*'/nonexistent/mps-control' does not exist" "$ERR"
+diag "$ERR" | head -1
+check_clean "missing control"
+
+# --- gsrun in front: gsrun's shim provisions, the component stays out ---------------
+# shellcheck disable=SC2086
+LD_LIBRARY_PATH=$LD_LIBRARY_PATH "$GSRUN" -v --mps-control="$FAKE_CONTROL" $RTC $FAKE -np 4 "$PROG" >"$OUT" 2>"$ERR"
+check "gsrun with the component loaded: status 0, 4 ranks under MPS" \
+    [ $? -eq 0 -a "$(grep -c ' mps=1 ' "$OUT")" -eq 4 ]
+check "  ... one MPS control daemon in all" [ "$(grep -c "MPS control daemon [0-9]* on" "$ERR")" -eq 1 ]
+check_clean "under gsrun"
+
+# --- the job ends whole ----------------------------------------------------------------
+# shellcheck disable=SC2086
+mpirun $RTC $FAKE $MPIX -np 4 "$PROG" --sleep 30000 >"$OUT" 2>"$ERR" &
+job=$!
+for _ in $(seq 100); do [ "$(grep -c '^rank=' "$OUT")" -eq 4 ] && break; sleep 0.1; done
+t0=$(date +%s%N)
+kill -KILL $job
+wait $job 2>/dev/null
+for _ in $(seq 100); do [ -z "$(leftover_procs)" ] && [ -z "$(ls -A "$TMPDIR")" ] && break; sleep 0.02; done
+ms=$((($(date +%s%N) - t0) / 1000000))
+check "SIGKILL of mpirun: ranks, agent, daemon and run dir gone after $ms ms (at most 2000)" \
+    [ $ms -le 2000 -a -z "$(leftover_procs)" -a -z "$(ls -A "$TMPDIR")" ]
+check_clean "SIGKILL of mpirun"
+finish
