@@ -164,6 +164,37 @@ OURS_HOSTS=host2 kill_test "SIGKILL of host2's orted" host2 "-x orted" 2000 5000
 OURS_HOSTS=host3 kill_test "SIGKILL of host3's node agent" host3 "-o -f gsrun-agent" 2000 5000
 check "  ... its guard reported it" grep -q "problem: node host3: the node agent died during the job; its guard ended 4 ranks" $J/kt.err
 
+# --- plain mpirun with the Open MPI component (no gsrun) --------------------------
+if [ -f "$B/ompi/mca/mca_rtc_gsrun.so" ]; then
+    RTC="--mca mca_base_component_path SYS_DEFAULT:$B/ompi/mca --mca rtc_gsrun_agent $B/launcher/gsrun-agent \
+--mca rtc_gsrun_mps_control $FAKE_CONTROL --mca rtc_gsrun_verbose 1"
+    on_host host1 "$JOBENV mpirun $RTC $MPIARGS $PROG >$J/rtc.out 2>$J/rtc.err"
+    rc=$?
+    t0=$(date +%s%N)
+    check "component, 3 hosts x 4 ranks: status 0" [ $rc -eq 0 ]
+    for h in $HOSTS; do
+        check "  ... $h: 4 ranks under MPS at 50%, pipe dir in its own /tmp" \
+            [ "$(grep -c "^rank=.* mps=1 pipe=/tmp/gsrun\.[A-Za-z0-9]*/$h/g0 .* pct=50 .*host=$h " $J/rtc.out)" -eq 4 ]
+        check "  ... $h: exactly one MPS control daemon" \
+            [ "$(grep -c "node $h: GPU 0 (.*MPS control daemon [0-9]* on" $J/rtc.err)" -eq 1 ]
+    done
+    check "  ... nothing left on any host" clean_within 2000 "$t0"
+    on_host host1 "$JOBENV exec mpirun $RTC $MPIARGS $PROG --sleep 60000 >$J/rtck.out 2>&1" &
+    bgpid=$!
+    if wait_lines $J/rtck.out 12; then
+        kill_pid host2 "-x orted" none
+        if OURS_HOSTS=host2 clean_within 2000 "$T0" ours; then
+            ok "  ... SIGKILL of host2's orted: host2 clean after $ELAPSED ms"
+        else
+            not_ok "  ... SIGKILL of host2's orted: host2 not clean after $ELAPSED ms"
+        fi
+        check "  ... and nothing of the job on any host within 5 s" clean_within 5000 "$T0"
+    else
+        not_ok "  ... the job to kill did not start"; diag $J/rtck.out
+    fi
+    wait $bgpid 2>/dev/null
+fi
+
 # --- two concurrent 3-host jobs of one user -----------------------------------
 bg_job c1 $MPIARGS $PROG --sleep 1500
 p1=$!

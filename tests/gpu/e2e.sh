@@ -1,14 +1,18 @@
 #!/bin/bash
 # GPU end-to-end test, for a machine with an NVIDIA GPU (not run by CI).
 #
-#   tests/gpu/e2e.sh [BUILD_DIR]     (BUILD_DIR defaults to ./_build; built if missing)
+#   tests/gpu/e2e.sh [--component] [BUILD_DIR]
+#                                    (BUILD_DIR defaults to ./_build; built if missing)
 #
 # Runs `gsrun -np 16 examples/mps_probe` with real MPS three times back to
-# back. Every rank must report MPS enabled and 200/16 = 12.5 % of the SMs and
+# back; with --component, plain `mpirun -np 16 examples/mps_probe` with the
+# Open MPI component (mca_rtc_gsrun) loaded from the build instead. Every rank must report MPS enabled and 200/16 = 12.5 % of the SMs and
 # a correct result; after each job no MPS process and no gsrun run dir may
 # remain. Ends with "N passed, N failed".
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
+front=gsrun
+[ "${1:-}" = --component ] && { front=component; shift; }
 build=${1:-$top/_build}
 np=${GSRUN_E2E_NP:-16}
 runs=${GSRUN_E2E_RUNS:-3}
@@ -27,6 +31,18 @@ if [ ! -x "$build/launcher/gsrun" ] || [ ! -x "$build/examples/mps_probe" ]; the
     mkdir -p "$build" && (cd "$build" && "$top/configure" -q && make -s -j"$(nproc)") || exit 1
 fi
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+if [ $front = component ]; then
+    if [ ! -f "$build/ompi/mca/mca_rtc_gsrun.so" ]; then
+        echo "Bail out! the Open MPI component was not built (configure found no ORTE headers)"
+        exit 1
+    fi
+    launch() { mpirun --mca mca_base_component_path "SYS_DEFAULT:$build/ompi/mca" \
+        --mca rtc_gsrun_agent "$build/launcher/gsrun-agent" --mca rtc_gsrun_mps on \
+        --mca rtc_gsrun_verbose 1 "$@"; }
+else
+    launch() { "$build/launcher/gsrun" -v --mps=on "$@"; }
+fi
+echo "# front end: $front"
 
 nvidia-smi --query-gpu=name,uuid,driver_version,compute_mode,mig.mode.current --format=csv,noheader
 # Live MPS processes, by executable (command lines and zombies do not count).
@@ -48,13 +64,12 @@ echo "# GPU has $total_sms SMs; at ${expect_pct}% each rank should see $expect_s
 for i in $(seq 1 "$runs"); do
     out=$(mktemp)
     t0=$(date +%s.%N)
-    "$build/launcher/gsrun" -v --mps=on -np "$np" --oversubscribe \
-        "$build/examples/mps_probe" --expect-mps --expect-sms "$expect_sms" >"$out" 2>&1
+    launch -np "$np" --oversubscribe "$build/examples/mps_probe" --expect-mps --expect-sms "$expect_sms" >"$out" 2>&1
     rc=$?
     t1=$(date +%s.%N)
     sed "s/^/# run $i: /" "$out"
-    [ $rc -eq 0 ] && ok "run $i: gsrun exit status 0 ($(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}') s)" \
-        || notok "run $i: gsrun exit status $rc"
+    [ $rc -eq 0 ] && ok "run $i: $front exit status 0 ($(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}') s)" \
+        || notok "run $i: $front exit status $rc"
     n_mps=$(grep -c "mps=1 " "$out")
     [ "$n_mps" -eq "$np" ] && ok "run $i: $n_mps of $np ranks report MPS enabled" \
         || notok "run $i: only $n_mps of $np ranks report MPS enabled"

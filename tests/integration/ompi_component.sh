@@ -2,8 +2,9 @@
 # The Open MPI 4 component (mca_rtc_gsrun): plain mpirun, no gsrun in front,
 # stand-in MPS daemon and NVML. TAP output.
 #   GS_RTC_DIR    the directory holding mca_rtc_gsrun.so (default: the build's)
-#   GS_RTC_AGENT  gsrun-agent to pass as rtc_gsrun_agent; "installed" passes
-#                 none, so the component's own installed path is used
+#   GS_RTC_AGENT  the gsrun-agent it runs (default: the build's, passed as
+#                 rtc_gsrun_agent; with GS_RTC_INSTALLED=1 not passed: the
+#                 component must find its installed one itself)
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"
 
 RTC_DIR=${GS_RTC_DIR:-$B/ompi/mca}
@@ -13,10 +14,10 @@ if [ ! -f "$RTC_DIR/mca_rtc_gsrun.so" ]; then
     rm -rf "$TEST_TMP"
     exit 77
 fi
-[ "$RTC_AGENT" = installed ] || LEFTOVER_EXES="$RTC_AGENT"
+LEFTOVER_EXES=$RTC_AGENT
 export LD_LIBRARY_PATH=$FAKE_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} FAKE_NVML_GPUS=1
 RTC="--mca mca_base_component_path SYS_DEFAULT:$RTC_DIR"
-[ "$RTC_AGENT" = installed ] || RTC="$RTC --mca rtc_gsrun_agent $RTC_AGENT"
+[ -n "${GS_RTC_INSTALLED:-}" ] || RTC="$RTC --mca rtc_gsrun_agent $RTC_AGENT"
 FAKE="--mca rtc_gsrun_mps_control $FAKE_CONTROL"
 MPIX="-x LD_LIBRARY_PATH -x FAKE_NVML_GPUS"
 
