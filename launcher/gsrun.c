@@ -82,23 +82,35 @@ static void print_quoted(FILE *f, const char *s)
     fputc('\'', f);
 }
 
+/* The parameter that puts a program in front of every rank: Open MPI 4
+ * (ORTE) and Open MPI 5 (PRRTE) each ignore the other's name, so gsrun sets
+ * both and never needs the launcher's version. */
+static const char *const fork_agent_params[] = {"orte_fork_agent", "odls_base_exec_agent", NULL};
+
 /* Open MPI joins repeated --mca values with commas, so a fork agent of the
  * user's own is taken out of the arguments and chained behind the shim. */
 static int take_user_fork_agent(char **args, int *nargs, char *agent, size_t len)
 {
+    static const char *const envs[] = {"OMPI_MCA_orte_fork_agent", "OMPI_MCA_odls_base_exec_agent",
+                                       "PRTE_MCA_odls_base_exec_agent", NULL};
     for (int i = 0; i + 2 < *nargs; i++) {
-        if ((strcmp(args[i], "--mca") == 0 || strcmp(args[i], "-mca") == 0) &&
-            strcmp(args[i + 1], "orte_fork_agent") == 0) {
-            snprintf(agent, len, "%s", args[i + 2]);
-            memmove(&args[i], &args[i + 3], (size_t)(*nargs - i - 3 + 1) * sizeof(*args));
-            *nargs -= 3;
-            return 1;
+        int is_mca = strcmp(args[i], "--mca") == 0 || strcmp(args[i], "-mca") == 0 ||
+                     strcmp(args[i], "--prtemca") == 0;
+        for (const char *const *p = fork_agent_params; is_mca && *p != NULL; p++) {
+            if (strcmp(args[i + 1], *p) == 0) {
+                snprintf(agent, len, "%s", args[i + 2]);
+                memmove(&args[i], &args[i + 3], (size_t)(*nargs - i - 3 + 1) * sizeof(*args));
+                *nargs -= 3;
+                return 1;
+            }
         }
     }
-    const char *env = getenv("OMPI_MCA_orte_fork_agent");
-    if (env != NULL && *env != '\0') {
-        snprintf(agent, len, "%s", env);
-        return 1;
+    for (const char *const *e = envs; *e != NULL; e++) {
+        const char *v = getenv(*e);
+        if (v != NULL && *v != '\0') {
+            snprintf(agent, len, "%s", v); /* the command line's value wins over it */
+            return 1;
+        }
     }
     return 0;
 }
@@ -283,7 +295,8 @@ static void prepare_job(const gs_opts_t *o, char *job_dir, size_t len)
     }
 }
 
-/* mpirun --mca orte_fork_agent <shim> -x ... <the user's arguments>. */
+/* mpirun --mca orte_fork_agent <shim> --mca odls_base_exec_agent <shim>
+ * -x ... <the user's arguments>. */
 static char **build_command(char *launcher, char *shim, char **args, int nargs)
 {
     static const char *const exported[] = {
@@ -297,9 +310,11 @@ static char **build_command(char *launcher, char *shim, char **args, int nargs)
         die(GS_EXIT_SETUP, "out of memory");
     }
     cmd[n++] = launcher;
-    cmd[n++] = "--mca";
-    cmd[n++] = "orte_fork_agent";
-    cmd[n++] = shim;
+    for (const char *const *p = fork_agent_params; *p != NULL; p++) {
+        cmd[n++] = "--mca";
+        cmd[n++] = (char *)*p;
+        cmd[n++] = shim;
+    }
     /* The shim's PMIx client and the program's must not share PMIx's
      * shared-memory store (seen with PMIx 4.2: MPI_Init then fails). */
     cmd[n++] = "-x";

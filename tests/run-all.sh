@@ -3,7 +3,9 @@
 #   installs the build dependencies (Debian/Ubuntu), generates the build
 #   system, configures in _build/, runs `make check` (unit and integration
 #   tests), `make check-cluster` (multi-node tests on a simulated cluster of
-#   namespaces) and `make distcheck`, and prints "N passed, N failed".
+#   namespaces), the same tests against Open MPI 5 in a Debian 13 root
+#   (tests/ompi5/check.sh) and `make distcheck`, and prints "N passed, N failed".
+# GSRUN_SKIP_OMPI5=1 or GSRUN_SKIP_DISTCHECK=1 leave those steps out.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
@@ -20,6 +22,16 @@ make -s -j"$(nproc)" check >check.out 2>&1
 rc=$?
 # The simulated multi-host cluster (needs root; skipped otherwise), alone.
 make -s check-cluster >>check.out 2>&1 || rc=1
+# Open MPI 5 (PRRTE), PMIx 5: in a Debian 13 root made for the run (root and
+# the Debian archive needed; skipped otherwise).
+if [ "${GSRUN_SKIP_OMPI5:-0}" != 1 ]; then
+    bash "$top/tests/ompi5/check.sh" >ompi5.out 2>&1
+    case $? in
+    0) echo "Open MPI 5 suite: $(tail -1 ompi5.out)" ;;
+    77) echo "Open MPI 5 suite: skipped: $(sed -n 's/.*# SKIP //p' ompi5.out)" ;;
+    *) cat ompi5.out; echo "Open MPI 5 suite: FAILED"; rc=1 ;;
+    esac
+fi
 grep -E "^(PASS|FAIL|ERROR|SKIP|XFAIL|XPASS):" check.out || true
 if [ $rc -ne 0 ]; then
     # Show the log of every test that did not pass.

@@ -19,6 +19,8 @@ while [ $# -gt 0 ]; do
 done
 GS_TOP_BUILDDIR=$B GS_TOP_SRCDIR=$top
 . "$top/tests/integration/lib.sh"
+# What jobs leave in /dev/shm is counted.
+unset OMPI_MCA_btl_vader_backing_directory OMPI_MCA_btl_sm_backing_directory
 shm_before=$(ls /dev/shm | wc -l)
 fds_before=$(ls /proc/$$/fd | wc -l)
 bad_status=0

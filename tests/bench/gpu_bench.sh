@@ -82,8 +82,8 @@ done
 [ -n "$build" ] || { echo "$0: --build DIR is required" >&2; exit 2; }
 prog=$build/examples/$program
 gsrun=$build/launcher/gsrun
-[ -x "$prog" ] || { echo "$0: $prog is not built (needs nvcc)" >&2; exit 1; }
 nvidia-smi -L >/dev/null 2>&1 || { echo "$0: no NVIDIA GPU here" >&2; exit 77; }
+[ -x "$prog" ] || { echo "$0: $prog is not built (needs nvcc)" >&2; exit 1; }
 csv=${csv:-$PWD/bench.csv}
 [ -s "$csv" ] || echo "program,np,config,rep,wall_s,tts_s,first_kernel_s,init_s,gpu_mem_mib,ok,result" >"$csv"
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

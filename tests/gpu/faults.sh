@@ -112,7 +112,7 @@ for target in mpirun gsrun; do
     g=$!
     for _ in $(seq 200); do [ "$(pgrep -xc small_kernels)" -ge 4 ] && break; sleep 0.1; done
     sleep 2
-    if [ $target = gsrun ]; then victim=$g; else victim=$(pgrep -P $g -x mpirun); fi
+    if [ $target = gsrun ]; then victim=$g; else victim=$(pgrep -P $g -x 'mpirun|prterun'); fi
     t0=$(date +%s%N)
     kill -KILL "$victim"
     # Until nothing is left, 3 s at most; zombies (no exe link) do not count:

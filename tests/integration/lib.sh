@@ -19,6 +19,9 @@ if [ "$(id -u)" = 0 ]; then
 fi
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 export OMPI_MCA_rmaps_base_oversubscribe=1
+# The same for Open MPI 5 (PRRTE), whose names differ; each version ignores
+# the other's. One node: no TCP pairing warnings from interfaces of others.
+export PRTE_MCA_rmaps_default_mapping_policy=:oversubscribe OMPI_MCA_btl_tcp_if_include=lo
 unset GSRUN_MPS GSRUN_MPS_PERCENTAGE GSRUN_MPS_CONTROL GSRUN_MPS_TIMEOUT GSRUN_LAUNCHER \
     GSRUN_DRY_RUN GSRUN_VERBOSE CUDA_VISIBLE_DEVICES CUDA_MPS_PIPE_DIRECTORY \
     CUDA_MPS_LOG_DIRECTORY CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
@@ -28,7 +31,10 @@ chmod 700 "$TEST_TMP"
 export TMPDIR=$TEST_TMP/tmp
 mkdir -p "$TMPDIR" "$TEST_TMP/ompi"
 # Open MPI's own session files go elsewhere, so TMPDIR shows only gsrun's.
-export OMPI_MCA_orte_tmpdir_base=$TEST_TMP/ompi
+export OMPI_MCA_orte_tmpdir_base=$TEST_TMP/ompi PRTE_MCA_prte_tmpdir_base=$TEST_TMP/ompi
+# So do its shared-memory segments, which ranks killed by a test leave
+# behind (as under plain mpirun); the soak test counts /dev/shm itself.
+export OMPI_MCA_btl_vader_backing_directory=$TEST_TMP/ompi OMPI_MCA_btl_sm_backing_directory=$TEST_TMP/ompi
 # Every process of this test's jobs inherits this marker, so the leak check
 # sees only them even while other tests run at the same time.
 export GS_TEST_MARK=$TEST_TMP

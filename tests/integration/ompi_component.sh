@@ -12,7 +12,7 @@ RTC_AGENT=${GS_RTC_AGENT:-$B/launcher/gsrun-agent}
 if [ ! -f "$RTC_DIR/mca_rtc_gsrun.so" ]; then
     echo "1..0 # SKIP the Open MPI component was not built (configure found no ORTE headers)"
     rm -rf "$TEST_TMP"
-    exit 77
+    exit 0
 fi
 LEFTOVER_EXES=$RTC_AGENT
 export LD_LIBRARY_PATH=$FAKE_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} FAKE_NVML_GPUS=1

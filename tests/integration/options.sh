@@ -36,6 +36,7 @@ expect 2 "the launcher is given twice" --launcher="$(command -v mpirun)" mpirun 
 expect 2 "no program given" mpirun
 expect 127 "launcher" /nonexistent/mpiexec -np 2 "$PROG"
 for w in mpirun mpiexec orterun "$(command -v mpirun)"; do
+    command -v $w >/dev/null || continue # Open MPI 5 has no orterun
     "$GSRUN" --dry-run $w -np 2 "$PROG" >"$OUT" 2>"$ERR"
     check "gsrun $w -np 2 prog: runs $w with the fork agent, the word not passed on" \
         grep -q "^[^ ]*/$(basename $w) --mca orte_fork_agent .* -np 2 $PROG\$" "$OUT"
@@ -64,10 +65,12 @@ check "--version prints the version" grep -q "^gsrun [0-9]" "$OUT"
 
 "$GSRUN" --dry-run -np 4 "$PROG" arg1 >"$OUT" 2>"$ERR"
 check "--dry-run shows the fork agent and the unchanged arguments" \
-    grep -q "mpirun --mca orte_fork_agent $B/launcher/gsrun-shim -x PMIX_MCA_gds=hash .* -np 4 $PROG arg1\$" "$OUT"
-"$GSRUN" --dry-run -np 2 --mca orte_fork_agent "/usr/bin/env FOO=1" "$PROG" >"$OUT" 2>"$ERR"
-check "a user's fork agent is chained behind the shim" \
-    grep -q -- "-x GSRUN_FORK_AGENT -np 2 $PROG\$" "$OUT"
+    grep -q "mpirun --mca orte_fork_agent $B/launcher/gsrun-shim --mca odls_base_exec_agent $B/launcher/gsrun-shim -x PMIX_MCA_gds=hash .* -np 4 $PROG arg1\$" "$OUT"
+for p in orte_fork_agent odls_base_exec_agent; do
+    "$GSRUN" --dry-run -np 2 --mca $p "/usr/bin/env FOO=1" "$PROG" >"$OUT" 2>"$ERR"
+    check "a user's fork agent ($p) is chained behind the shim" \
+        grep -q -- "-x GSRUN_FORK_AGENT -np 2 $PROG\$" "$OUT"
+done
 "$GSRUN" --dry-run --mps=off -np 2 "$PROG" >"$OUT" 2>"$ERR"
 check "--mps=off runs mpirun unchanged" grep -q "^[^ ]*mpirun -np 2 $PROG\$" "$OUT"
 check_clean "options"

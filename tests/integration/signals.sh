@@ -50,7 +50,7 @@ check_clean "rank ignores SIGTERM"
 # SIGKILL to mpirun: the agent sees the launcher go, ends the ranks it
 # orphaned (SIGTERM, then SIGKILL) and tears MPS down at once.
 start_job --sleep 30000
-mp=$(pgrep -P $JOB -x mpirun)
+mp=$(pgrep -P $JOB -x 'mpirun|prterun') # Open MPI 5's mpirun execs prterun
 t0=$(date +%s%N)
 kill -KILL "$mp"
 ended_within 10 && ok "SIGKILL to mpirun: gsrun exits (status $RC)" || not_ok "SIGKILL to mpirun: gsrun still running"
