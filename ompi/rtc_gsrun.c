@@ -206,7 +206,8 @@ static void rtc_set(orte_job_t *jdata, orte_proc_t *proc, char ***env, int error
 }
 
 /* The agent holds an exclusive lock on its node dir until it has cleaned up
- * (and removes the dir): wait for either, bounded. */
+ * and written its report: wait for the lock, bounded. Polled (5 ms), since
+ * an alarm to interrupt a blocking flock would disturb Open MPI's daemon. */
 static void wait_for_agent(const rtc_job_t *j)
 {
     long long deadline = gs_now_ms() + GS_AGENT_QUIT_TIMEOUT_MS + 2000;
