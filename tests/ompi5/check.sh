@@ -34,6 +34,10 @@ t0=$(date +%s)
 if [ ! -x "$root/usr/bin/mpirun" ]; then
     if ! debootstrap --variant=minbase --include="$pkgs" "$suite" "$root" "$mirror" \
         >"$root.debootstrap.log" 2>&1; then
+        if grep -q "Failed getting release file" "$root.debootstrap.log"; then
+            rm -f "$root.debootstrap.log"
+            skip "the Debian archive $mirror cannot be reached (an offline machine)"
+        fi
         tail -20 "$root.debootstrap.log"
         rm -f "$root.debootstrap.log"
         echo "Bail out! debootstrap of Debian 13 ($suite) from $mirror failed"
