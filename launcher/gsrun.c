@@ -25,6 +25,7 @@
 #include "config.h"
 #include "gpu.h"
 #include "helpers.h"
+#include "status_main.h"
 #include "node.h"
 #include "options.h"
 #include "preflight.h"
@@ -460,6 +461,9 @@ int main(int argc, char **argv)
     char **args, **cmd;
     int nargs, rc;
 
+    if (argc > 1 && strcmp(argv[1], "status") == 0) {
+        return gs_status_main(argc - 1, argv + 1);
+    }
     if (gs_opts_parse(argc, argv, &o, &err) != 0) {
         die(GS_EXIT_USAGE, err.text);
     }

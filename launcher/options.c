@@ -9,6 +9,7 @@
 
 const char gs_usage_text[] =
     "Usage: gsrun [gsrun options] [--] [mpirun] <mpirun arguments> program [args]\n"
+    "       gsrun status [--json]\n"
     "Runs an MPI job with NVIDIA MPS set up for every GPU that several ranks share.\n"
     "The mpirun arguments are passed on unchanged.\n"
     "\n"
@@ -24,6 +25,11 @@ const char gs_usage_text[] =
     "                             [GSRUN_MPS_CONTROL]\n"
     "  --mps-timeout=SECONDS      bound on starting MPS, 1 to 3600 (default 30)\n"
     "                             [GSRUN_MPS_TIMEOUT]\n"
+    "  --mps-memory-limit=SIZE    device memory each rank may allocate under MPS,\n"
+    "                             e.g. 4G or 512M (default off) [GSRUN_MPS_MEMORY_LIMIT]\n"
+    "  --gpu-bind=closest|none    without MPS (one rank per GPU), give each rank its own\n"
+    "                             GPU in CUDA_VISIBLE_DEVICES, the one nearest its cores\n"
+    "                             (default closest) [GSRUN_GPU_BIND]\n"
     "  --launcher=PATH            the Open MPI mpirun to run (default: mpirun in PATH)\n"
     "                             [GSRUN_LAUNCHER]; a first launcher word does the same:\n"
     "                             gsrun [options] mpirun|mpiexec|orterun <arguments>\n"
@@ -35,14 +41,18 @@ const char gs_usage_text[] =
     "  -V, --version              show the version and exit\n"
     "  --                         end of gsrun options (use it before an mpirun -v)\n"
     "\n"
+    "gsrun status [--json] lists the gsrun jobs on this node (yours; root: everyone's\n"
+    "in $TMPDIR): agent, MPS daemons and servers per GPU, cores, shares, ranks.\n"
+    "\n"
     "Exit status: the job's, exactly as mpirun reports it; before the job starts:\n"
     "  2 bad option or GSRUN_* value, 69 MPS required but unavailable, 70 MPS failed\n"
     "  to start, 71 unsafe run directory, 126/127 launcher not executable / not found.\n"
     "See gsrun(1).\n";
 
 /* Options that take a value, by long name; the rest are flags. */
-static const char *const valued[] = {"mps", "mps-percentage", "mps-control", "mps-timeout",
-                                     "launcher", NULL};
+static const char *const valued[] = {"mps",         "mps-percentage", "mps-control",
+                                     "mps-timeout", "mps-memory-limit", "gpu-bind",
+                                     "launcher",    NULL};
 
 static int is_valued(const char *name)
 {
@@ -140,7 +150,8 @@ int gs_opts_parse(int argc, char **argv, gs_opts_t *o, gs_error_t *err)
         memcpy(name, a + 2, n);
         name[n] = '\0';
         if (!is_valued(name)) {
-            if (strncmp(name, "mps", 3) == 0 || strcmp(name, "dry-run") == 0 ||
+            if (strncmp(name, "mps", 3) == 0 || strncmp(name, "gpu", 3) == 0 ||
+                strcmp(name, "dry-run") == 0 ||
                 strcmp(name, "verbose") == 0) {
                 return gs_error_set(err, EINVAL,
                                     "%s: unknown gsrun option, or one that takes no value (see "

@@ -248,8 +248,9 @@ static orte_rtc_base_module_t rtc_gsrun_module = {
 
 /* Settings in the order of gs_config_keys; gsrun's own launcher and dry-run
  * keys mean nothing here. */
-static const char *const rtc_keys[] = {"mps", "mps-percentage", "mps-control", "mps-timeout",
-                                       "verbose", NULL};
+static const char *const rtc_keys[] = {"mps",         "mps-percentage",   "mps-control",
+                                       "mps-timeout", "mps-memory-limit", "gpu-bind",
+                                       "verbose",     NULL};
 
 static int rtc_register(void)
 {

@@ -23,9 +23,105 @@ static int mask_empty(const unsigned long *near, int nwords)
     return 1;
 }
 
+#include <dirent.h>
+#include <stdlib.h>
+
+int gs_affinity_move(pid_t pid, const cpu_set_t *cpus)
+{
+    char path[64];
+    int rc = -ESRCH;
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    if (d == NULL) {
+        return sched_setaffinity(pid, sizeof(*cpus), cpus) == 0 ? 0 : -errno;
+    }
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        int tid = atoi(e->d_name);
+        if (tid > 0) {
+            rc = sched_setaffinity(tid, sizeof(*cpus), cpus) == 0 ? 0 : -errno;
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+void gs_cpuset_format(const cpu_set_t *set, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int c = 0; c < CPU_SETSIZE && used < len; c++) {
+        if (!CPU_ISSET(c, set)) {
+            continue;
+        }
+        int e = c;
+        while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, set)) {
+            e++;
+        }
+        used += (size_t)snprintf(buf + used, len - used, e > c ? "%s%d-%d" : "%s%d",
+                                 used ? "," : "", c, e);
+        c = e;
+    }
+}
+
+int gs_cpuset_parse(const char *text, cpu_set_t *set)
+{
+    const char *p = text;
+    CPU_ZERO(set);
+    while (*p != '\0') {
+        char *end;
+        long lo = strtol(p, &end, 10), hi = lo;
+        if (end == p || lo < 0) {
+            return -EINVAL;
+        }
+        p = end;
+        if (*p == '-') {
+            hi = strtol(p + 1, &end, 10);
+            if (end == p + 1 || hi < lo) {
+                return -EINVAL;
+            }
+            p = end;
+        }
+        for (long c = lo; c <= hi && c < CPU_SETSIZE; c++) {
+            CPU_SET((int)c, set);
+        }
+        if (*p == ',') {
+            p++;
+        } else if (*p != '\0') {
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
 #if defined(GS_HAVE_HWLOC)
-int gs_affinity_pick_core(const unsigned long *near, int nwords, cpu_set_t *out, char *desc,
-                          size_t desclen)
+/* Removes from cand the cores that have a CPU in avoid, unless that would
+ * leave no core. */
+static void drop_avoided(hwloc_topology_t topo, hwloc_bitmap_t cand, const cpu_set_t *avoid)
+{
+    hwloc_bitmap_t keep = hwloc_bitmap_alloc();
+    int n = hwloc_get_nbobjs_inside_cpuset_by_type(topo, cand, HWLOC_OBJ_CORE);
+    for (int i = 0; i < n; i++) {
+        hwloc_obj_t core = hwloc_get_obj_inside_cpuset_by_type(topo, cand, HWLOC_OBJ_CORE,
+                                                               (unsigned)i);
+        int cpu, hit = 0;
+        hwloc_bitmap_foreach_begin(cpu, core->cpuset)
+        {
+            hit |= cpu < CPU_SETSIZE && CPU_ISSET(cpu, avoid);
+        }
+        hwloc_bitmap_foreach_end();
+        if (!hit) {
+            hwloc_bitmap_or(keep, keep, core->cpuset);
+        }
+    }
+    hwloc_bitmap_and(keep, keep, cand);
+    if (!hwloc_bitmap_iszero(keep)) {
+        hwloc_bitmap_copy(cand, keep);
+    }
+    hwloc_bitmap_free(keep);
+}
+
+int gs_affinity_pick_core(const unsigned long *near, int nwords, const cpu_set_t *avoid,
+                          cpu_set_t *out, char *desc, size_t desclen)
 {
     hwloc_topology_t topo;
     hwloc_bitmap_t cand = NULL;
@@ -57,6 +153,9 @@ int gs_affinity_pick_core(const unsigned long *near, int nwords, cpu_set_t *out,
             rc = -ENOENT;
         }
         hwloc_bitmap_free(nearmap);
+    }
+    if (avoid != NULL) {
+        drop_avoided(topo, cand, avoid);
     }
     int ncores = hwloc_get_nbobjs_inside_cpuset_by_type(topo, cand, HWLOC_OBJ_CORE);
     if (ncores > 0) {
@@ -102,16 +201,20 @@ static int near_has(const unsigned long *near, int nwords, int cpu)
 }
 
 /* Without hwloc: the highest allowed CPU near the GPU (no core grouping). */
-int gs_affinity_pick_core(const unsigned long *near, int nwords, cpu_set_t *out, char *desc,
-                          size_t desclen)
+int gs_affinity_pick_core(const unsigned long *near, int nwords, const cpu_set_t *avoid,
+                          cpu_set_t *out, char *desc, size_t desclen)
 {
     cpu_set_t allowed;
     CPU_ZERO(out);
     if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) {
         return -errno;
     }
-    for (int cpu = CPU_SETSIZE - 1; cpu >= 0; cpu--) {
-        if (CPU_ISSET(cpu, &allowed) && near_has(near, nwords, cpu)) {
+    for (int pass = avoid != NULL ? 0 : 1; pass < 2; pass++) {
+        for (int cpu = CPU_SETSIZE - 1; cpu >= 0; cpu--) {
+            if (!CPU_ISSET(cpu, &allowed) || !near_has(near, nwords, cpu) ||
+                (pass == 0 && CPU_ISSET(cpu, avoid))) {
+                continue;
+            }
             CPU_SET(cpu, out);
             if (desc != NULL) {
                 snprintf(desc, desclen, "CPU %d", cpu);

@@ -56,6 +56,15 @@ static void publish_without_mps(gs_agent_t *a, gs_state_kind_t kind, int notice,
     st.exit_code = code;
     snprintf(st.message, sizeof(st.message), "%s", msg);
     snprintf(st.socket, sizeof(st.socket), "%s", sock ? sock : "");
+    /* Without MPS the ranks still get a GPU each (gpu-bind): the list. */
+    st.ngpus = kind == GS_STATE_OFF ? a->place_n : 0;
+    for (int g = 0; g < st.ngpus; g++) {
+        st.gpu[g].nranks = a->place_target[g];
+        snprintf(st.gpu[g].uuid, sizeof(st.gpu[g].uuid), "%s", a->gpus.gpu[g].uuid);
+    }
+    for (int g = 1; g < st.ngpus; g++) {
+        st.gpu[g].first_rank = st.gpu[g - 1].first_rank + st.gpu[g - 1].nranks;
+    }
     gs_agent_report(a, 0, "%s%s", kind == GS_STATE_OFF ? "MPS off: " : "", msg);
     publish(a, &st, kind == GS_STATE_ERROR ? "error\n" : "ok\n");
 }
@@ -66,6 +75,7 @@ static void publish_on(gs_agent_t *a, const char *sock)
     memset(&st, 0, sizeof(st));
     st.kind = GS_STATE_ON;
     snprintf(st.socket, sizeof(st.socket), "%s", sock);
+    st.mem_limit_mb = a->o->cfg.mem_limit_mb;
     st.ngpus = a->plan.ngpus;
     for (int g = 0; g < a->plan.ngpus; g++) {
         const gs_gpu_share_t *s = &a->plan.gpu[g];
@@ -102,10 +112,10 @@ static void confirm_servers(gs_agent_t *a)
             gs_policy_format_percentage(s->pct, pct, sizeof(pct));
         }
         gs_agent_report(a, 0,
-                        "GPU %d (%s, %s): MPS control daemon %d on %s, server %d, ranks %d-%d at "
+                        "GPU %d (%s, %s): MPS control daemon %d on %s, server %d, %d rank%s at "
                         "%s%%, ready in %lld ms",
                         g, a->gpus.gpu[g].name, d->uuid, (int)d->daemon_pid, a->pinned[g],
-                        (int)d->server_pid[0], s->first_rank, s->first_rank + s->nranks - 1, pct,
+                        (int)d->server_pid[0], s->nranks, s->nranks == 1 ? "" : "s", pct,
                         d->ready_ms - d->start_ms);
     }
 }
@@ -157,7 +167,9 @@ static int start_node(gs_agent_t *a, long long t_start)
     }
     a->ranks = calloc((size_t)a->o->local_size, sizeof(*a->ranks));
     a->seen = calloc((size_t)a->o->local_size, sizeof(*a->seen));
-    if (a->ranks == NULL || a->seen == NULL || gs_agent_listen(a, sock, sizeof(sock), &err) != 0) {
+    if (a->ranks == NULL || a->seen == NULL ||
+        gs_agent_place_init(a, a->plan.use_mps && !mps_failed) != 0 ||
+        gs_agent_listen(a, sock, sizeof(sock), &err) != 0) {
         gs_agent_stop_mps(a);
         publish_without_mps(a, GS_STATE_ERROR, 0, GS_EXIT_SETUP,
                             a->ranks ? err.text : "out of memory", NULL);
@@ -177,6 +189,12 @@ static int start_node(gs_agent_t *a, long long t_start)
                         gs_now_ms() - t_start);
         confirm_servers(a);
     }
+    if (a->o->cfg.mem_limit_mb > 0 && !(a->plan.use_mps && !mps_failed)) {
+        char opt[64];
+        gs_agent_report(a, 0, "%s applies to MPS clients only; not set (MPS is off)",
+                        gs_config_opt(&a->o->cfg, "mps-memory-limit", opt, sizeof(opt)));
+    }
+    gs_agent_write_status(a);
     return 0;
 }
 
@@ -299,6 +317,7 @@ int gs_agent_main(const gs_agent_opts_t *o)
 
     memset(a, 0, sizeof(*a));
     a->o = o;
+    a->started_ms = gs_wall_ms();
     a->listen_fd = a->sig_fd = a->watch_fd = a->gsrun_fd = a->guard_fd = -1;
     if (setup(a, &lockfd) != 0) {
         /* Another agent holds this node dir: never share one between jobs,
@@ -322,6 +341,7 @@ int gs_agent_main(const gs_agent_opts_t *o)
     }
     free(a->ranks);
     free(a->seen);
+    gs_agent_place_free(a);
     if (code == 0 && o->gsrun_pid > 1) {
         gs_agent_deliver_report(a); /* a file, read by gsrun once we unlock */
     }

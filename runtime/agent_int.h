@@ -5,10 +5,15 @@
  *   agent_ranks.c    the ranks: registration, tracking, ending the leftovers
  *   agent_guard.c    the guard: a child that ends the node's share of the job
  *                    if the agent itself is killed
- *   agent_report.c   the report: collected during the job, delivered to gsrun */
+ *   agent_place.c    placement: which GPU each rank gets, daemon cores clear
+ *                    of the ranks' cores
+ *   agent_report.c   the report: collected during the job, delivered to gsrun,
+ *                    and the status file `gsrun status` reads */
 #ifndef GS_AGENT_INT_H
 #define GS_AGENT_INT_H
 
+#include <sched.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "agent.h"
@@ -24,6 +29,7 @@
 typedef struct {
     int fd; /* pidfd, or the rank's connection */
     int is_pidfd;
+    int conn; /* the registration, while its answer waits for placement; else -1 */
     pid_t pid;
     int rank;
 } gs_rank_t;
@@ -36,7 +42,20 @@ typedef struct {
     gs_gpu_list_t gpus;
     gs_mps_daemon_t daemon[GS_MAX_GPUS];
     char pinned[GS_MAX_GPUS][96];
+    cpu_set_t daemon_cpus[GS_MAX_GPUS];
     int ndaemons;
+    /* Placement: the GPUs ranks are given (the plan's under MPS; all
+     * visible ones, one rank each, without), how many each takes, and each
+     * local rank's CPUs and GPU (-1 until placed). */
+    int place_n;
+    int place_target[GS_MAX_GPUS];
+    int by_locality;      /* answers wait until every rank's CPUs are known */
+    int placed;           /* the ranks that registered so far have GPUs */
+    long long place_deadline;
+    int *rank_gpu;
+    cpu_set_t *rank_cpus;
+    unsigned char *rank_known; /* rank_cpus[r] holds rank r's CPUs */
+    long long started_ms; /* wall clock, for `gsrun status` */
     int listen_fd;
     int sig_fd;
     int watch_fd;    /* pidfd of the launcher on this node */
@@ -85,6 +104,23 @@ void gs_agent_serve(gs_agent_t *a);
 /* Ends the given ranks: SIGTERM, up to term_ms for them to exit, SIGKILL.
  * Returns how many needed SIGKILL. */
 int gs_agent_end_ranks(gs_rank_t *ranks, int n, int term_ms);
+
+/* agent_place.c */
+/* Sets up placement from the plan, MPS on or not, before the node state is
+ * published; 0 or -ENOMEM. */
+int gs_agent_place_init(gs_agent_t *a, int mps_on);
+/* A rank registered with its CPUs (NULL: unknown): answers it now, or
+ * holds the answer until every rank has come (by_locality). */
+void gs_agent_place_rank(gs_agent_t *a, gs_rank_t *r, const cpu_set_t *cpus);
+/* Places and answers the held ranks: every rank came, or the deadline
+ * passed. Then moves daemons off the ranks' cores when it can. */
+void gs_agent_place_flush(gs_agent_t *a);
+void gs_agent_place_free(gs_agent_t *a);
+/* The local ranks given GPU g so far, as "0-3" or "0,2,4". */
+void gs_agent_place_ranks_text(const gs_agent_t *a, int g, char *buf, size_t len);
+
+/* agent_report.c: `gsrun status` reads this file in the node dir. */
+void gs_agent_write_status(const gs_agent_t *a);
 
 /* agent_guard.c */
 int gs_agent_guard_start(gs_agent_t *a);

@@ -86,8 +86,14 @@ static int spawn_one(gs_agent_t *a, int g, gs_error_t *err)
         (rc = gs_rundir_ensure(d->log_dir, err)) != 0) {
         return rc;
     }
+    cpu_set_t taken; /* one core per daemon while cores allow */
+    CPU_ZERO(&taken);
+    for (int o = 0; o < g; o++) {
+        CPU_OR(&taken, &taken, &a->daemon_cpus[o]);
+    }
     int pin = gs_affinity_pick_core(gpu->have_cpumask ? gpu->cpumask : NULL, GS_GPU_CPUMASK_WORDS,
-                                    &cpus, a->pinned[g], sizeof(a->pinned[g]));
+                                    &taken, &cpus, a->pinned[g], sizeof(a->pinned[g]));
+    a->daemon_cpus[g] = cpus;
     a->ndaemons = g + 1;
     rc = gs_mps_spawn(d, a->control, pin == 0 || pin == -ENOENT ? &cpus : NULL, err);
     if (rc == 0) {

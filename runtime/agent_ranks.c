@@ -11,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "affinity.h"
 #include "agent_int.h"
 #include "proc.h"
 
@@ -43,14 +44,16 @@ int gs_agent_listen(gs_agent_t *a, char *path, size_t len, gs_error_t *err)
     return 0;
 }
 
-/* One registration: "hello <local rank>\n" from a shim about to exec. */
+/* One registration: "hello <local rank> [<its CPUs>]\n" from a rank about
+ * to exec. The answer names its GPU; it may wait for placement. */
 static void accept_rank(gs_agent_t *a)
 {
     struct ucred cred;
     socklen_t clen = sizeof(cred);
-    char buf[64];
+    char buf[4200], cpulist[4100] = "";
     int fd, rank = -1;
     long n;
+    cpu_set_t cpus;
 
     fd = accept4(a->listen_fd, NULL, NULL, SOCK_CLOEXEC);
     if (fd < 0) {
@@ -62,7 +65,8 @@ static void accept_rank(gs_agent_t *a)
         return;
     }
     n = gs_read_all(fd, buf, sizeof(buf), gs_now_ms() + 2000);
-    if (n <= 0 || sscanf(buf, "hello %d", &rank) != 1 || rank < 0 || rank >= a->o->local_size ||
+    if (n <= 0 || sscanf(buf, "hello %d %4095s", &rank, cpulist) < 1 || rank < 0 ||
+        rank >= a->o->local_size ||
         a->registered >= a->o->local_size) {
         dprintf(fd, "error bad registration\n");
         close(fd);
@@ -71,26 +75,31 @@ static void accept_rank(gs_agent_t *a)
     gs_rank_t *r = &a->ranks[a->nranks];
     r->pid = cred.pid;
     r->rank = rank;
+    r->conn = fd;
     r->fd = gs_proc_pidfd_open(cred.pid);
-    if (r->fd >= 0) {
-        /* The pidfd tracks the process itself; the connection can go. */
-        r->is_pidfd = 1;
-        dprintf(fd, "ok pidfd\n");
-        close(fd);
-    } else {
-        /* No pidfd: the rank keeps this connection across exec, and the
-         * kernel closes it when the rank exits, even on SIGKILL. */
-        r->is_pidfd = 0;
+    /* With a pidfd, the pidfd tracks the process and the connection goes
+     * once answered. Without one, the rank keeps the connection across
+     * exec, and the kernel closes it when the rank exits, even on SIGKILL. */
+    r->is_pidfd = r->fd >= 0;
+    if (!r->is_pidfd) {
         r->fd = fd;
-        dprintf(fd, "ok socket\n");
     }
     a->seen[a->registered++] = *r;
     a->nranks++;
     gs_agent_guard_tell(a, "rank", cred.pid);
+    gs_agent_place_rank(a, r, cpulist[0] && gs_cpuset_parse(cpulist, &cpus) == 0 ? &cpus : NULL);
+    if (a->registered == a->o->local_size) {
+        gs_agent_place_flush(a);
+    } else {
+        gs_agent_write_status(a);
+    }
 }
 
 static void drop_rank(gs_agent_t *a, int i)
 {
+    if (a->ranks[i].conn >= 0 && a->ranks[i].conn != a->ranks[i].fd) {
+        close(a->ranks[i].conn);
+    }
     close(a->ranks[i].fd);
     a->ranks[i] = a->ranks[a->nranks - 1];
     a->nranks--;
@@ -184,17 +193,27 @@ void gs_agent_serve(gs_agent_t *a)
         if (a->nranks == 0 && a->registered < a->o->local_size) {
             timeout = 1000; /* ranks still expected: a bound on waiting for them */
         }
+        if (!a->placed && a->by_locality && a->nranks > 0) {
+            /* Registered ranks wait for placement: bounded by the deadline. */
+            long long t = a->place_deadline - gs_now_ms();
+            timeout = t < 0 ? 0 : (timeout < 0 || t < timeout ? (int)t : timeout);
+        }
         if (poll(p, (nfds_t)k, timeout) < 0 && errno != EINTR) {
             why = "poll failed";
             break;
         }
         /* Ranks first: when the job ends normally they are gone before the
          * launcher is, and the same wake-up may bring both. */
+        int dropped = 0;
         for (int i = a->nranks - 1, j = k - 1; i >= 0; i--, j--) {
             if (p[j].revents & (POLLIN | POLLHUP | POLLERR)) {
                 drop_rank(a, i);
                 last_change = gs_now_ms();
+                dropped = 1;
             }
+        }
+        if (dropped) {
+            gs_agent_write_status(a);
         }
         if (p[1].revents & POLLIN) {
             accept_rank(a);
@@ -202,6 +221,11 @@ void gs_agent_serve(gs_agent_t *a)
         }
         if (p[0].revents & POLLIN) {
             why = gs_agent_read_signals(a);
+        }
+        if (!a->placed && a->by_locality && gs_now_ms() >= a->place_deadline) {
+            gs_agent_report(a, 1, "%d of %d ranks registered in %d s; placing those", a->registered,
+                            a->o->local_size, a->o->cfg.timeout_s);
+            gs_agent_place_flush(a);
         }
         if (a->nranks == 0 && a->registered >= a->o->local_size) {
             why = "every rank has exited";

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "agent_int.h"
+#include "status.h"
 
 void gs_agent_report(gs_agent_t *a, int problem, const char *fmt, ...)
 {
@@ -90,4 +91,51 @@ void gs_agent_deliver_report(const gs_agent_t *a)
         close(a->o->report_fd);
         ((gs_agent_opts_t *)a->o)->report_fd = -1;
     }
+}
+
+/* The status `gsrun status` shows; rewritten on every change, never read
+ * back by the agent. A failure only costs the status display. */
+void gs_agent_write_status(const gs_agent_t *a)
+{
+    static gs_status_t s;
+    gs_error_t err;
+    int on = a->ndaemons > 0;
+
+    memset(&s, 0, sizeof(s));
+    snprintf(s.mps, sizeof(s.mps), "%s", on ? "on" : "off");
+    if (!on) {
+        snprintf(s.message, sizeof(s.message), "%s", a->plan.reason);
+    }
+    s.agent_pid = (int)getpid();
+    s.launcher_pid = (int)a->o->watch_pid;
+    s.gsrun_pid = (int)a->o->gsrun_pid;
+    s.started_ms = a->started_ms;
+    s.memory_limit_mb = on ? a->o->cfg.mem_limit_mb : 0;
+    s.local_size = a->o->local_size;
+    s.registered = a->registered;
+    s.alive = a->nranks;
+    s.ngpus = a->place_n;
+    for (int g = 0; g < a->place_n; g++) {
+        gs_status_gpu_t *x = &s.gpu[g];
+        snprintf(x->uuid, sizeof(x->uuid), "%s", a->gpus.gpu[g].uuid);
+        snprintf(x->name, sizeof(x->name), "%s", a->gpus.gpu[g].name);
+        if (g < a->ndaemons) {
+            x->daemon_pid = (int)a->daemon[g].daemon_pid;
+            x->server_pid = a->daemon[g].nservers > 0 ? (int)a->daemon[g].server_pid[0] : 0;
+            snprintf(x->core, sizeof(x->core), "%s", a->pinned[g]);
+            if (a->plan.gpu[g].pct_set) {
+                gs_policy_format_percentage(a->plan.gpu[g].pct, x->pct, sizeof(x->pct));
+            }
+        }
+        if (a->rank_gpu != NULL) {
+            gs_agent_place_ranks_text(a, g, x->ranks, sizeof(x->ranks));
+            for (int r = 0; r < a->o->local_size; r++) {
+                x->registered += a->rank_gpu[r] == g;
+            }
+            for (int i = 0; i < a->nranks; i++) {
+                x->alive += a->rank_gpu[a->ranks[i].rank] == g;
+            }
+        }
+    }
+    gs_status_write(a->node_dir, &s, &err);
 }

@@ -39,15 +39,26 @@ int gs_clientenv_build(const gs_state_t *st, int local_rank, int local_size, gs_
     env->unset[env->nunset++] = "GSRUN_JOB_DIR";
     env->unset[env->nunset++] = "GSRUN_FORK_AGENT";
 
+    int gi = st->rank_gpu;
+    if (gi < 0 || gi >= st->ngpus) {
+        const gs_state_gpu_t *b = gs_state_gpu_of_rank(st, local_rank);
+        gi = b != NULL ? (int)(b - st->gpu) : -1;
+    }
     if (st->kind != GS_STATE_ON) {
         rc |= add(env, "GSRUN_MPS_ACTIVE", "0");
+        if (gi >= 0) {
+            /* One GPU per rank without MPS: the agent listed the GPUs only
+             * with gpu-bind on. The UUID holds in any CUDA_DEVICE_ORDER. */
+            rc |= add(env, "GSRUN_GPU_UUID", st->gpu[gi].uuid);
+            rc |= add(env, "CUDA_VISIBLE_DEVICES", st->gpu[gi].uuid);
+        }
         if (rc != 0) {
             return gs_error_set(err, ENOSPC, "client environment does not fit");
         }
         return 0;
     }
 
-    const gs_state_gpu_t *g = gs_state_gpu_of_rank(st, local_rank);
+    const gs_state_gpu_t *g = gi >= 0 ? &st->gpu[gi] : NULL;
     if (g == NULL) {
         return gs_error_set(err, ERANGE, "local rank %d has no GPU in the node plan (%d GPUs)",
                             local_rank, st->ngpus);
@@ -62,6 +73,12 @@ int gs_clientenv_build(const gs_state_t *st, int local_rank, int local_size, gs_
         rc |= add(env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", g->pct);
     } else {
         env->unset[env->nunset++] = "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE";
+    }
+    if (st->mem_limit_mb > 0) {
+        char lim[48];
+        /* Device 0: the rank's only device (see CUDA_VISIBLE_DEVICES). */
+        snprintf(lim, sizeof(lim), "0=%lldMB", st->mem_limit_mb);
+        rc |= add(env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", lim);
     }
     if (rc != 0) {
         return gs_error_set(err, ENOSPC, "client environment does not fit");

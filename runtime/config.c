@@ -14,6 +14,9 @@ const gs_config_key_t gs_config_keys[] = {
     {"mps-percentage", "GSRUN_MPS_PERCENTAGE", "auto, off, or a number from 1 to 100"},
     {"mps-control", "GSRUN_MPS_CONTROL", "the path of nvidia-cuda-mps-control"},
     {"mps-timeout", "GSRUN_MPS_TIMEOUT", "whole seconds from 1 to 3600"},
+    {"gpu-bind", "GSRUN_GPU_BIND", "closest or none"},
+    {"mps-memory-limit", "GSRUN_MPS_MEMORY_LIMIT",
+     "off, or a size such as 4G or 512M (K, M, G, T: powers of 1024; at least 1M)"},
     {"launcher", "GSRUN_LAUNCHER", "the path or name of an Open MPI mpirun"},
     {"dry-run", "GSRUN_DRY_RUN", "0 or 1"},
     {"verbose", "GSRUN_VERBOSE", "a number from 0 to 9"},
@@ -28,6 +31,7 @@ void gs_config_init(gs_config_t *cfg)
     snprintf(cfg->control, sizeof(cfg->control), "%s", GS_DEFAULT_CONTROL);
     snprintf(cfg->launcher, sizeof(cfg->launcher), "%s", GS_DEFAULT_LAUNCHER);
     cfg->timeout_s = GS_DEFAULT_TIMEOUT_S;
+    cfg->gpu_bind = 1;
 }
 
 const char *gs_config_mps_name(gs_mps_mode_t mode)
@@ -95,6 +99,60 @@ int gs_config_parse_percentage(const char *text, gs_pct_mode_t *mode, double *pc
     }
     *mode = GS_PCT_FIXED;
     *pct = v;
+    return 0;
+}
+
+int gs_config_parse_size_mb(const char *text, long long *mb)
+{
+    static const char units[] = "KMGT";
+    long long v = 0;
+    const char *p = text;
+    int shift = 20; /* bytes of a plain number: MiB is the unit MPS rounds to */
+
+    if (strcmp(text, "off") == 0 || strcmp(text, "none") == 0) {
+        *mb = 0;
+        return 0;
+    }
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (p - text >= 15) {
+            return -EINVAL;
+        }
+        v = v * 10 + (*p - '0');
+    }
+    if (p == text) {
+        return -EINVAL;
+    }
+    if (*p == '\0') {
+        shift = 0; /* bytes */
+    } else {
+        const char *u = strchr(units, *p >= 'a' ? *p - 32 : *p);
+        if (u == NULL) {
+            return -EINVAL;
+        }
+        shift = 10 * (int)(u - units + 1);
+        p++;
+        if (*p == 'B' || *p == 'b') {
+            p++;
+        } else if (*p == 'i' && (p[1] == 'B' || p[1] == 'b')) {
+            p += 2;
+        }
+        if (*p != '\0') {
+            return -EINVAL;
+        }
+    }
+    /* To MiB, rounding down; less than 1 MiB cannot be meant. */
+    if (shift >= 20) {
+        if (v > (1LL << 40) >> (shift - 20)) {
+            return -ERANGE;
+        }
+        v <<= shift - 20;
+    } else {
+        v >>= 20 - shift;
+    }
+    if (v < 1) {
+        return -EINVAL;
+    }
+    *mb = v;
     return 0;
 }
 
@@ -186,6 +244,14 @@ int gs_config_set(gs_config_t *cfg, const char *option, const char *value, const
         snprintf(cfg->control, sizeof(cfg->control), "%s", value);
     } else if (strcmp(option, "launcher") == 0) {
         snprintf(cfg->launcher, sizeof(cfg->launcher), "%s", value);
+    } else if (strcmp(option, "gpu-bind") == 0) {
+        if (strcmp(value, "closest") == 0 || strcmp(value, "none") == 0) {
+            cfg->gpu_bind = strcmp(value, "closest") == 0;
+        } else {
+            rc = -EINVAL;
+        }
+    } else if (strcmp(option, "mps-memory-limit") == 0) {
+        rc = gs_config_parse_size_mb(value, &cfg->mem_limit_mb);
     } else if (strcmp(option, "mps-timeout") == 0) {
         rc = parse_int_range(value, 1, GS_MAX_TIMEOUT_S, &cfg->timeout_s);
     } else if (strcmp(option, "dry-run") == 0) {
@@ -233,7 +299,7 @@ const char *gs_config_opt(const gs_config_t *cfg, const char *option, char *buf,
 
 int gs_config_export_env(const gs_config_t *cfg, gs_error_t *err)
 {
-    char pct[32], num[16], num2[16], dry[4];
+    char pct[32], num[16], num2[16], dry[4], mem[32];
 
     if (cfg->pct_mode == GS_PCT_FIXED) {
         snprintf(pct, sizeof(pct), "%g", cfg->pct);
@@ -243,12 +309,19 @@ int gs_config_export_env(const gs_config_t *cfg, gs_error_t *err)
     snprintf(num, sizeof(num), "%d", cfg->timeout_s);
     snprintf(num2, sizeof(num2), "%d", cfg->verbose);
     snprintf(dry, sizeof(dry), "%d", cfg->dry_run ? 1 : 0);
+    if (cfg->mem_limit_mb > 0) {
+        snprintf(mem, sizeof(mem), "%lldM", cfg->mem_limit_mb);
+    } else {
+        snprintf(mem, sizeof(mem), "off");
+    }
 
     if (setenv("GSRUN_MPS", gs_config_mps_name(cfg->mps), 1) != 0 ||
         setenv("GSRUN_MPS_PERCENTAGE", pct, 1) != 0 ||
         setenv("GSRUN_MPS_CONTROL", cfg->control, 1) != 0 ||
         setenv("GSRUN_MPS_TIMEOUT", num, 1) != 0 || setenv("GSRUN_VERBOSE", num2, 1) != 0 ||
         setenv("GSRUN_LAUNCHER", cfg->launcher, 1) != 0 || setenv("GSRUN_DRY_RUN", dry, 1) != 0 ||
+        setenv("GSRUN_GPU_BIND", cfg->gpu_bind ? "closest" : "none", 1) != 0 ||
+        setenv("GSRUN_MPS_MEMORY_LIMIT", mem, 1) != 0 ||
         setenv("GSRUN_OPTION_NAMES", cfg->names == GS_NAMES_MCA ? "mca" : "gsrun", 1) != 0) {
         return gs_error_set(err, errno, "cannot set the GSRUN_* environment: %s", strerror(errno));
     }

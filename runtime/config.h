@@ -29,6 +29,8 @@ typedef struct {
     char control[GS_MAX_VALUE_LEN];  /* path, or a name looked up in PATH */
     char launcher[GS_MAX_VALUE_LEN]; /* path, or a name looked up in PATH */
     int timeout_s;               /* bound on MPS start-up and on waiting for it */
+    int gpu_bind;                /* give each rank its own GPU when MPS is off */
+    long long mem_limit_mb;      /* MPS pinned device memory per client, 0: none */
     int dry_run;
     int verbose;
     gs_names_t names; /* how messages name the settings (GSRUN_OPTION_NAMES) */
@@ -62,6 +64,9 @@ int gs_config_export_env(const gs_config_t *cfg, gs_error_t *err);
 const char *gs_config_opt(const gs_config_t *cfg, const char *option, char *buf, size_t len);
 
 int gs_config_parse_mps(const char *text, gs_mps_mode_t *out);
+/* "off", or a size: digits with an optional unit K, M, G or T (powers of
+ * 1024, an optional trailing B); at least 1 MiB. *mb is 0 for off. */
+int gs_config_parse_size_mb(const char *text, long long *mb);
 int gs_config_parse_percentage(const char *text, gs_pct_mode_t *mode, double *pct);
 const char *gs_config_mps_name(gs_mps_mode_t mode);
 

@@ -11,6 +11,11 @@
 /* The few NVML entry points used, declared here so that the build needs no
  * NVML header. Return values are nvmlReturn_t; 0 is NVML_SUCCESS. */
 typedef void *gs_nvml_device_t;
+typedef struct { /* nvmlPciInfo_t (v3) */
+    char bus_id_legacy[16];
+    unsigned int domain, bus, device, pci_device_id, pci_subsystem_id;
+    char bus_id[32];
+} gs_nvml_pci_t;
 typedef struct {
     int (*init)(void);
     int (*shutdown)(void);
@@ -19,9 +24,16 @@ typedef struct {
     int (*uuid)(gs_nvml_device_t, char *, unsigned int);
     int (*name)(gs_nvml_device_t, char *, unsigned int);
     int (*cpu_affinity)(gs_nvml_device_t, unsigned int, unsigned long *);
+    int (*pci)(gs_nvml_device_t, gs_nvml_pci_t *);
+    int (*cores)(gs_nvml_device_t, unsigned int *);
+    int (*max_clock)(gs_nvml_device_t, int, unsigned int *);
+    int (*mig_mode)(gs_nvml_device_t, unsigned int *, unsigned int *);
+    int (*mig_max)(gs_nvml_device_t, unsigned int *);
+    int (*mig_handle)(gs_nvml_device_t, unsigned int, gs_nvml_device_t *);
     const char *(*error_string)(int);
 } gs_nvml_t;
 
+#define GS_NVML_CLOCK_SM 1
 
 static const char *nvml_err(const gs_nvml_t *n, int rc)
 {
@@ -31,6 +43,113 @@ static const char *nvml_err(const gs_nvml_t *n, int rc)
     }
     snprintf(buf, sizeof(buf), "NVML error %d", rc);
     return buf;
+}
+
+static void load_symbols(void *lib, gs_nvml_t *n)
+{
+    *(void **)&n->init = dlsym(lib, "nvmlInit_v2");
+    *(void **)&n->shutdown = dlsym(lib, "nvmlShutdown");
+    *(void **)&n->count = dlsym(lib, "nvmlDeviceGetCount_v2");
+    *(void **)&n->handle = dlsym(lib, "nvmlDeviceGetHandleByIndex_v2");
+    *(void **)&n->uuid = dlsym(lib, "nvmlDeviceGetUUID");
+    *(void **)&n->name = dlsym(lib, "nvmlDeviceGetName");
+    *(void **)&n->cpu_affinity = dlsym(lib, "nvmlDeviceGetCpuAffinity");
+    *(void **)&n->pci = dlsym(lib, "nvmlDeviceGetPciInfo_v3");
+    *(void **)&n->cores = dlsym(lib, "nvmlDeviceGetNumGpuCores");
+    *(void **)&n->max_clock = dlsym(lib, "nvmlDeviceGetMaxClockInfo");
+    *(void **)&n->mig_mode = dlsym(lib, "nvmlDeviceGetMigMode");
+    *(void **)&n->mig_max = dlsym(lib, "nvmlDeviceGetMaxMigDeviceCount");
+    *(void **)&n->mig_handle = dlsym(lib, "nvmlDeviceGetMigDeviceHandleByIndex");
+    *(void **)&n->error_string = dlsym(lib, "nvmlErrorString");
+}
+
+/* The GPU's own facts: name, CPUs near it, sort keys. */
+static void describe_gpu(const gs_nvml_t *n, gs_nvml_device_t dev, unsigned int i, gs_gpu_t *g)
+{
+    gs_nvml_pci_t pci;
+    unsigned int cores = 0, mhz = 0;
+
+    g->index = (int)i;
+    if (n->name == NULL || n->name(dev, g->name, sizeof(g->name)) != 0) {
+        snprintf(g->name, sizeof(g->name), "GPU %u", i);
+    }
+    if (n->cpu_affinity != NULL && n->cpu_affinity(dev, GS_GPU_CPUMASK_WORDS, g->cpumask) == 0) {
+        g->have_cpumask = 1;
+    }
+    memset(&pci, 0, sizeof(pci));
+    if (n->pci != NULL && n->pci(dev, &pci) == 0) {
+        g->bus = ((unsigned long long)pci.domain << 32) | ((unsigned long long)pci.bus << 8) |
+                 pci.device;
+    } else {
+        g->bus = i; /* NVML's own order is the PCI order */
+    }
+    if (n->cores != NULL && n->max_clock != NULL && n->cores(dev, &cores) == 0 &&
+        n->max_clock(dev, GS_NVML_CLOCK_SM, &mhz) == 0) {
+        g->speed = (unsigned long long)cores * mhz;
+    }
+}
+
+/* A GPU in MIG mode is replaced by its instances (CUDA sees only those). */
+static void add_mig_instances(const gs_nvml_t *n, gs_nvml_device_t dev, const gs_gpu_t *gpu,
+                              gs_gpu_list_t *list)
+{
+    unsigned int max = 0;
+    if (n->mig_max == NULL || n->mig_handle == NULL || n->mig_max(dev, &max) != 0) {
+        return;
+    }
+    for (unsigned int m = 0; m < max && list->count < GS_MAX_GPUS; m++) {
+        gs_nvml_device_t mdev;
+        gs_gpu_t *g = &list->gpu[list->count];
+        if (n->mig_handle(dev, m, &mdev) != 0) {
+            continue; /* no instance in this slot */
+        }
+        *g = *gpu;
+        if (n->uuid(mdev, g->uuid, sizeof(g->uuid)) != 0) {
+            continue;
+        }
+        if (n->name == NULL || n->name(mdev, g->name, sizeof(g->name)) != 0) {
+            snprintf(g->name, sizeof(g->name), "%s MIG %u", gpu->name, m);
+        }
+        g->mig = (int)m + 1;
+        list->count++;
+    }
+}
+
+static int is_mig_mode(const gs_nvml_t *n, gs_nvml_device_t dev)
+{
+    unsigned int current = 0, pending = 0;
+    return n->mig_mode != NULL && n->mig_mode(dev, &current, &pending) == 0 && current == 1;
+}
+
+static int gpu_cmp(const gs_gpu_t *a, const gs_gpu_t *b, int by_bus)
+{
+    if (!by_bus && a->speed != b->speed) {
+        return a->speed > b->speed ? -1 : 1;
+    }
+    if (a->bus != b->bus) {
+        return a->bus < b->bus ? -1 : 1;
+    }
+    return a->mig - b->mig;
+}
+
+void gs_gpu_sort(gs_gpu_list_t *list, int by_bus)
+{
+    /* Insertion sort: stable, and lists are short. */
+    for (int i = 1; i < list->count; i++) {
+        gs_gpu_t t = list->gpu[i];
+        int j = i - 1;
+        while (j >= 0 && gpu_cmp(&list->gpu[j], &t, by_bus) > 0) {
+            list->gpu[j + 1] = list->gpu[j];
+            j--;
+        }
+        list->gpu[j + 1] = t;
+    }
+    for (int i = 0, k = -1; i < list->count; i++) {
+        if (i == 0 || list->gpu[i].index != list->gpu[i - 1].index) {
+            k++;
+        }
+        list->gpu[i].cuda_index = k;
+    }
 }
 
 int gs_gpu_discover(gs_gpu_list_t *list, gs_error_t *err)
@@ -47,14 +166,7 @@ int gs_gpu_discover(gs_gpu_list_t *list, gs_error_t *err)
                  "no NVIDIA driver (libnvidia-ml.so.1 could not be loaded)");
         return 0;
     }
-    *(void **)&n.init = dlsym(lib, "nvmlInit_v2");
-    *(void **)&n.shutdown = dlsym(lib, "nvmlShutdown");
-    *(void **)&n.count = dlsym(lib, "nvmlDeviceGetCount_v2");
-    *(void **)&n.handle = dlsym(lib, "nvmlDeviceGetHandleByIndex_v2");
-    *(void **)&n.uuid = dlsym(lib, "nvmlDeviceGetUUID");
-    *(void **)&n.name = dlsym(lib, "nvmlDeviceGetName");
-    *(void **)&n.cpu_affinity = dlsym(lib, "nvmlDeviceGetCpuAffinity");
-    *(void **)&n.error_string = dlsym(lib, "nvmlErrorString");
+    load_symbols(lib, &n);
     if (!n.init || !n.shutdown || !n.count || !n.handle || !n.uuid) {
         ret = gs_error_set(err, ENOSYS,
                            "libnvidia-ml.so.1 lacks nvmlInit_v2 or other basic entry points; "
@@ -76,22 +188,25 @@ int gs_gpu_discover(gs_gpu_list_t *list, gs_error_t *err)
     for (unsigned int i = 0; i < count && list->count < GS_MAX_GPUS; i++) {
         gs_nvml_device_t dev;
         gs_gpu_t *g = &list->gpu[list->count];
+        memset(g, 0, sizeof(*g));
         if (n.handle(i, &dev) != 0 || n.uuid(dev, g->uuid, sizeof(g->uuid)) != 0) {
             continue; /* a GPU NVML cannot describe cannot be handed out safely */
         }
-        g->index = (int)i;
-        if (n.name == NULL || n.name(dev, g->name, sizeof(g->name)) != 0) {
-            snprintf(g->name, sizeof(g->name), "GPU %u", i);
+        describe_gpu(&n, dev, i, g);
+        if (is_mig_mode(&n, dev)) {
+            gs_gpu_t gpu = *g;
+            add_mig_instances(&n, dev, &gpu, list);
+        } else {
+            list->count++;
         }
-        if (n.cpu_affinity != NULL &&
-            n.cpu_affinity(dev, GS_GPU_CPUMASK_WORDS, g->cpumask) == 0) {
-            g->have_cpumask = 1;
-        }
-        list->count++;
     }
     if (list->count == 0) {
-        snprintf(list->reason, sizeof(list->reason), "the NVIDIA driver reports no GPU");
+        snprintf(list->reason, sizeof(list->reason),
+                 count > 0 ? "the GPUs are in MIG mode with no MIG instance"
+                           : "the NVIDIA driver reports no GPU");
     }
+    const char *order = getenv("CUDA_DEVICE_ORDER");
+    gs_gpu_sort(list, order != NULL && strcmp(order, "PCI_BUS_ID") == 0);
 shutdown:
     n.shutdown();
 out:
@@ -100,34 +215,44 @@ out:
     return ret;
 }
 
-static int match_entry(const gs_gpu_list_t *list, const char *entry)
+/* Marks in hit[] the devices an entry names: a UUID or unique UUID prefix
+ * names one; a CUDA index names a GPU, or all instances of a GPU in MIG
+ * mode. Returns how many were marked. */
+static int match_entry(const gs_gpu_list_t *list, const char *entry, int *hit)
 {
     char *end;
     long idx;
+    int n = 0;
 
-    if (strncmp(entry, "GPU-", 4) == 0) {
+    memset(hit, 0, sizeof(int) * GS_MAX_GPUS);
+    if (strncmp(entry, "GPU-", 4) == 0 || strncmp(entry, "MIG-", 4) == 0) {
         int found = -1;
         for (int i = 0; i < list->count; i++) {
             if (strncmp(list->gpu[i].uuid, entry, strlen(entry)) == 0) {
                 if (found >= 0) {
-                    return -1; /* an ambiguous prefix matches nothing */
+                    return 0; /* an ambiguous prefix matches nothing */
                 }
                 found = i;
             }
         }
-        return found;
+        if (found >= 0) {
+            hit[found] = 1;
+            n = 1;
+        }
+        return n;
     }
     errno = 0;
     idx = strtol(entry, &end, 10);
     if (errno != 0 || end == entry || *end != '\0' || idx < 0) {
-        return -1;
+        return 0;
     }
     for (int i = 0; i < list->count; i++) {
-        if (list->gpu[i].index == idx) {
-            return i;
+        if (list->gpu[i].cuda_index == idx) {
+            hit[i] = 1;
+            n++;
         }
     }
-    return -1;
+    return n;
 }
 
 int gs_gpu_filter_visible(gs_gpu_list_t *list, const char *cvd, gs_error_t *err)
@@ -145,21 +270,20 @@ int gs_gpu_filter_visible(gs_gpu_list_t *list, const char *cvd, gs_error_t *err)
     memset(&out, 0, sizeof(out));
     snprintf(buf, sizeof(buf), "%s", cvd);
     for (char *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
-        int i;
+        int hit[GS_MAX_GPUS];
         while (*tok == ' ') {
             tok++;
         }
-        i = match_entry(list, tok);
-        if (i < 0) {
+        if (match_entry(list, tok, hit) == 0) {
             break; /* CUDA stops at the first invalid entry */
         }
-        for (int j = 0; j < out.count; j++) {
-            if (strcmp(out.gpu[j].uuid, list->gpu[i].uuid) == 0) {
-                i = -1;
+        for (int i = 0; i < list->count; i++) {
+            for (int j = 0; hit[i] && j < out.count; j++) {
+                hit[i] = strcmp(out.gpu[j].uuid, list->gpu[i].uuid) != 0;
             }
-        }
-        if (i >= 0 && out.count < GS_MAX_GPUS) {
-            out.gpu[out.count++] = list->gpu[i];
+            if (hit[i] && out.count < GS_MAX_GPUS) {
+                out.gpu[out.count++] = list->gpu[i];
+            }
         }
     }
     if (out.count == 0) {

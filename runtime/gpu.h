@@ -13,10 +13,16 @@
 
 #define GS_GPU_CPUMASK_WORDS 16 /* 1024 CPUs */
 
+/* A device a daemon can serve: a GPU, or one MIG instance of a GPU in MIG
+ * mode (then uuid is "MIG-..." and the CPUs are its GPU's). */
 typedef struct {
-    int index;         /* NVML index */
-    char uuid[96];     /* "GPU-..." */
+    int index;         /* NVML index of the GPU */
+    int cuda_index;    /* the GPU's place in CUDA's order (see gs_gpu_discover) */
+    int mig;           /* a MIG instance: its number on the GPU, from 1; 0 for a GPU */
+    char uuid[96];     /* "GPU-..." or "MIG-..." */
     char name[96];
+    unsigned long long bus; /* PCI domain, bus, device: the sort key */
+    unsigned long long speed; /* cores x SM clock (MHz), 0 if NVML cannot tell */
     int have_cpumask;  /* cpumask holds the CPUs near this GPU */
     unsigned long cpumask[GS_GPU_CPUMASK_WORDS];
 } gs_gpu_t;
@@ -27,13 +33,23 @@ typedef struct {
     char reason[256]; /* why count is 0 */
 } gs_gpu_list_t;
 
-/* Lists the GPUs NVML sees. No driver or no GPU is not an error: count is 0
- * and reason says which. Fails only for a broken driver library. */
+/* Lists the devices NVML sees, in the order CUDA enumerates them: by PCI
+ * bus id when CUDA_DEVICE_ORDER=PCI_BUS_ID, otherwise CUDA's default
+ * FASTEST_FIRST, approximated as cores x SM clock, fastest first, ties by PCI
+ * bus id (CUDA's exact heuristic is not published; with one GPU model it is
+ * the bus order). A GPU in MIG mode is replaced by its MIG instances. No
+ * driver or no GPU is not an error: count is 0 and reason says which. Fails
+ * only for a broken driver library. */
 int gs_gpu_discover(gs_gpu_list_t *list, gs_error_t *err);
 
-/* Keeps the GPUs that CUDA_VISIBLE_DEVICES (value cvd, may be NULL) names,
- * in its order: indices, or UUIDs and UUID prefixes ("GPU-8a1b"). An entry
- * that matches no GPU ends the list there, as CUDA does. */
+/* Keeps the devices that CUDA_VISIBLE_DEVICES (value cvd, may be NULL)
+ * names, in its order: CUDA indices (a GPU in MIG mode: all its instances),
+ * or UUIDs and UUID prefixes ("GPU-8a1b", "MIG-..."). An entry that matches
+ * nothing ends the list there, as CUDA does. */
 int gs_gpu_filter_visible(gs_gpu_list_t *list, const char *cvd, gs_error_t *err);
+
+/* Sorts a list into CUDA's order and numbers the GPUs (cuda_index); by_bus:
+ * CUDA_DEVICE_ORDER=PCI_BUS_ID. Exposed for the tests. */
+void gs_gpu_sort(gs_gpu_list_t *list, int by_bus);
 
 #endif

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "affinity.h"
 #include "proc.h"
 #include "rundir.h"
 
@@ -129,10 +130,15 @@ static int spawn_agent(const gs_node_req_t *req, const char *job_dir, int here, 
     return 0;
 }
 
-static int register_rank(const gs_state_t *st, int local_rank, int *keep_fd, gs_error_t *err)
+/* Registers with the agent, telling it the CPUs this rank is bound to;
+ * the answer names the rank's GPU in the state (it may wait until every
+ * rank of the node has registered, when the agent places by locality). */
+static int register_rank(gs_state_t *st, int local_rank, int timeout_s, int *keep_fd,
+                         gs_error_t *err)
 {
     struct sockaddr_un addr;
-    char reply[64];
+    char reply[64], cpus[4096] = "";
+    cpu_set_t mine;
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
     if (fd < 0) {
@@ -147,13 +153,22 @@ static int register_rank(const gs_state_t *st, int local_rank, int *keep_fd, gs_
         return gs_error_set(err, e, "cannot reach the node agent at '%s': %s", st->socket,
                             strerror(e));
     }
-    dprintf(fd, "hello %d\n", local_rank);
+    if (sched_getaffinity(0, sizeof(mine), &mine) == 0) {
+        gs_cpuset_format(&mine, cpus, sizeof(cpus));
+    }
+    dprintf(fd, "hello %d %s\n", local_rank, cpus);
     shutdown(fd, SHUT_WR);
-    if (gs_read_all(fd, reply, sizeof(reply), gs_now_ms() + 5000) <= 0 ||
+    if (gs_read_all(fd, reply, sizeof(reply), gs_now_ms() + (long long)timeout_s * 1000 + 5000) <=
+            0 ||
         strncmp(reply, "ok ", 3) != 0) {
         close(fd);
         return gs_error_set(err, EPROTO, "the node agent refused the registration of rank %d",
                             local_rank);
+    }
+    const char *gpu = strstr(reply, " gpu=");
+    st->rank_gpu = gpu != NULL ? atoi(gpu + 5) : -1;
+    if (st->rank_gpu >= st->ngpus) {
+        st->rank_gpu = -1;
     }
     if (strncmp(reply, "ok socket", 9) == 0) {
         /* The agent tracks us through this connection: keep it across exec. */
@@ -246,7 +261,7 @@ int gs_node_join(const gs_node_req_t *req, gs_state_t *st, int *keep_fd, gs_erro
     /* Off or on, a rank registers where the agent listens, so that the
      * agent can end it if the launcher dies. */
     if (st->socket[0] != '\0') {
-        rc = register_rank(st, req->local_rank, keep_fd, err);
+        rc = register_rank(st, req->local_rank, req->cfg->timeout_s, keep_fd, err);
         if (rc != 0) {
             st->exit_code = GS_EXIT_SETUP;
             return rc;
@@ -263,9 +278,8 @@ void gs_node_print_plan(FILE *f, const char *node, const gs_state_t *st, const c
     }
     if (st->kind == GS_STATE_ON && verbose) {
         for (int g = 0; g < st->ngpus; g++) {
-            fprintf(f, "gsrun: node %s: MPS on %s for local ranks %d-%d at %s%% (found %s)\n",
-                    node, st->gpu[g].uuid, st->gpu[g].first_rank,
-                    st->gpu[g].first_rank + st->gpu[g].nranks - 1,
+            fprintf(f, "gsrun: node %s: MPS on %s for %d local rank%s at %s%% (found %s)\n",
+                    node, st->gpu[g].uuid, st->gpu[g].nranks, st->gpu[g].nranks == 1 ? "" : "s",
                     st->gpu[g].pct_set ? st->gpu[g].pct : "100", source);
         }
     }

@@ -21,6 +21,13 @@ extern char **environ;
 #define SYS_pidfd_send_signal 424
 #endif
 
+long long gs_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 long long gs_now_ms(void)
 {
     struct timespec ts;

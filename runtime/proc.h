@@ -7,6 +7,8 @@
 
 /* Monotonic clock in milliseconds. */
 long long gs_now_ms(void);
+/* Wall-clock time in ms since the epoch (for times shown to people). */
+long long gs_wall_ms(void);
 
 /* A pidfd for pid, or -1 (errno set) where the kernel has none. */
 int gs_proc_pidfd_open(pid_t pid);

@@ -40,14 +40,19 @@ int gs_state_format(const gs_state_t *st, char *buf, size_t len)
     if (st->socket[0] != '\0') {
         PUT("socket %s\n", st->socket);
     }
+    if (st->mem_limit_mb > 0) {
+        PUT("memory_limit %lld\n", st->mem_limit_mb);
+    }
     for (int g = 0; g < st->ngpus; g++) {
         const gs_state_gpu_t *s = &st->gpu[g];
         PUT("gpu %d\n", g);
         PUT("ranks %d %d\n", s->first_rank, s->nranks);
         PUT("percentage %s\n", s->pct_set ? s->pct : "off");
         PUT("uuid %s\n", s->uuid);
-        PUT("pipe_dir %s\n", s->pipe_dir);
-        PUT("log_dir %s\n", s->log_dir);
+        if (s->pipe_dir[0] != '\0') {
+            PUT("pipe_dir %s\n", s->pipe_dir);
+            PUT("log_dir %s\n", s->log_dir);
+        }
     }
     PUT("end\n");
 #undef PUT
@@ -112,6 +117,9 @@ int gs_state_parse(const char *text, gs_state_t *st, gs_error_t *err)
             bad = copy_value(st->message, sizeof(st->message), val);
         } else if (strcmp(key, "socket") == 0) {
             bad = copy_value(st->socket, sizeof(st->socket), val);
+        } else if (strcmp(key, "memory_limit") == 0) {
+            st->mem_limit_mb = atoll(val);
+            bad = st->mem_limit_mb < 1;
         } else if (strcmp(key, "gpu") == 0) {
             g = atoi(val);
             if (g != st->ngpus || g >= GS_MAX_GPUS) {
@@ -147,6 +155,13 @@ int gs_state_parse(const char *text, gs_state_t *st, gs_error_t *err)
     if (st->kind == GS_STATE_ON && (st->ngpus == 0 || st->socket[0] == '\0')) {
         return gs_error_set(err, EINVAL, "state file says MPS is on but names no GPU or socket");
     }
+    for (int i = 0; st->kind == GS_STATE_ON && i < st->ngpus; i++) {
+        if (st->gpu[i].pipe_dir[0] == '\0') {
+            return gs_error_set(err, EINVAL, "state file says MPS is on but GPU %d has no pipe "
+                                             "dir", i);
+        }
+    }
+    st->rank_gpu = -1;
     return 0;
 }
 

@@ -32,8 +32,12 @@ typedef struct {
     int exit_code;       /* with GS_STATE_ERROR */
     char message[512];   /* why MPS is off, or the error */
     char socket[256];    /* the agent's socket, when on */
-    int ngpus;
+    long long mem_limit_mb; /* pinned device memory per client under MPS, 0: none */
+    int ngpus;           /* with MPS on, the GPUs it runs on; off, the GPUs
+                          * the ranks are given one each (no pipe dirs) */
     gs_state_gpu_t gpu[GS_MAX_GPUS];
+    int rank_gpu;        /* not in the file: this rank's GPU, as the agent
+                          * answered its registration (-1: none) */
 } gs_state_t;
 
 int gs_state_format(const gs_state_t *st, char *buf, size_t len);

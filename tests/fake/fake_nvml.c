@@ -1,22 +1,79 @@
 /* A stand-in for libnvidia-ml.so.1, loaded by soname through
  * LD_LIBRARY_PATH, so gsrun's real discovery code runs without a GPU.
  *
- *   FAKE_NVML_GPUS=N       number of GPUs (default 1)
- *   FAKE_NVML_FAIL_INIT=1  nvmlInit_v2 fails as with no driver loaded
- *   FAKE_NVML_NEAR_CPU=C   every GPU is near CPU C only (default: no mask) */
+ *   FAKE_NVML_GPUS=N         number of GPUs (default 1)
+ *   FAKE_NVML_FAIL_INIT=1    nvmlInit_v2 fails as with no driver loaded
+ *   FAKE_NVML_NEAR_CPU=C     every GPU is near CPU C only (default: no mask)
+ *   FAKE_NVML_NEAR_CPUS=L;L  per GPU, the CPUs near it ("0-3;0-3;4-7;4-7")
+ *   FAKE_NVML_BUS=B,B        per GPU, its PCI bus number (default its index)
+ *   FAKE_NVML_CORES=C,C      per GPU, its CUDA cores (default: not supported)
+ *   FAKE_NVML_MIG=G:N,G:N    GPU G is in MIG mode with N instances
+ *
+ * A MIG instance's handle is 0x10000 + 0x100 * GPU + instance. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define NVML_SUCCESS 0
 #define NVML_ERROR_INVALID_ARGUMENT 2
-#define NVML_ERROR_DRIVER_NOT_LOADED 9
 #define NVML_ERROR_NOT_SUPPORTED 3
+#define NVML_ERROR_NOT_FOUND 6
+#define NVML_ERROR_DRIVER_NOT_LOADED 9
+
+#define MIG_BASE 0x10000UL
+
+typedef struct {
+    char bus_id_legacy[16];
+    unsigned int domain, bus, device, pci_device_id, pci_subsystem_id;
+    char bus_id[32];
+} pci_info_t;
 
 static int ngpus(void)
 {
     const char *v = getenv("FAKE_NVML_GPUS");
     return v ? atoi(v) : 1;
+}
+
+/* The idx-th field of a list separated by sep, or NULL. */
+static const char *field(const char *var, char sep, int idx, char *buf, size_t len)
+{
+    const char *v = getenv(var);
+    for (int i = 0; v != NULL && i < idx; i++) {
+        v = strchr(v, sep);
+        v = v ? v + 1 : NULL;
+    }
+    if (v == NULL) {
+        return NULL;
+    }
+    size_t n = strcspn(v, (char[]){sep, '\0'});
+    if (n == 0 || n >= len) {
+        return NULL;
+    }
+    memcpy(buf, v, n);
+    buf[n] = '\0';
+    return buf;
+}
+
+static int mig_count(int gpu)
+{
+    char buf[32];
+    for (int i = 0; field("FAKE_NVML_MIG", ',', i, buf, sizeof(buf)) != NULL; i++) {
+        if (atoi(buf) == gpu && strchr(buf, ':')) {
+            return atoi(strchr(buf, ':') + 1);
+        }
+    }
+    return 0;
+}
+
+static int is_mig(void *dev)
+{
+    return (unsigned long)dev >= MIG_BASE;
+}
+
+static int gpu_of(void *dev)
+{
+    unsigned long d = (unsigned long)dev;
+    return is_mig(dev) ? (int)((d - MIG_BASE) >> 8) : (int)d - 1;
 }
 
 int nvmlInit_v2(void)
@@ -51,27 +108,104 @@ int nvmlDeviceGetHandleByIndex_v2(unsigned int index, void **dev)
 
 int nvmlDeviceGetUUID(void *dev, char *uuid, unsigned int len)
 {
-    snprintf(uuid, len, "GPU-fa4e0000-0000-4000-8000-%012lu", (unsigned long)dev - 1);
+    if (is_mig(dev)) {
+        snprintf(uuid, len, "MIG-fa4e0000-0000-4000-8000-%06d%06lu", gpu_of(dev),
+                 ((unsigned long)dev & 0xff));
+    } else {
+        snprintf(uuid, len, "GPU-fa4e0000-0000-4000-8000-%012d", gpu_of(dev));
+    }
     return NVML_SUCCESS;
 }
 
 int nvmlDeviceGetName(void *dev, char *name, unsigned int len)
 {
-    snprintf(name, len, "Fake GPU %lu", (unsigned long)dev - 1);
+    if (is_mig(dev)) {
+        snprintf(name, len, "Fake GPU %d MIG 1g.10gb", gpu_of(dev));
+    } else {
+        snprintf(name, len, "Fake GPU %d", gpu_of(dev));
+    }
     return NVML_SUCCESS;
+}
+
+static void set_cpus(unsigned long *mask, unsigned int words, const char *list)
+{
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s", list);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int lo = atoi(t), hi = strchr(t, '-') ? atoi(strchr(t, '-') + 1) : lo;
+        for (int c = lo; c <= hi; c++) {
+            if ((unsigned)c / (8 * sizeof(long)) < words) {
+                mask[c / (8 * sizeof(long))] |= 1UL << (c % (8 * sizeof(long)));
+            }
+        }
+    }
 }
 
 int nvmlDeviceGetCpuAffinity(void *dev, unsigned int words, unsigned long *mask)
 {
+    char buf[256];
     const char *c = getenv("FAKE_NVML_NEAR_CPU");
-    (void)dev;
-    if (c == NULL) {
+    const char *per = field("FAKE_NVML_NEAR_CPUS", ';', gpu_of(dev), buf, sizeof(buf));
+    if (is_mig(dev)) {
+        return NVML_ERROR_NOT_SUPPORTED;
+    }
+    if (per == NULL && c == NULL) {
         return NVML_ERROR_NOT_SUPPORTED;
     }
     memset(mask, 0, words * sizeof(*mask));
-    int cpu = atoi(c);
-    if ((unsigned)cpu / (8 * sizeof(long)) < words) {
-        mask[cpu / (8 * sizeof(long))] |= 1UL << (cpu % (8 * sizeof(long)));
+    set_cpus(mask, words, per ? per : c);
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetPciInfo_v3(void *dev, pci_info_t *pci)
+{
+    char buf[32];
+    int g = gpu_of(dev);
+    memset(pci, 0, sizeof(*pci));
+    pci->bus = field("FAKE_NVML_BUS", ',', g, buf, sizeof(buf)) ? (unsigned)atoi(buf)
+                                                                 : (unsigned)g;
+    snprintf(pci->bus_id, sizeof(pci->bus_id), "00000000:%02X:00.0", pci->bus);
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetNumGpuCores(void *dev, unsigned int *cores)
+{
+    char buf[32];
+    if (field("FAKE_NVML_CORES", ',', gpu_of(dev), buf, sizeof(buf)) == NULL) {
+        return NVML_ERROR_NOT_SUPPORTED;
     }
+    *cores = (unsigned)atoi(buf);
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetMaxClockInfo(void *dev, int type, unsigned int *mhz)
+{
+    (void)dev;
+    (void)type;
+    *mhz = 1980;
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetMigMode(void *dev, unsigned int *current, unsigned int *pending)
+{
+    int on = mig_count(gpu_of(dev)) > 0;
+    *current = *pending = (unsigned)on;
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetMaxMigDeviceCount(void *dev, unsigned int *count)
+{
+    *count = mig_count(gpu_of(dev)) > 0 ? 7 : 0;
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetMigDeviceHandleByIndex(void *dev, unsigned int index, void **mig)
+{
+    /* Instances fill the first slots; the rest are empty, as on a real GPU
+     * with fewer instances than its maximum. */
+    if ((int)index >= mig_count(gpu_of(dev))) {
+        return NVML_ERROR_NOT_FOUND;
+    }
+    *mig = (void *)(MIG_BASE + 0x100UL * (unsigned long)gpu_of(dev) + index);
     return NVML_SUCCESS;
 }

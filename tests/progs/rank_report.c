@@ -6,7 +6,9 @@
  *
  * --check-control: fail unless $CUDA_MPS_PIPE_DIRECTORY/control exists when
  * the rank starts (MPS must be ready before any rank runs). */
+#define _GNU_SOURCE /* sched_getaffinity */
 #include <mpi.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,18 +51,26 @@ int main(int argc, char **argv)
         snprintf(path, sizeof(path), "%s/control", env("CUDA_MPS_PIPE_DIRECTORY"));
         control_ok = stat(path, &st) == 0 && S_ISSOCK(st.st_mode);
     }
-    char host[256] = "-";
+    char host[256] = "-", cpus[256] = "";
     gethostname(host, sizeof(host));
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+        for (int c = 0, n = 0; c < CPU_SETSIZE && n < 200; c++) {
+            if (CPU_ISSET(c, &set)) {
+                n += snprintf(cpus + n, sizeof(cpus) - (size_t)n, "%s%d", n ? "," : "", c);
+            }
+        }
+    }
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     printf("rank=%d size=%d local=%s/%s mps=%s pipe=%s log=%s pct=%s cvd=%s uuid=%s "
-           "gpuranks=%s control=%d jobdir=%s host=%s pid=%d\n",
+           "gpuranks=%s control=%d jobdir=%s host=%s pid=%d cpus=%s memlimit=%s\n",
            rank, size, env("GSRUN_LOCAL_RANK"), env("GSRUN_LOCAL_SIZE"), env("GSRUN_MPS_ACTIVE"),
            env("CUDA_MPS_PIPE_DIRECTORY"), env("CUDA_MPS_LOG_DIRECTORY"),
            env("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), env("CUDA_VISIBLE_DEVICES"),
            env("GSRUN_GPU_UUID"), env("GSRUN_GPU_RANKS"), control_ok, env("GSRUN_JOB_DIR"),
-           host, (int)getpid());
+           host, (int)getpid(), cpus, env("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"));
     fflush(stdout);
     if (grandchild > 0 && fork() == 0) {
         /* Left behind: outlives the rank, in its own session. */

@@ -67,6 +67,70 @@ static void test_visible_devices(void **state)
     assert_int_equal(visible("0,0", idx), 1);
 }
 
+/* CUDA's order: PCI_BUS_ID sorts by bus; the default puts the fastest
+ * first, ties by bus; CUDA_VISIBLE_DEVICES indices follow that order. */
+static void test_cuda_order(void **state)
+{
+    gs_gpu_list_t l;
+    gs_error_t err;
+    (void)state;
+    setenv("FAKE_NVML_GPUS", "3", 1);
+    setenv("FAKE_NVML_BUS", "9,3,5", 1);
+    setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
+    assert_int_equal(gs_gpu_discover(&l, &err), 0);
+    assert_int_equal(l.count, 3);
+    assert_int_equal(l.gpu[0].index, 1);
+    assert_int_equal(l.gpu[1].index, 2);
+    assert_int_equal(l.gpu[2].index, 0);
+    assert_int_equal(l.gpu[2].cuda_index, 2);
+    assert_int_equal(gs_gpu_filter_visible(&l, "0", &err), 0);
+    assert_int_equal(l.gpu[0].index, 1); /* CUDA's device 0 is NVML's 1 here */
+    unsetenv("CUDA_DEVICE_ORDER");
+    setenv("FAKE_NVML_CORES", "100,100,200", 1); /* NVML 2 is fastest */
+    assert_int_equal(gs_gpu_discover(&l, &err), 0);
+    assert_int_equal(l.gpu[0].index, 2);
+    assert_int_equal(l.gpu[1].index, 1); /* then by bus: 3 before 9 */
+    assert_int_equal(l.gpu[2].index, 0);
+    unsetenv("FAKE_NVML_CORES");
+    unsetenv("FAKE_NVML_BUS");
+}
+
+/* A GPU in MIG mode becomes its instances, each with its own UUID; an index
+ * in CUDA_VISIBLE_DEVICES selects all of them, a MIG UUID one. */
+static void test_mig(void **state)
+{
+    gs_gpu_list_t l;
+    gs_error_t err;
+    (void)state;
+    setenv("FAKE_NVML_GPUS", "3", 1);
+    setenv("FAKE_NVML_MIG", "1:2", 1);
+    assert_int_equal(gs_gpu_discover(&l, &err), 0);
+    assert_int_equal(l.count, 4);
+    assert_int_equal(l.gpu[0].mig, 0);
+    assert_int_equal(l.gpu[1].mig, 1);
+    assert_int_equal(l.gpu[2].mig, 2);
+    assert_int_equal(l.gpu[1].index, 1);
+    assert_int_equal(l.gpu[2].cuda_index, 1);
+    assert_int_equal(l.gpu[3].cuda_index, 2);
+    assert_string_equal(l.gpu[1].uuid, "MIG-fa4e0000-0000-4000-8000-000001000000");
+    assert_non_null(strstr(l.gpu[2].name, "MIG"));
+    gs_gpu_list_t v = l;
+    assert_int_equal(gs_gpu_filter_visible(&v, "1", &err), 0);
+    assert_int_equal(v.count, 2);
+    v = l;
+    assert_int_equal(gs_gpu_filter_visible(&v, "MIG-fa4e0000-0000-4000-8000-000001000001,0", &err),
+                     0);
+    assert_int_equal(v.count, 2);
+    assert_int_equal(v.gpu[0].mig, 2);
+    assert_int_equal(v.gpu[1].index, 0);
+    /* Every GPU in MIG mode without an instance: nothing to serve, said so. */
+    setenv("FAKE_NVML_GPUS", "1", 1);
+    setenv("FAKE_NVML_MIG", "0:0", 1);
+    assert_int_equal(gs_gpu_discover(&l, &err), 0);
+    assert_int_equal(l.count, 1); /* 0 instances means not in MIG mode for the fake */
+    unsetenv("FAKE_NVML_MIG");
+}
+
 int main(int argc, char **argv)
 {
     /* dlopen reads LD_LIBRARY_PATH at start: re-exec with the fake first. */
@@ -83,6 +147,8 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_discover),
         cmocka_unit_test(test_visible_devices),
+        cmocka_unit_test(test_cuda_order),
+        cmocka_unit_test(test_mig),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,50 @@
+/* gsrun status [--json]: the gsrun jobs on this node, read from the files
+ * their agents keep (runtime/status.c); nothing is asked of the agents. */
+#include "gs_autoconf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "proc.h"
+#include "rundir.h"
+#include "status.h"
+#include "status_main.h"
+
+#define GS_STATUS_MAX_JOBS 64
+
+int gs_status_main(int argc, char **argv)
+{
+    static gs_status_t jobs[GS_STATUS_MAX_JOBS];
+    char node[64];
+    int json = 0;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            printf("Usage: gsrun status [--json]\n"
+                   "Lists the gsrun jobs on this node that run in $TMPDIR (default /tmp): the\n"
+                   "caller's, or every user's for root. See gsrun(1) for the JSON fields.\n");
+            return 0;
+        } else {
+            fprintf(stderr, "gsrun status: unknown argument '%s'; usage: gsrun status [--json]\n",
+                    argv[i]);
+            return GS_EXIT_USAGE;
+        }
+    }
+    gs_rundir_node_name(node, sizeof(node));
+    int n = gs_status_scan(gs_rundir_tmpdir(), geteuid() == 0, jobs, GS_STATUS_MAX_JOBS);
+    if (json) {
+        gs_status_print_json(stdout, node, jobs, n, gs_wall_ms());
+    } else if (n == 0) {
+        printf("gsrun status: node %s: no gsrun job in %s\n", node, gs_rundir_tmpdir());
+    } else {
+        printf("gsrun status: node %s: %d job%s in %s\n", node, n, n == 1 ? "" : "s",
+               gs_rundir_tmpdir());
+        gs_status_print_text(stdout, jobs, n, gs_wall_ms());
+    }
+    return fflush(stdout) == 0 ? 0 : 1;
+}

@@ -1,0 +1,131 @@
+#!/bin/bash
+# Several GPUs (fake NVML: 4 GPUs on 2 NUMA nodes, MIG instances): which GPU
+# each rank gets, daemon cores, one GPU per rank without MPS, the memory
+# limit, and `gsrun status` during a job.
+. "$GS_TOP_SRCDIR/tests/integration/lib.sh"
+REC=$TEST_TMP/record
+# GPUs 0 and 1 near CPU 0, GPUs 2 and 3 near CPU 1 (two "NUMA nodes").
+export FAKE_NVML_NEAR_CPUS="0;0;1;1"
+uuid() { printf 'GPU-fa4e0000-0000-4000-8000-%012d' "$1"; }
+# "rank:uuid" for every rank, by rank, from the job's output.
+gpus_of() { sed -n 's/^rank=\([0-9]*\) .* uuid=\([^ ]*\) .*/\1:\2/p' "$OUT" | sort -n | tr '\n' ' '; }
+expect_gpus() { # expect_gpus GPU-of-rank-0 GPU-of-rank-1 ...
+    local r=0 want=""
+    for g in "$@"; do
+        want="$want$r:$(uuid "$g") "
+        r=$((r + 1))
+    done
+    [ "$(gpus_of)" = "$want" ] || { echo "# got:  $(gpus_of)"; echo "# want: $want"; return 1; }
+}
+
+# Bound ranks alternate cores (mpirun maps by core and wraps on 2 cores):
+# each goes to a GPU near its core; blocks would put half on a far GPU.
+gsrun_fake 4 -v -np 8 --bind-to core:overload-allowed --map-by core "$PROG" >"$OUT" 2>"$ERR"
+check "8 bound ranks on 4 GPUs: status 0" [ $? -eq 0 ] || diag "$ERR"
+check "each rank on a GPU near its core (0,2,0,2,1,3,1,3), 2 per GPU" expect_gpus 0 2 0 2 1 3 1 3
+check "  ... at 100 % each (2 ranks per GPU)" [ "$(grep -c 'mps=1 .*pct=100 .*gpuranks=2 ' "$OUT")" -eq 8 ]
+check "  ... -v says so" grep -q "placement by the ranks' cores: 8 of 8 ranks on a GPU near them" "$ERR"
+check "  ... and lists each GPU's ranks" grep -q "GPU 2 (GPU-.*): local ranks 1,3" "$ERR"
+check_clean "bound ranks"
+
+# Not bound: blocks of consecutive ranks, as before.
+gsrun_fake 4 -np 8 --bind-to none "$PROG" >"$OUT" 2>"$ERR"
+check "8 unbound ranks: blocks 0,0,1,1,2,2,3,3" expect_gpus 0 0 1 1 2 2 3 3
+# 17 ranks: uneven blocks (4, 4, 4, 5), each GPU's share from its count.
+gsrun_fake 4 -np 17 --bind-to none "$PROG" >"$OUT" 2>"$ERR"
+check "17 ranks on 4 GPUs: 4, 4, 4 and 5 ranks" \
+    [ "$(grep -o 'gpuranks=[0-9]*' "$OUT" | sort | uniq -c | awk '{printf "%s:%s ", $1, $2}')" = "12:gpuranks=4 5:gpuranks=5 " ]
+check "  ... at 50 % and 40 %" [ "$(grep -c 'pct=50 .*gpuranks=4 ' "$OUT")" -eq 12 ] &&
+    [ "$(grep -c 'pct=40 .*gpuranks=5 ' "$OUT")" -eq 5 ]
+check_clean "blocks"
+
+# One rank per GPU: no MPS, but each rank still gets its own GPU.
+rm -f "$REC"
+FAKE_MPS_RECORD=$REC gsrun_fake 4 -np 4 --bind-to core:overload-allowed --map-by core "$PROG" >"$OUT" 2>"$ERR"
+check "4 ranks on 4 GPUs: no MPS, no daemon" [ "$(grep -c 'mps=0 ' "$OUT")" -eq 4 ] && [ ! -e "$REC" ]
+check "  ... each rank its own GPU near its core, by UUID in CUDA_VISIBLE_DEVICES" \
+    [ "$(sed -n 's/^rank=\([0-9]*\) .* cvd=\([^ ]*\) .*/\1:\2/p' "$OUT" | sort -n | tr '\n' ' ')" = \
+        "0:$(uuid 0) 1:$(uuid 2) 2:$(uuid 1) 3:$(uuid 3) " ]
+gsrun_fake 4 --gpu-bind=none -np 4 "$PROG" >"$OUT" 2>"$ERR"
+check "--gpu-bind=none: CUDA_VISIBLE_DEVICES left alone" [ "$(grep -c 'mps=0 .*cvd=- ' "$OUT")" -eq 4 ]
+CUDA_VISIBLE_DEVICES=3,1 gsrun_fake 4 -np 2 --bind-to none "$PROG" >"$OUT" 2>"$ERR"
+check "CUDA_VISIBLE_DEVICES=3,1, 2 unbound ranks: GPU 3 and GPU 1, in that order" \
+    [ "$(sed -n 's/^rank=\([0-9]*\) .* cvd=\([^ ]*\) .*/\1:\2/p' "$OUT" | sort -n | tr '\n' ' ')" = "0:$(uuid 3) 1:$(uuid 1) " ]
+check_clean "one rank per GPU"
+
+# Daemons: one core each while cores allow, never sharing one needlessly.
+rm -f "$REC"
+FAKE_NVML_NEAR_CPUS="0-1;0-1" FAKE_MPS_RECORD=$REC gsrun_fake 2 -np 4 --bind-to none "$PROG" >"$OUT" 2>"$ERR"
+check "2 GPUs near the same 2 cores: their daemons on different cores" \
+    [ "$(grep -o ' cpus=[0-9]* ' "$REC" | sort -u | wc -l)" -eq 2 ] || diag "$REC"
+# Ranks bound to CPU 1, where the daemon would go: it moves to CPU 0.
+cat >"$TEST_TMP/rankfile" <<RF
+rank 0=localhost slot=1
+rank 1=localhost slot=1
+RF
+FAKE_NVML_NEAR_CPUS="0-1" gsrun_fake 1 -v --mps=on -np 2 --rankfile "$TEST_TMP/rankfile" "$PROG" >"$OUT" 2>"$ERR"
+check "ranks bound to the daemon's core: status 0" [ $? -eq 0 ] || diag "$ERR"
+check "  ... the daemon and its server move off it" grep -q "MPS daemon and server moved from .* to .*0" "$ERR" || diag "$ERR"
+check_clean "daemon cores"
+
+# MIG: each instance in use is a device with its own daemon and limit.
+rm -f "$REC"
+FAKE_NVML_MIG="0:2" FAKE_MPS_RECORD=$REC gsrun_fake 2 -np 6 --bind-to none "$PROG" >"$OUT" 2>"$ERR"
+check "GPU 0 in MIG mode (2 instances) + GPU 1, 6 ranks: status 0" [ $? -eq 0 ] || diag "$ERR"
+check "  ... three daemons, two of them for MIG instances" [ "$(grep -c '^start ' "$REC")" -eq 3 ] &&
+    [ "$(grep -c '^start .*gpu=MIG-' "$REC")" -eq 2 ]
+check "  ... two ranks on each device, at 100 %" \
+    [ "$(grep -o 'uuid=[^ ]*' "$OUT" | sort | uniq -c | awk '$1 == 2' | wc -l)" -eq 3 ] &&
+    [ "$(grep -c 'mps=1 .*pct=100 ' "$OUT")" -eq 6 ]
+FAKE_NVML_MIG="0:2" gsrun_fake 2 -np 3 --bind-to none "$PROG" >"$OUT" 2>"$ERR"
+check "3 ranks on 3 MIG/GPU devices: no MPS, each its own MIG instance or GPU" \
+    [ "$(grep -o 'cvd=MIG-[^ ]*' "$OUT" | sort -u | wc -l)" -eq 2 ] && [ "$(grep -c "cvd=$(uuid 1) " "$OUT")" -eq 1 ]
+check_clean "MIG"
+
+# Memory limit: each rank's MPS client limit, for its device 0.
+gsrun_fake 1 --mps-memory-limit=2G -np 3 "$PROG" >"$OUT" 2>"$ERR"
+check "--mps-memory-limit=2G: every rank gets 0=2048MB" [ "$(grep -c 'mps=1 .*memlimit=0=2048MB$' "$OUT")" -eq 3 ]
+GSRUN_MPS_MEMORY_LIMIT=512M gsrun_fake 1 -np 2 "$PROG" >"$OUT" 2>"$ERR"
+check "GSRUN_MPS_MEMORY_LIMIT=512M works like the option" [ "$(grep -c 'memlimit=0=512MB$' "$OUT")" -eq 2 ]
+gsrun_fake 1 --mps-memory-limit=lots -np 2 "$PROG" >"$OUT" 2>"$ERR"
+check "--mps-memory-limit=lots: status 2, message names the option and the accepted sizes" \
+    [ $? -eq 2 ] && grep -q "mps-memory-limit: invalid value 'lots'; accepted: off, or a size" "$ERR"
+gsrun_fake 1 --gpu-bind=nearest -np 2 "$PROG" >"$OUT" 2>"$ERR"
+check "--gpu-bind=nearest: status 2 naming closest or none" [ $? -eq 2 ] && grep -q "accepted: closest or none" "$ERR"
+check_clean "memory limit"
+
+# gsrun status while a job runs: text and JSON, read without touching it.
+gsrun_fake 4 -np 8 --bind-to core:overload-allowed --map-by core "$PROG" --sleep 4000 >"$OUT" 2>"$ERR" &
+job=$!
+for _ in $(seq 100); do
+    "$GSRUN" status >"$TEST_TMP/st" 2>&1
+    grep -q "8 of 8 ranks registered" "$TEST_TMP/st" && break
+    sleep 0.05
+done
+diag "$TEST_TMP/st"
+check "status: one job, MPS on, 8 of 8 ranks registered, 8 alive" \
+    grep -q "^job gsrun\.[A-Za-z0-9]* (uid $(id -u)): agent [0-9]*, launcher [0-9]*, gsrun [0-9]*, up [0-9.]* s, MPS on, 8 of 8 ranks registered, 8 alive" "$TEST_TMP/st"
+check "  ... each GPU: daemon, core, server, share, its ranks" \
+    [ "$(grep -c '^  GPU [0-3] (Fake GPU [0-3], GPU-fa4e.*): daemon [0-9]* on .*, server [0-9]*, 100%, ranks [0-9,]*: 2 registered, 2 alive$' "$TEST_TMP/st")" -eq 4 ]
+check "  ... GPU 2 has ranks 1 and 3" grep -q "^  GPU 2 .* ranks 1,3: " "$TEST_TMP/st"
+"$GSRUN" status --json >"$TEST_TMP/json"
+check "status --json: the same job, its GPUs and counts" \
+    grep -q '^{"version":1,"node":"[^"]*","jobs":\[{"job":"gsrun\.[A-Za-z0-9]*","uid":[0-9]*,"state":"running","mps":"on",.*"local_size":8,"registered":8,"alive":8,"memory_limit_mb":0,"gpus":\[{"index":0,"uuid":"GPU-fa4e' "$TEST_TMP/json" || diag "$TEST_TMP/json"
+wait $job
+check "  ... the job still ends with status 0" [ $? -eq 0 ]
+"$GSRUN" status >"$TEST_TMP/st"
+check "status after the job: no gsrun job" grep -q "no gsrun job in $TMPDIR" "$TEST_TMP/st"
+check_clean "status"
+
+# A job whose agent is gone (killed with its guard): shown as stale.
+mkdir -p "$TMPDIR/gsrun.Stale1/$(hostname | cut -d. -f1)"
+printf 'gsrun-status 1\nmps on\nagent_pid 999999999\nend\n' >"$TMPDIR/gsrun.Stale1/$(hostname | cut -d. -f1)/status"
+"$GSRUN" status >"$TEST_TMP/st"
+check "status: a job dir whose agent is gone is shown as stale" grep -q "^job gsrun.Stale1 (uid $(id -u)): stale: its agent 999999999 is gone" "$TEST_TMP/st"
+"$GSRUN" status --json | grep -q '"job":"gsrun.Stale1","uid":[0-9]*,"state":"stale"'
+check "  ... and as \"state\":\"stale\" in JSON" [ $? -eq 0 ]
+"$GSRUN" status --bogus >/dev/null 2>"$ERR"
+check "status --bogus: status 2 with the usage" [ $? -eq 2 ] && grep -q "usage: gsrun status \[--json\]" "$ERR"
+rm -rf "$TMPDIR/gsrun.Stale1"
+check_clean "stale"
+finish
