@@ -2,6 +2,7 @@
 // runs under MPS and how many SMs it may use, and checks a computed result.
 //
 //   mps_probe [--expect-mps] [--expect-sms S] [--n N] [--iters K] [--fault R] [--sleep MS]
+//             [--alloc-mb M]
 //
 // Each rank fills a vector on the GPU, runs K kernels of a small grid over
 // it and checks the sum on the host. --expect-mps fails a rank that is not
@@ -9,7 +10,9 @@
 // (Under MPS every device query already reports the client's share, so the
 // expected count is computed by the caller from a run without MPS.)
 // --fault R makes rank R write through an invalid device pointer (a GPU
-// fault, for the fault tests); --sleep MS keeps every rank's context alive
+// fault, for the fault tests); --alloc-mb M tries one more allocation of M MiB
+// and prints whether it succeeded (for memory-limit checks; not a failure);
+// --sleep MS keeps every rank's context alive
 // that long after its work.
 #include <mpi.h>
 #include <cuda_runtime.h>
@@ -36,7 +39,7 @@ __global__ void axpy(float *x, int n, float a)
 int main(int argc, char **argv)
 {
     int rank = 0, size = 1, n = 1 << 20, iters = 100, expect_mps = 0;
-    int expected_sms = -1, fault_rank = -1, sleep_ms = 0;
+    int expected_sms = -1, fault_rank = -1, sleep_ms = 0, alloc_mb = 0;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -50,6 +53,8 @@ int main(int argc, char **argv)
             fault_rank = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--sleep") && i + 1 < argc) {
             sleep_ms = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--alloc-mb") && i + 1 < argc) {
+            alloc_mb = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--n") && i + 1 < argc) {
             n = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--iters") && i + 1 < argc) {
@@ -85,6 +90,27 @@ int main(int argc, char **argv)
             bad++;
         }
     }
+    char alloc[128] = "";
+    if (alloc_mb > 0) {
+        void *big = nullptr;
+        cudaError_t e = cudaMalloc(&big, (size_t)alloc_mb << 20);
+        snprintf(alloc, sizeof(alloc), " alloc=%dMB:%s", alloc_mb,
+                 e == cudaSuccess ? "ok" : cudaGetErrorName(e));
+        if (e == cudaSuccess) {
+            cudaFree(big);
+        } else {
+            cudaGetLastError(); // clear it: the rank goes on
+        }
+    }
+    // The GPU this rank runs on, as NVML and CUDA_VISIBLE_DEVICES name it.
+    cudaDeviceProp prop;
+    CHECK(cudaGetDeviceProperties(&prop, 0));
+    char uuid[48];
+    const unsigned char *u = (const unsigned char *)prop.uuid.bytes;
+    snprintf(uuid, sizeof(uuid),
+             "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+             u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
+             u[15]);
     const char *pct_env = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
     int ok = bad == 0;
     if (expect_mps && mps != 1) {
@@ -93,10 +119,10 @@ int main(int argc, char **argv)
     if (expected_sms >= 0 && sms != expected_sms) {
         ok = 0;
     }
-    printf("rank %d/%d: mps=%d sms=%d%s%s pct=%s init=%.3fs result=%s%s\n", rank, size, mps, sms,
-           expected_sms >= 0 ? " expected_sms=" : "",
+    printf("rank %d/%d: mps=%d sms=%d%s%s pct=%s init=%.3fs gpu=%s%s result=%s%s\n", rank, size,
+           mps, sms, expected_sms >= 0 ? " expected_sms=" : "",
            expected_sms >= 0 ? std::to_string(expected_sms).c_str() : "", pct_env ? pct_env : "unset",
-           t_init, bad == 0 ? "ok" : "WRONG", ok ? "" : " FAIL");
+           t_init, uuid, alloc, bad == 0 ? "ok" : "WRONG", ok ? "" : " FAIL");
     fflush(stdout);
     if (sleep_ms > 0) {
         usleep((useconds_t)sleep_ms * 1000);
