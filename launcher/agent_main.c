@@ -1,7 +1,7 @@
 /* gsrun-agent: the node agent, started by the node leader's gsrun-shim.
  *
  *   gsrun-agent --job-dir DIR --node NAME --local-size N --watch-pid PID
- *               --gsrun-pid PID --ready-fd FD [--report-fd FD]
+ *               --gsrun-pid PID --ready-fd FD [--report-fd FD] [--in-sequence 0|1]
  *
  * --gsrun-pid is 0 when gsrun does not run on this node; the report then
  * goes to --report-fd (the node leader's stderr).
@@ -59,6 +59,8 @@ int main(int argc, char **argv)
             o.ready_fd = v;
         } else if (strcmp(k, "--report-fd") == 0) {
             o.report_fd = v;
+        } else if (strcmp(k, "--in-sequence") == 0) {
+            o.in_sequence = v;
         } else {
             fprintf(stderr, "gsrun-agent: unknown argument %s\n", k);
             return 2;

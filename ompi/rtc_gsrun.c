@@ -137,6 +137,8 @@ static void rtc_assign(orte_job_t *jdata)
     req.local_size = (int)jdata->num_local_procs;
     req.launcher_pid = getpid();
     req.agent_env = app->env; /* the agent sees what the ranks see */
+    /* ORTE forks the next rank only when this one has exec'd. */
+    req.in_sequence = 1;
     gs_node_dir(j->job_dir, j->node_dir, sizeof(j->node_dir), &err);
     gs_rundir_node_name(node, sizeof(node));
     if (gs_node_start(&req, &st, &err) != 0) {

@@ -27,6 +27,7 @@ typedef struct {
     int ready_fd;    /* written once: "ok" or "error", then closed; -1 for none */
     int report_fd;   /* where the report goes when gsrun is not on this node (the
                       * node leader's stderr), -1 for none */
+    int in_sequence; /* ranks start one after another: answer each at once */
 } gs_agent_opts_t;
 
 /* Runs the agent to the end; returns its exit status. */

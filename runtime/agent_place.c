@@ -33,7 +33,10 @@ int gs_agent_place_init(gs_agent_t *a, int mps_on)
             a->place_target[g] = n >= a->place_n ? next - first : 1;
         }
     }
-    a->by_locality = a->place_n > 1 && gs_place_by_locality(a->gpus.gpu, a->place_n);
+    /* Waiting for every rank would deadlock a launcher that starts each rank
+     * only after the one before has exec'd. */
+    a->by_locality = a->place_n > 1 && !a->o->in_sequence &&
+                     gs_place_by_locality(a->gpus.gpu, a->place_n);
     a->place_deadline = gs_now_ms() + (long long)a->o->cfg.timeout_s * 1000;
     a->rank_gpu = malloc((size_t)n * sizeof(*a->rank_gpu));
     a->rank_cpus = calloc((size_t)n, sizeof(*a->rank_cpus));

@@ -94,7 +94,7 @@ static int spawn_agent(const gs_node_req_t *req, const char *job_dir, int here, 
         return gs_error_set(err, e, "cannot start the node agent: %s", strerror(e));
     }
     if (pid == 0) {
-        char node[64], size[16], watch[16], gsrun[16], fd[16], rfd[16];
+        char node[64], size[16], watch[16], gsrun[16], fd[16], rfd[16], seq[4];
         setsid();
         if (fork() != 0) {
             _exit(0);
@@ -118,9 +118,10 @@ static int spawn_agent(const gs_node_req_t *req, const char *job_dir, int here, 
         gs_config_export_env(req->cfg, &ignored);
         snprintf(fd, sizeof(fd), "%d", w);
         snprintf(rfd, sizeof(rfd), "%d", r);
+        snprintf(seq, sizeof(seq), "%d", req->in_sequence ? 1 : 0);
         execl(req->agent_path, req->agent_path, "--job-dir", job_dir, "--node", node,
               "--local-size", size, "--watch-pid", watch, "--gsrun-pid", gsrun, "--ready-fd", fd,
-              "--report-fd", rfd, (char *)NULL);
+              "--report-fd", rfd, "--in-sequence", seq, (char *)NULL);
         _exit(127);
     }
     close(pfd[1]);

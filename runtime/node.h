@@ -25,6 +25,9 @@ typedef struct {
     pid_t gsrun_pid;        /* 0 if unknown */
     char *const *agent_env; /* "NAME=VALUE" set for the agent on top of ours
                              * (the job's environment), or NULL */
+    int in_sequence;        /* the launcher starts each rank only once the one
+                             * before has exec'd (ORTE's rtc set): the agent must
+                             * answer each rank at once, so it places in blocks */
 } gs_node_req_t;
 
 /* Names this node (this kernel and PID namespace) so that processes can tell

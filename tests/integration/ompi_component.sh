@@ -41,6 +41,24 @@ for n in 4 16; do
     check_clean "$n ranks, right after mpirun returned"
 done
 
+# --- 4 GPUs on 2 NUMA nodes, bound ranks -----------------------------------------
+# ORTE starts a rank only when the one before has exec'd: the agent must not
+# wait for all of them (it places in blocks here), nor hang.
+t0=$(date +%s%N)
+FAKE_NVML_GPUS=4 FAKE_NVML_NEAR_CPUS="0;0;1;1" rtc_run -x FAKE_NVML_NEAR_CPUS --mca rtc_gsrun_gpu_bind closest \
+    --mca rtc_gsrun_mps_memory_limit 1G -np 8 --bind-to core:overload-allowed --map-by core "$PROG"
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+check "4 GPUs, 8 bound ranks: status 0 in ${ms} ms (no wait for placement)" [ $rc -eq 0 ] && [ $ms -lt 10000 ]
+check "  ... blocks of 2 per GPU at 100 %, memory limit 1024 MiB each" \
+    [ "$(grep -c 'mps=1 .*pct=100 .*gpuranks=2 .*memlimit=0=1024MB$' "$OUT")" -eq 8 ] &&
+    [ "$(grep -o 'uuid=[^ ]*' "$OUT" | sort -u | wc -l)" -eq 4 ]
+check_clean "4 GPUs"
+rtc_run --mca rtc_gsrun_mps_memory_limit lots -np 2 "$PROG"
+check "rtc_gsrun_mps_memory_limit=lots: status 2 naming the parameter" \
+    [ $? -eq 2 ] && grep -q "MCA parameter rtc_gsrun_mps_memory_limit: invalid value 'lots'" "$ERR"
+check_clean "bad memory limit"
+
 rtc_run -np 4 "$PROG"
 check "without rtc_gsrun_verbose: no gsrun line" [ $? -eq 0 -a ! -s "$ERR" ]
 check_clean "quiet"
