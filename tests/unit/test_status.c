@@ -1,0 +1,136 @@
+/* The status file `gsrun status` reads: round trip, and the text and JSON
+ * it prints (the JSON is documented in gsrun(1) and must stay stable). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "status.h"
+
+static gs_status_t sample(void)
+{
+    gs_status_t s;
+    memset(&s, 0, sizeof(s));
+    snprintf(s.job, sizeof(s.job), "gsrun.AbC123");
+    snprintf(s.node, sizeof(s.node), "n1");
+    snprintf(s.job_dir, sizeof(s.job_dir), "/tmp/gsrun.AbC123");
+    snprintf(s.mps, sizeof(s.mps), "on");
+    s.uid = 1000;
+    s.agent_pid = 42;
+    s.launcher_pid = 40;
+    s.gsrun_pid = 39;
+    s.started_ms = 1000000;
+    s.memory_limit_mb = 4096;
+    s.local_size = 3;
+    s.registered = 3;
+    s.alive = 2;
+    s.ngpus = 2;
+    s.gpu[0] = (gs_status_gpu_t){"GPU-a", "H200 \"x\"", 50, 51, "core 7 (PU 7)", "100", "0-1", 2, 1};
+    s.gpu[1] = (gs_status_gpu_t){"MIG-b", "H200 MIG", 60, 61, "core 6 (PU 6)", "", "2", 1, 1};
+    return s;
+}
+
+static void test_roundtrip(void **state)
+{
+    static gs_status_t s, r;
+    gs_error_t err;
+    char dir[] = "/tmp/gsst.XXXXXX";
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    s = sample();
+    assert_int_equal(gs_status_write(dir, &s, &err), 0);
+    memset(&r, 0, sizeof(r));
+    assert_int_equal(gs_status_read(dir, &r, &err), 0);
+    assert_string_equal(r.mps, "on");
+    assert_int_equal(r.agent_pid, 42);
+    assert_int_equal(r.launcher_pid, 40);
+    assert_int_equal(r.gsrun_pid, 39);
+    assert_int_equal(r.started_ms, 1000000);
+    assert_int_equal(r.memory_limit_mb, 4096);
+    assert_int_equal(r.alive, 2);
+    assert_int_equal(r.ngpus, 2);
+    assert_string_equal(r.gpu[0].name, "H200 \"x\"");
+    assert_string_equal(r.gpu[0].core, "core 7 (PU 7)");
+    assert_string_equal(r.gpu[1].uuid, "MIG-b");
+    assert_string_equal(r.gpu[1].pct, "");
+    assert_int_equal(r.gpu[1].daemon_pid, 60);
+    /* A truncated file is refused, not half read. */
+    char path[64];
+    snprintf(path, sizeof(path), "%s/status", dir);
+    FILE *f = fopen(path, "w");
+    fputs("gsrun-status 1\nmps on\n", f);
+    fclose(f);
+    assert_int_not_equal(gs_status_read(dir, &r, &err), 0);
+    unlink(path);
+    rmdir(dir);
+}
+
+static char *print(int json, const gs_status_t *s, int n)
+{
+    static char buf[8192];
+    FILE *f = fmemopen(buf, sizeof(buf), "w");
+    if (json) {
+        gs_status_print_json(f, "n1", s, n, 3500000);
+    } else {
+        gs_status_print_text(f, s, n, 3500000);
+    }
+    fclose(f);
+    return buf;
+}
+
+static void test_json(void **state)
+{
+    static gs_status_t s[2];
+    (void)state;
+    s[0] = sample();
+    s[1] = sample();
+    s[1].stale = 1;
+    s[1].ngpus = 0;
+    assert_string_equal(
+        print(1, s, 2),
+        "{\"version\":1,\"node\":\"n1\",\"jobs\":["
+        "{\"job\":\"gsrun.AbC123\",\"uid\":1000,\"state\":\"running\",\"mps\":\"on\","
+        "\"message\":\"\",\"job_dir\":\"/tmp/gsrun.AbC123\",\"agent_pid\":42,\"launcher_pid\":40,"
+        "\"gsrun_pid\":39,\"uptime_s\":2500.000,\"local_size\":3,\"registered\":3,\"alive\":2,"
+        "\"memory_limit_mb\":4096,\"gpus\":["
+        "{\"index\":0,\"uuid\":\"GPU-a\",\"name\":\"H200 \\\"x\\\"\",\"daemon_pid\":50,"
+        "\"server_pid\":51,\"core\":\"core 7 (PU 7)\",\"percentage\":\"100\",\"ranks\":\"0-1\","
+        "\"registered\":2,\"alive\":1},"
+        "{\"index\":1,\"uuid\":\"MIG-b\",\"name\":\"H200 MIG\",\"daemon_pid\":60,"
+        "\"server_pid\":61,\"core\":\"core 6 (PU 6)\",\"percentage\":null,\"ranks\":\"2\","
+        "\"registered\":1,\"alive\":1}]},"
+        "{\"job\":\"gsrun.AbC123\",\"uid\":1000,\"state\":\"stale\",\"mps\":\"on\","
+        "\"message\":\"\",\"job_dir\":\"/tmp/gsrun.AbC123\",\"agent_pid\":42,\"launcher_pid\":40,"
+        "\"gsrun_pid\":39,\"uptime_s\":2500.000,\"local_size\":3,\"registered\":3,\"alive\":2,"
+        "\"memory_limit_mb\":4096,\"gpus\":[]}]}\n");
+    assert_string_equal(print(1, s, 0), "{\"version\":1,\"node\":\"n1\",\"jobs\":[]}\n");
+}
+
+static void test_text(void **state)
+{
+    static gs_status_t s;
+    (void)state;
+    s = sample();
+    assert_string_equal(
+        print(0, &s, 1),
+        "job gsrun.AbC123 (uid 1000): agent 42, launcher 40, gsrun 39, up 2500.0 s, MPS on, 3 of 3 "
+        "ranks registered, 2 alive, memory limit 4096 MiB per rank\n"
+        "  GPU 0 (H200 \"x\", GPU-a): daemon 50 on core 7 (PU 7), server 51, 100%, ranks 0-1: 2 "
+        "registered, 1 alive\n"
+        "  GPU 1 (H200 MIG, MIG-b): daemon 60 on core 6 (PU 6), server 61, 100%, ranks 2: 1 "
+        "registered, 1 alive\n");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_json),
+        cmocka_unit_test(test_text),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
