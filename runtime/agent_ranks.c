@@ -105,6 +105,15 @@ static void drop_rank(gs_agent_t *a, int i)
     a->nranks--;
 }
 
+/* What says a rank has exited: a pidfd becomes readable; a connection kept
+ * across exec hangs up when the kernel closes it. Its read side is at end of
+ * file from the start (the rank shut down its writing after "hello"), so
+ * only the hang-up counts: asking for POLLIN would see every rank gone. */
+static short rank_events(const gs_rank_t *r)
+{
+    return r->is_pidfd ? POLLIN : 0;
+}
+
 /* Both kinds of descriptor become readable (pidfd) or hung up (socket) when
  * the rank exits. */
 static int wait_ranks_gone(gs_rank_t *ranks, int n, int *gone, int timeout_ms)
@@ -116,7 +125,7 @@ static int wait_ranks_gone(gs_rank_t *ranks, int n, int *gone, int timeout_ms)
     for (;;) {
         left = 0;
         for (int i = 0; i < n; i++) {
-            p[i] = (struct pollfd){gone[i] ? -1 : ranks[i].fd, POLLIN, 0};
+            p[i] = (struct pollfd){gone[i] ? -1 : ranks[i].fd, rank_events(&ranks[i]), 0};
             left += !gone[i];
         }
         long long t = deadline - gs_now_ms();
@@ -185,7 +194,7 @@ void gs_agent_serve(gs_agent_t *a)
         p[k++] = (struct pollfd){a->registered < a->o->local_size ? a->listen_fd : -1, POLLIN, 0};
         p[k++] = (struct pollfd){a->watch_fd, POLLIN, 0};
         for (int i = 0; i < a->nranks; i++) {
-            p[k++] = (struct pollfd){a->ranks[i].fd, POLLIN, 0};
+            p[k++] = (struct pollfd){a->ranks[i].fd, rank_events(&a->ranks[i]), 0};
         }
         if (a->watch_fd < 0 && a->o->watch_pid > 1) {
             timeout = 1000; /* no pidfd for the launcher: look every second */

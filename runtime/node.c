@@ -159,7 +159,8 @@ static int register_rank(gs_state_t *st, int local_rank, int timeout_s, int *kee
     }
     dprintf(fd, "hello %d %s\n", local_rank, cpus);
     shutdown(fd, SHUT_WR);
-    if (gs_read_all(fd, reply, sizeof(reply), gs_now_ms() + (long long)timeout_s * 1000 + 5000) <=
+    /* One line: in socket mode the agent keeps the connection open. */
+    if (gs_read_line(fd, reply, sizeof(reply), gs_now_ms() + (long long)timeout_s * 1000 + 5000) <=
             0 ||
         strncmp(reply, "ok ", 3) != 0) {
         close(fd);

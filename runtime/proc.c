@@ -41,6 +41,10 @@ int gs_proc_pidfd_open(pid_t pid)
         errno = EINVAL;
         return -1;
     }
+    if (getenv("GSRUN_TEST_NO_PIDFD") != NULL) {
+        errno = ENOSYS; /* the tests' stand-in for a kernel older than 5.3 */
+        return -1;
+    }
     return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
@@ -186,6 +190,33 @@ void gs_env_free(char **env)
         free(*e);
     }
     free(env);
+}
+
+long gs_read_line(int fd, char *buf, size_t len, long long deadline_ms)
+{
+    size_t used = 0;
+    while (used + 1 < len && (used == 0 || buf[used - 1] != '\n')) {
+        long long left = deadline_ms - gs_now_ms();
+        struct pollfd p = {fd, POLLIN, 0};
+        if (left <= 0) {
+            buf[used] = '\0';
+            return -ETIMEDOUT;
+        }
+        int pr = poll(&p, 1, (int)left);
+        if (pr <= 0) {
+            continue; /* EINTR, or the deadline: checked above */
+        }
+        ssize_t r = read(fd, buf + used, 1); /* one byte: nothing past the line */
+        if (r < 0 && (errno == EINTR || errno == EAGAIN)) {
+            continue;
+        }
+        if (r <= 0) {
+            break;
+        }
+        used++;
+    }
+    buf[used] = '\0';
+    return (long)used;
 }
 
 long gs_read_all(int fd, char *buf, size_t len, long long deadline_ms)

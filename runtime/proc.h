@@ -34,6 +34,11 @@ int gs_proc_alive(pid_t pid, int pidfd);
 char **gs_env_build(const char *const *strip, const char *const *set);
 void gs_env_free(char **env);
 
+/* Reads one line (up to and with '\n', or to end of file) into buf, NUL
+ * terminated, waiting until the deadline. Returns its length or -errno. For
+ * an answer on a connection the peer keeps open. */
+long gs_read_line(int fd, char *buf, size_t len, long long deadline_ms);
+
 /* Reads all of fd into buf (NUL-terminated) until EOF or the deadline.
  * Returns bytes read, or -ETIMEDOUT. */
 long gs_read_all(int fd, char *buf, size_t len, long long deadline_ms);

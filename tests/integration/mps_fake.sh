@@ -71,4 +71,24 @@ done
 check "  ... each job's ranks share only their own daemon" [ $n -eq 4 ] ||
     { diag "$REC"; for i in 1 2 3 4; do diag "$OUT.$i"; done; }
 check_clean "concurrent jobs"
+
+# Without pidfds (Linux before 5.3, e.g. RHEL 8): each rank keeps its
+# registration open across exec and the agent follows that. MPS must stay
+# up while the ranks run, and go when they end.
+GSRUN_TEST_NO_PIDFD=1 gsrun_fake 1 -x GSRUN_TEST_NO_PIDFD -np 4 "$PROG" --sleep 2500 >"$OUT" 2>"$ERR" &
+job=$!
+for _ in $(seq 60); do
+    "$GSRUN" status >"$TEST_TMP/st" 2>&1
+    grep -q "4 of 4 ranks registered" "$TEST_TMP/st" && break
+    sleep 0.05
+done
+sleep 1
+"$GSRUN" status >"$TEST_TMP/st" 2>&1
+check "without pidfds: MPS still up with 4 ranks alive a second into the job" \
+    grep -q "MPS on, 4 of 4 ranks registered, 4 alive" "$TEST_TMP/st" || diag "$TEST_TMP/st"
+wait $job
+check "  ... the job ends with status 0, every rank under MPS" [ $? -eq 0 ] && [ "$(grep -c 'mps=1 ' "$OUT")" -eq 4 ]
+GSRUN_TEST_NO_PIDFD=1 gsrun_fake 1 -x GSRUN_TEST_NO_PIDFD -np 4 "$PROG" --kill 2 >"$OUT" 2>"$ERR"
+check "  ... a SIGKILLed rank: status 137, as with plain mpirun" [ $? -eq 137 ]
+check_clean "without pidfds"
 finish
