@@ -265,10 +265,14 @@ static void print_command(char **cmd)
 
 /* The job dir on gsrun's node (a mkdtemp name; the other nodes use the same
  * name in their own TMPDIR) and the variables the shims need. */
+/* Wall clock at gsrun's start: the origin of the -vv timeline (the agents
+ * on this node count from it too, through GSRUN_T0). */
+static long long gsrun_t0_ms;
+
 static void prepare_job(const gs_opts_t *o, char *job_dir, size_t len)
 {
     gs_error_t err;
-    char msgs[8][256], pidbuf[16], node_id[160];
+    char msgs[8][256], pidbuf[16], node_id[160], t0buf[24];
 
     if (o->cfg.dry_run) {
         snprintf(job_dir, len, "%s/gsrun.XXXXXX", gs_rundir_tmpdir());
@@ -288,9 +292,11 @@ static void prepare_job(const gs_opts_t *o, char *job_dir, size_t len)
         }
     }
     snprintf(pidbuf, sizeof(pidbuf), "%d", (int)getpid());
+    snprintf(t0buf, sizeof(t0buf), "%lld", gsrun_t0_ms);
     gs_node_id(node_id, sizeof(node_id));
     if (gs_config_export_env(&o->cfg, &err) != 0 || setenv("GSRUN_JOB_DIR", job_dir, 1) != 0 ||
-        setenv("GSRUN_PID", pidbuf, 1) != 0 || setenv("GSRUN_NODE_ID", node_id, 1) != 0) {
+        setenv("GSRUN_PID", pidbuf, 1) != 0 || setenv("GSRUN_NODE_ID", node_id, 1) != 0 ||
+        setenv("GSRUN_T0", t0buf, 1) != 0) {
         gs_rundir_remove(job_dir);
         die(GS_EXIT_SETUP, "cannot set the environment for the ranks");
     }
@@ -303,7 +309,7 @@ static char **build_command(char *launcher, char *shim, char **args, int nargs)
     static const char *const exported[] = {
         "GSRUN_MPS",     "GSRUN_MPS_PERCENTAGE", "GSRUN_MPS_CONTROL", "GSRUN_MPS_TIMEOUT",
         "GSRUN_VERBOSE", "GSRUN_JOB_DIR",        "GSRUN_PID",         "GSRUN_NODE_ID",
-        NULL};
+        "GSRUN_GPU_BIND", "GSRUN_MPS_MEMORY_LIMIT", "GSRUN_T0",         NULL};
     char **cmd = calloc((size_t)nargs + 32, sizeof(*cmd));
     int n = 0;
 
@@ -461,6 +467,7 @@ int main(int argc, char **argv)
     char **args, **cmd;
     int nargs, rc;
 
+    gsrun_t0_ms = gs_wall_ms();
     if (argc > 1 && strcmp(argv[1], "status") == 0) {
         return gs_status_main(argc - 1, argv + 1);
     }
@@ -523,7 +530,9 @@ int main(int argc, char **argv)
         return 0;
     }
 
+    long long t_launch = gs_wall_ms() - gsrun_t0_ms;
     int status = supervise(launcher, cmd, job_dir);
+    long long t_exited = gs_wall_ms() - gsrun_t0_ms;
     struct sigaction alrm;
     memset(&alrm, 0, sizeof(alrm));
     alrm.sa_handler = on_alarm;
@@ -531,7 +540,13 @@ int main(int argc, char **argv)
     sigaction(SIGALRM, &alrm, NULL);
 
     wait_for_agents(job_dir, GS_AGENT_WAIT_MS);
+    long long t_agents = gs_wall_ms() - gsrun_t0_ms;
     print_reports(job_dir, o.cfg.verbose);
+    if (o.cfg.verbose >= 2) {
+        fprintf(stderr, "gsrun: timeline (ms after gsrun started): mpirun started %lld, mpirun "
+                        "exited %lld, node agents done %lld\n",
+                t_launch, t_exited, t_agents);
+    }
     gs_rundir_remove(job_dir);
     while (waitpid(-1, NULL, WNOHANG) > 0) {
         /* reap agents and orphans handed to us as subreaper */

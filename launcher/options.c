@@ -128,9 +128,10 @@ int gs_opts_parse(int argc, char **argv, gs_opts_t *o, gs_error_t *err)
             o->version = 1;
             continue;
         }
-        if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
-            if (o->cfg.verbose < 9) {
-                o->cfg.verbose++;
+        if (strcmp(a, "--verbose") == 0 || (a[0] == '-' && a[1] == 'v' && strspn(a + 1, "v") == strlen(a + 1))) {
+            /* -v, -vv, -vvv ...: one level per v */
+            for (size_t k = strcmp(a, "--verbose") == 0 ? 1 : strlen(a + 1); k > 0; k--) {
+                o->cfg.verbose += o->cfg.verbose < 9;
             }
             continue;
         }

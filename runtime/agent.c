@@ -184,7 +184,9 @@ static int start_node(gs_agent_t *a, long long t_start)
     } else if (!a->plan.use_mps) {
         publish_without_mps(a, GS_STATE_OFF, a->plan.notice, 0, a->plan.reason, sock);
     } else {
+        gs_agent_mark(a, "mps ready");
         publish_on(a, sock);
+        gs_agent_mark(a, "published");
         gs_agent_report(a, 0, "MPS ready for the ranks %lld ms after the agent started",
                         gs_now_ms() - t_start);
         confirm_servers(a);
@@ -318,6 +320,11 @@ int gs_agent_main(const gs_agent_opts_t *o)
     memset(a, 0, sizeof(*a));
     a->o = o;
     a->started_ms = gs_wall_ms();
+    /* The timeline counts from gsrun's start where gsrun runs the job (the
+     * same clock on its node; other nodes' clocks may differ a little). */
+    const char *t0 = getenv("GSRUN_T0");
+    a->t0_ms = t0 != NULL && atoll(t0) > 0 ? atoll(t0) : a->started_ms;
+    gs_agent_mark(a, "agent");
     a->listen_fd = a->sig_fd = a->watch_fd = a->gsrun_fd = a->guard_fd = -1;
     if (setup(a, &lockfd) != 0) {
         /* Another agent holds this node dir: never share one between jobs,
@@ -326,12 +333,18 @@ int gs_agent_main(const gs_agent_opts_t *o)
         return GS_EXIT_RUNDIR;
     }
     code = plan_node(a);
+    gs_agent_mark(a, "planned");
     if (code == 0) {
         code = start_node(a, t_start);
     }
     if (code == 0) {
         gs_agent_serve(a);
+        gs_agent_mark(a, "ranks gone");
         gs_agent_stop_mps(a);
+        gs_agent_mark(a, "mps stopped");
+        if (o->cfg.verbose >= 2) {
+            gs_agent_report(a, 0, "timeline (ms after gsrun started): %s", a->timeline);
+        }
     } else {
         gs_agent_deliver_report(a);
         wait_for_launcher(a);

@@ -56,6 +56,8 @@ typedef struct {
     cpu_set_t *rank_cpus;
     unsigned char *rank_known; /* rank_cpus[r] holds rank r's CPUs */
     long long started_ms; /* wall clock, for `gsrun status` */
+    long long t0_ms;      /* wall clock the timeline counts from (GSRUN_T0) */
+    char timeline[512];   /* "agent 612, gpus 620, ...": -vv shows it */
     int listen_fd;
     int sig_fd;
     int watch_fd;    /* pidfd of the launcher on this node */
@@ -118,6 +120,9 @@ void gs_agent_place_flush(gs_agent_t *a);
 void gs_agent_place_free(gs_agent_t *a);
 /* The local ranks given GPU g so far, as "0-3" or "0,2,4". */
 void gs_agent_place_ranks_text(const gs_agent_t *a, int g, char *buf, size_t len);
+
+/* agent_report.c: notes that a step was reached now, for the timeline. */
+void gs_agent_mark(gs_agent_t *a, const char *step);
 
 /* agent_report.c: `gsrun status` reads this file in the node dir. */
 void gs_agent_write_status(const gs_agent_t *a);

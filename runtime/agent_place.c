@@ -197,6 +197,7 @@ void gs_agent_place_flush(gs_agent_t *a)
 {
     int n = a->o->local_size;
 
+    gs_agent_mark(a, "registered");
     if (a->place_n > 0 && a->by_locality && !a->placed) {
         int idx[n], gpu[n], m = 0;
         unsigned char *near = calloc((size_t)n * (size_t)a->place_n, 1);

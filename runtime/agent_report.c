@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "agent_int.h"
+#include "proc.h"
 #include "status.h"
 
 void gs_agent_report(gs_agent_t *a, int problem, const char *fmt, ...)
@@ -138,4 +139,13 @@ void gs_agent_write_status(const gs_agent_t *a)
         }
     }
     gs_status_write(a->node_dir, &s, &err);
+}
+
+void gs_agent_mark(gs_agent_t *a, const char *step)
+{
+    size_t n = strlen(a->timeline);
+    if (n + 40 < sizeof(a->timeline)) {
+        snprintf(a->timeline + n, sizeof(a->timeline) - n, "%s%s %lld", n ? ", " : "", step,
+                 gs_wall_ms() - a->t0_ms);
+    }
 }

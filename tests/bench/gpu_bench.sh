@@ -15,6 +15,9 @@
 #   gsrun        gsrun --mps=on (default policy, 200/n)
 #   gsrun-100    gsrun --mps=on --mps-percentage=off (100 %)
 #   gsrun-equal  gsrun --mps=on --mps-percentage=<100/n> (the equal split)
+#   gsrun-floor  gsrun --mps=on --mps-percentage=<max(25, 200/n)> (200/n with a floor)
+#   pre          mpirun on an MPS daemon started (and its server) before the timer
+#                and quit after it: the physical limit of what gsrun can reach
 # Columns: program,np,config,rep,wall_s,tts_s,first_kernel_s,init_s,gpu_mem_mib,ok,result
 #   wall_s: launch to exit of the whole command (hand: daemon start to daemon gone)
 #   tts_s: time to solution (jacobi) or the timed kernel loop (small_kernels), slowest rank
@@ -41,7 +44,7 @@ summarize() {
         seen[k] = 1; progs[$1] = 1; nps[$1 "," $2] = $2; cfgs[$3] = 1
     }
     END {
-        split("plain hand gsrun gsrun-100 gsrun-equal", order, " ")
+        split("plain hand pre gsrun gsrun-100 gsrun-equal gsrun-floor", order, " ")
         for (p in progs) {
             printf "\n%s (medians of the runs; spread = (max-min)/median of tts)\n", p
             printf "%4s %-12s %9s %7s %9s %8s %8s %9s %9s %8s\n", "np", "config", "tts_s", "spread", "speedup", "vs_hand", "vs_ideal", "first_s", "wall_s", "mem_MiB"
@@ -50,7 +53,7 @@ summarize() {
                 if (!((p "," n) in nps)) continue
                 base = med(p "," n ",plain,tts"); hand = ((p "," n ",hand") in seen) ? med(p "," n ",hand,tts") : ""
                 if (ideal == "" && ((p ",1,plain") in seen)) ideal = med(p ",1,plain,tts")
-                for (c = 1; c <= 5; c++) {
+                for (c = 1; c <= 7; c++) {
                     k = p "," n "," order[c]
                     if (!(k in seen)) { if (k in bad) printf "%4d %-12s failed in %d run(s)\n", n, order[c], bad[k]; continue }
                     t = med(k ",tts"); sp = (hi[k ",tts"] - lo[k ",tts"]) / t * 100
@@ -102,8 +105,21 @@ run_one() { # run_one config np rep
     out=$(mktemp)
     nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 >"$out.mem" 2>/dev/null &
     mon=$!
+    if [ "$cfg" = pre ]; then
+        d=$(mktemp -d /tmp/gsb.XXXXXX)
+        mkdir "$d/p" "$d/l"
+        CUDA_MPS_PIPE_DIRECTORY=$d/p CUDA_MPS_LOG_DIRECTORY=$d/l "$control" -d
+        while [ ! -S "$d/p/control" ]; do sleep 0.001; done
+        echo "start_server -uid $(id -u)" | CUDA_MPS_PIPE_DIRECTORY=$d/p "$control" >/dev/null
+        sleep 1 # the server's own start-up is not what this configuration measures
+    fi
     t0=$(now)
     case $cfg in
+    pre)
+        CUDA_MPS_PIPE_DIRECTORY=$d/p CUDA_MPS_LOG_DIRECTORY=$d/l timeout "$timeout_s" \
+            mpirun -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY -np "$n" "$prog" $args >"$out" 2>&1
+        rc=$?
+        ;;
     plain) timeout "$timeout_s" mpirun -np "$n" "$prog" $args >"$out" 2>&1; rc=$? ;;
     hand)
         d=$(mktemp -d /tmp/gsb.XXXXXX)
@@ -122,6 +138,11 @@ run_one() { # run_one config np rep
         ;;
     gsrun) timeout "$timeout_s" "$gsrun" --mps=on -np "$n" "$prog" $args >"$out" 2>&1; rc=$? ;;
     gsrun-100) timeout "$timeout_s" "$gsrun" --mps=on --mps-percentage=off -np "$n" "$prog" $args >"$out" 2>&1; rc=$? ;;
+    gsrun-floor)
+        pct=$(awk -v n="$n" 'BEGIN { p = 200 / n; if (p < 25) p = 25; if (p > 100) p = 100; printf "%.4f", p }')
+        timeout "$timeout_s" "$gsrun" --mps=on --mps-percentage="$pct" -np "$n" "$prog" $args >"$out" 2>&1
+        rc=$?
+        ;;
     gsrun-equal)
         pct=$(awk -v n="$n" 'BEGIN { p = 100 / n; if (p < 1) p = 1; printf "%.4f", p }')
         timeout "$timeout_s" "$gsrun" --mps=on --mps-percentage="$pct" -np "$n" "$prog" $args >"$out" 2>&1
@@ -129,6 +150,14 @@ run_one() { # run_one config np rep
         ;;
     esac
     t1=$(now)
+    if [ "$cfg" = pre ]; then
+        pid=$(cat "$d/p/nvidia-cuda-mps-control.pid" 2>/dev/null)
+        echo quit | CUDA_MPS_PIPE_DIRECTORY=$d/p "$control" >/dev/null
+        while [ -n "$pid" ] && [ -e "/proc/$pid" ] && [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != Z ]; do
+            sleep 0.005
+        done
+        rm -rf "$d"
+    fi
     kill "$mon" 2>/dev/null
     wait "$mon" 2>/dev/null
     local peak line tts init first ok result

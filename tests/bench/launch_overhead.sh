@@ -1,71 +1,122 @@
 #!/bin/bash
-# Launch overhead of gsrun, measured side by side with plain mpirun.
+# Launch and teardown cost of gsrun, measured side by side with plain mpirun.
 #
-#   tests/bench/launch_overhead.sh [--build DIR] [--np N] [--pairs K]
+#   tests/bench/launch_overhead.sh [--build DIR] [--np N] [--pairs K] [--real]
+#                                  [--program PATH] [--configs "plain off on ..."]
 #
-# Runs a CPU-only MPI program (examples/hello_ranks, N ranks, default 16)
-# K times (default 15) in each of three ways, interleaved so that drift on
-# the machine hits all three alike:
-#   plain   mpirun -np N hello_ranks
-#   off     gsrun --mps=off -np N hello_ranks
-#   on      gsrun --mps=on  -np N hello_ranks   (fake MPS daemon and NVML)
-# and prints the median wall time of each and the median of the paired
-# differences against plain mpirun. The target for `on` is at most 20 ms.
+# Runs an MPI program (default examples/hello_ranks, CPU only; N ranks,
+# default 16) K times (default 15) in each configuration, rotating the order
+# each round so that drift on the machine hits all alike:
+#   plain   mpirun -np N prog
+#   off     gsrun --mps=off -np N prog
+#   on      gsrun --mps=on -np N prog (fake MPS daemon and NVML; with --real
+#           the machine's NVML and nvidia-cuda-mps-control)
+#   hand    (--real) MPS by hand around mpirun: nvidia-cuda-mps-control -d,
+#           mpirun, echo quit, wait until the daemon is gone
+#   pre     (--real) mpirun on an MPS daemon started before the timer (the
+#           physical limit: MPS already up when the first rank starts)
+# Prints each configuration's median wall time, the median of the paired
+# differences against plain mpirun and against pre, and (with --real) one
+# `gsrun -vv` timeline of a job.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-build=$top/_build np=16 pairs=15
+build=$top/_build np=16 pairs=15 real=0 prog="" configs=""
 while [ $# -gt 0 ]; do
     case $1 in
     --build) build=$2; shift 2 ;;
     --np) np=$2; shift 2 ;;
     --pairs) pairs=$2; shift 2 ;;
-    *) echo "usage: $0 [--build DIR] [--np N] [--pairs K]" >&2; exit 2 ;;
+    --real) real=1; shift ;;
+    --program) prog=$2; shift 2 ;;
+    --configs) configs=$2; shift 2 ;;
+    *) echo "usage: $0 [--build DIR] [--np N] [--pairs K] [--real] [--program PATH] [--configs LIST]" >&2; exit 2 ;;
     esac
 done
-prog=$build/examples/hello_ranks
+prog=${prog:-$build/examples/hello_ranks}
 gsrun=$build/launcher/gsrun
-for f in "$prog" "$gsrun" "$build/tests/fake/nvidia-cuda-mps-control" "$build/tests/fake/libnvidia-ml.so.1"; do
-    [ -e "$f" ] || { echo "$0: $f is missing; build with 'make check' first" >&2; exit 1; }
+if [ $real = 1 ]; then
+    configs=${configs:-plain on hand pre}
+    control=$(command -v nvidia-cuda-mps-control) || { echo "$0: --real: no nvidia-cuda-mps-control" >&2; exit 1; }
+    fake_env=()
+else
+    configs=${configs:-plain off on}
+    control=$build/tests/fake/nvidia-cuda-mps-control
+    fake_env=(env LD_LIBRARY_PATH="$build/tests/fake")
+fi
+for f in "$prog" "$gsrun" "$control"; do
+    [ -e "$f" ] || { echo "$0: $f is missing; build first ('make check' builds the fakes)" >&2; exit 1; }
 done
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
 res=$(mktemp)
 trap 'rm -f "$res"' EXIT
 
-ms() { # ms label command...: runs it, appends "label ms" to $res
-    local label=$1 t0 t1
-    shift
-    t0=$(date +%s%N)
-    "$@" >/dev/null 2>&1 || { echo "$0: $label run failed: $*" >&2; exit 1; }
-    t1=$(date +%s%N)
-    echo "$label $(((t1 - t0) / 1000)) $i" >>"$res"
+daemon_up() { # daemon_up DIR: an MPS daemon by hand with private dirs, socket ready
+    mkdir -p "$1/p" "$1/l"
+    CUDA_MPS_PIPE_DIRECTORY=$1/p CUDA_MPS_LOG_DIRECTORY=$1/l "$control" -d
+    while [ ! -S "$1/p/control" ]; do sleep 0.001; done
 }
-for i in $(seq 1 "$pairs"); do
-    # Rotate the order each round.
-    case $((i % 3)) in
-    0) order="plain off on" ;; 1) order="off on plain" ;; *) order="on plain off" ;;
+daemon_down() { # daemon_down DIR: quit and wait until the daemon is gone (or a zombie)
+    local pid
+    pid=$(cat "$1/p/nvidia-cuda-mps-control.pid" 2>/dev/null)
+    echo quit | CUDA_MPS_PIPE_DIRECTORY=$1/p "$control" >/dev/null
+    while [ -n "$pid" ] && [ -e "/proc/$pid" ] && [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != Z ]; do
+        sleep 0.002
+    done
+    rm -rf "$1"
+}
+run() { # run CONFIG
+    local t0 t1 d rc=0
+    d=$(mktemp -d /tmp/gsl.XXXXXX)
+    [ "$1" = pre ] && daemon_up "$d"
+    t0=$(date +%s%N)
+    case $1 in
+    plain) mpirun -np "$np" "$prog" >/dev/null 2>&1 || rc=$? ;;
+    off) "$gsrun" --mps=off -np "$np" "$prog" >/dev/null 2>&1 || rc=$? ;;
+    on) "${fake_env[@]}" "$gsrun" --mps=on --mps-control="$control" -np "$np" "$prog" >/dev/null 2>&1 || rc=$? ;;
+    hand)
+        daemon_up "$d"
+        CUDA_MPS_PIPE_DIRECTORY=$d/p CUDA_MPS_LOG_DIRECTORY=$d/l mpirun -x CUDA_MPS_PIPE_DIRECTORY \
+            -x CUDA_MPS_LOG_DIRECTORY -np "$np" "$prog" >/dev/null 2>&1 || rc=$?
+        daemon_down "$d"
+        ;;
+    pre)
+        CUDA_MPS_PIPE_DIRECTORY=$d/p CUDA_MPS_LOG_DIRECTORY=$d/l mpirun -x CUDA_MPS_PIPE_DIRECTORY \
+            -x CUDA_MPS_LOG_DIRECTORY -np "$np" "$prog" >/dev/null 2>&1 || rc=$?
+        ;;
+    *) echo "$0: unknown configuration $1" >&2; exit 2 ;;
     esac
-    for how in $order; do
-        case $how in
-        plain) ms plain mpirun -np "$np" "$prog" ;;
-        off) ms off "$gsrun" --mps=off -np "$np" "$prog" ;;
-        on) ms on env LD_LIBRARY_PATH="$build/tests/fake" "$gsrun" --mps=on \
-            --mps-control="$build/tests/fake/nvidia-cuda-mps-control" -np "$np" "$prog" ;;
-        esac
+    t1=$(date +%s%N)
+    [ "$1" = pre ] && daemon_down "$d"
+    rm -rf "$d"
+    [ $rc -eq 0 ] || { echo "$0: $1 run failed (status $rc)" >&2; exit 1; }
+    echo "$1 $(((t1 - t0) / 1000)) $i" >>"$res"
+}
+read -r -a cfg <<<"$configs"
+for i in $(seq 1 "$pairs"); do
+    for ((j = 0; j < ${#cfg[@]}; j++)); do
+        run "${cfg[$(((j + i) % ${#cfg[@]}))]}"
     done
 done
-echo "launch overhead: $np ranks, $pairs paired runs, $(nproc) cores, $(mpirun --version 2>&1 | head -1)"
-awk '
+echo "launch overhead: $(basename "$prog"), $np ranks, $pairs paired runs, $(nproc) cores, $(mpirun --version 2>&1 | head -1)$([ $real = 1 ] && echo ", real MPS") "
+awk -v list="$configs" '
 function median(a, n,   i, j, t) {
     for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
 { t[$1, $3] = $2 / 1000.0; runs[$3] = 1 }
 END {
-    n = 0
-    for (r in runs) { n++; p[n] = t["plain", r]; o[n] = t["off", r]; g[n] = t["on", r]; d1[n] = o[n] - p[n]; d2[n] = g[n] - p[n] }
-    printf "median wall time: plain mpirun %.1f ms, gsrun --mps=off %.1f ms, gsrun --mps=on (fake MPS) %.1f ms\n", median(p, n), median(o, n), median(g, n)
-    mo = median(d1, n); mg = median(d2, n)
-    printf "median overhead (paired): --mps=off %+.1f ms, --mps=on %+.1f ms (target: at most 20 ms)\n", mo, mg
-    printf "ratio to plain mpirun: --mps=off %.3f, --mps=on %.3f\n", median(o, n) / median(p, n), median(g, n) / median(p, n)
+    nc = split(list, c, " ")
+    for (k = 1; k <= nc; k++) has_pre += c[k] == "pre"
+    for (k = 1; k <= nc; k++) {
+        n = 0
+        for (r in runs) { n++; v[n] = t[c[k], r]; dp[n] = t[c[k], r] - t["plain", r]; dq[n] = t[c[k], r] - t["pre", r] }
+        printf "%-6s median %8.1f ms", c[k], median(v, n)
+        if (c[k] != "plain") printf ", vs plain %+7.1f ms (paired median)", median(dp, n)
+        if (has_pre && c[k] != "pre") printf ", vs pre %+7.1f ms", median(dq, n)
+        printf "\n"
+    }
 }' "$res"
+if [ $real = 1 ]; then
+    "$gsrun" -vv --mps=on -np "$np" "$prog" 2>&1 >/dev/null | grep "timeline\|ready\|shut down" | sed 's/^/# /'
+fi

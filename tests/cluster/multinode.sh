@@ -62,7 +62,7 @@ clean_within() { # clean_within MS T0 [ours]: polls every host until nothing of 
 }
 
 # --- 3 hosts x 4 ranks: each rank set up for its own host ------------------
-job ok -v $MPIARGS $PROG
+job ok -v --mps-memory-limit=1G $MPIARGS $PROG
 rc=$?
 check "3 hosts x 4 ranks: status 0" [ $rc -eq 0 ]
 check "  ... 12 ranks ran" [ "$(grep -c '^rank=' $J/ok.out)" -eq 12 ]
@@ -70,8 +70,8 @@ for h in $HOSTS; do
     lines=$(grep "host=$h " $J/ok.out)
     check "  ... $h: 4 ranks, local ranks 0-3 of 4" [ "$(echo "$lines" | grep -c 'local=[0-3]/4 ')" -eq 4 \
         -a "$(echo "$lines" | sed -n 's/.*local=\([0-9]*\).*/\1/p' | sort -u | wc -l)" -eq 4 ]
-    check "  ... $h: MPS on, 50%, its own node's pipe dir in its /tmp" \
-        [ "$(echo "$lines" | grep -c "mps=1 pipe=/tmp/gsrun\.[A-Za-z0-9]*/$h/g0 .* pct=50 ")" -eq 4 ]
+    check "  ... $h: MPS on, 50%, its own node's pipe dir in its /tmp, gsrun's memory limit" \
+        [ "$(echo "$lines" | grep -c "mps=1 pipe=/tmp/gsrun\.[A-Za-z0-9]*/$h/g0 .* pct=50 .*memlimit=0=1024MB$")" -eq 4 ]
     check "  ... $h: exactly one MPS control daemon" \
         [ "$(grep -c "node $h: GPU 0 (.*MPS control daemon [0-9]* on" $J/ok.err)" -eq 1 ]
     check "  ... summary names $h" grep -q "gsrun: node $h: served 4 of 4 ranks; stopping MPS: every rank has exited" $J/ok.err

@@ -4,7 +4,7 @@
 "$S/tests/bench/launch_overhead.sh" --build "$B" --np 2 --pairs 1 >"$OUT" 2>"$ERR"
 rc=$?
 check "launch_overhead.sh runs (status $rc)" [ $rc -eq 0 ]
-check "  ... and prints the median overheads" grep -q "^median overhead" "$OUT"
+check "  ... and prints the median overheads" grep -q "^on .* median .*, vs plain .* ms (paired median)$" "$OUT"
 [ $rc -eq 0 ] || diag "$ERR"
 # The GPU benchmark: without a GPU it says so and exits 77; its summary of
 # the committed H200 data has every program, np and configuration.

@@ -55,6 +55,11 @@ static void test_stops_at_launcher_args(void **state)
     assert_int_equal(o.cfg.verbose, 2);
     assert_true(o.cfg.dry_run);
     assert_int_equal(o.cfg.pct_mode, GS_PCT_FIXED);
+    assert_int_equal(parse(&o, &err, "-vv", "-v", "a", NULL), 0);
+    assert_int_equal(o.cfg.verbose, 3);
+    assert_int_equal(parse(&o, &err, "-vx", "a", NULL), 0); /* not ours: mpirun's */
+    assert_int_equal(o.cfg.verbose, 0);
+    assert_int_equal(o.first_arg, 1);
 }
 
 static void test_env_then_command_line(void **state)
