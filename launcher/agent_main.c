@@ -2,6 +2,7 @@
  *
  *   gsrun-agent --job-dir DIR --node NAME --local-size N --watch-pid PID
  *               --gsrun-pid PID --ready-fd FD [--report-fd FD] [--in-sequence 0|1]
+ *               [--early 1 --watch-fd FD]
  *
  * --gsrun-pid is 0 when gsrun does not run on this node; the report then
  * goes to --report-fd (the node leader's stderr).
@@ -35,6 +36,7 @@ int main(int argc, char **argv)
     memset(&o, 0, sizeof(o));
     o.ready_fd = -1;
     o.report_fd = -1;
+    o.watch_fd = -1;
     gs_config_init(&o.cfg);
     if (gs_config_load_env(&o.cfg, &err) != 0) {
         fprintf(stderr, "gsrun-agent: %s\n", err.text);
@@ -61,12 +63,16 @@ int main(int argc, char **argv)
             o.report_fd = v;
         } else if (strcmp(k, "--in-sequence") == 0) {
             o.in_sequence = v;
+        } else if (strcmp(k, "--early") == 0) {
+            o.early = v;
+        } else if (strcmp(k, "--watch-fd") == 0) {
+            o.watch_fd = v;
         } else {
             fprintf(stderr, "gsrun-agent: unknown argument %s\n", k);
             return 2;
         }
     }
-    if (o.job_dir[0] != '/' || o.node_name[0] == '\0' || o.local_size < 1) {
+    if (o.job_dir[0] != '/' || o.node_name[0] == '\0' || (o.local_size < 1 && !o.early)) {
         fprintf(stderr, "gsrun-agent: --job-dir, --node and --local-size are required; "
                         "gsrun-agent is started by gsrun-shim\n");
         return 2;

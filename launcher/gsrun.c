@@ -184,29 +184,6 @@ static int print_reports(const char *job_dir, int verbose)
     return problems;
 }
 
-static void preflight_mps_on(const gs_opts_t *o)
-{
-    gs_gpu_list_t gpus;
-    gs_error_t err;
-    char path[4096];
-
-    if (gs_gpu_discover(&gpus, &err) != 0) {
-        die(GS_EXIT_UNAVAILABLE, err.text);
-    }
-    gs_gpu_filter_visible(&gpus, getenv("CUDA_VISIBLE_DEVICES"), &err);
-    if (gpus.count == 0) {
-        fprintf(stderr, "gsrun: --mps=on: no NVIDIA GPU on this node: %s; run on a GPU node or "
-                        "use --mps=auto\n",
-                gpus.reason);
-        exit(GS_EXIT_UNAVAILABLE);
-    }
-    if (gs_config_find_executable(o->cfg.control, GS_CONTROL_SEARCH_DIRS, "MPS control program",
-                                  path, sizeof(path), &err) != 0) {
-        fprintf(stderr, "gsrun: --mps=on: %s\n", err.text);
-        exit(GS_EXIT_UNAVAILABLE);
-    }
-}
-
 /* A launcher given explicitly must be Open MPI's mpirun: gsrun relies on its
  * fork agent parameter. Its --version is asked (bounded to 10 s). */
 static int check_open_mpi(const char *launcher, gs_error_t *err)
@@ -310,7 +287,9 @@ static char **build_command(char *launcher, char *shim, char **args, int nargs)
         "GSRUN_MPS",     "GSRUN_MPS_PERCENTAGE", "GSRUN_MPS_CONTROL", "GSRUN_MPS_TIMEOUT",
         "GSRUN_VERBOSE", "GSRUN_JOB_DIR",        "GSRUN_PID",         "GSRUN_NODE_ID",
         "GSRUN_GPU_BIND", "GSRUN_MPS_MEMORY_LIMIT", "GSRUN_T0",         NULL};
-    char **cmd = calloc((size_t)nargs + 32, sizeof(*cmd));
+    /* The launcher, 2 fork agent parameters, PMIx, the exported variables
+     * and the user's fork agent: fewer than 64 words besides the arguments. */
+    char **cmd = calloc((size_t)nargs + 64, sizeof(*cmd));
     int n = 0;
 
     if (cmd == NULL) {
@@ -341,6 +320,40 @@ static char **build_command(char *launcher, char *shim, char **args, int nargs)
     return cmd;
 }
 
+/* The node agent of gsrun's own node starts now, before mpirun: it finds
+ * the GPUs and starts MPS while mpirun launches, instead of while the
+ * node's first rank waits. Returns the pipe end gsrun holds while mpirun
+ * runs (its closing tells the agent that the launcher is gone), or -1: then
+ * the node's first rank starts the agent, as on the other nodes. */
+static int start_agent_early(const gs_opts_t *o, const char *agent, const char *job_dir)
+{
+    gs_node_req_t req;
+    gs_error_t err;
+    int w[2];
+
+    if (pipe2(w, O_CLOEXEC) != 0) {
+        return -1;
+    }
+    memset(&req, 0, sizeof(req));
+    req.cfg = &o->cfg;
+    req.job_dir = job_dir;
+    req.agent_path = agent;
+    req.gsrun_pid = getpid();
+    req.early = 1;
+    req.early_watch_fd = w[0];
+    int rc = gs_node_start_early(&req, &err);
+    close(w[0]);
+    if (rc != 0) {
+        close(w[1]);
+        if (o->cfg.verbose) {
+            fprintf(stderr, "gsrun: note: %s; the node's first rank starts it instead\n", err.text);
+        }
+        return -1;
+    }
+    setenv("GSRUN_EARLY_AGENT", "1", 1);
+    return w[1];
+}
+
 /* Runs the launcher as our child and waits for it, forwarding signals.
  * Returns its wait status. */
 static int supervise(char *launcher, char **cmd, const char *job_dir)
@@ -349,9 +362,6 @@ static int supervise(char *launcher, char **cmd, const char *job_dir)
     int status = 0;
     pid_t self = getpid(), child;
 
-    /* Node agents are daemons; on this node they become our children when
-     * their first parent exits, so that we can reap them. */
-    prctl(PR_SET_CHILD_SUBREAPER, 1);
     if (pipe2(sigpipe_fd, O_CLOEXEC | O_NONBLOCK) != 0) {
         gs_rundir_remove(job_dir);
         die(GS_EXIT_SETUP, "pipe failed");
@@ -502,9 +512,6 @@ int main(int argc, char **argv)
         }
         return exec_launcher(launcher, args);
     }
-    if (o.cfg.mps == GS_MPS_ON) {
-        preflight_mps_on(&o);
-    }
     if (gs_helper_path("gsrun-shim", shim, sizeof(shim), &err) != 0 ||
         gs_helper_path("gsrun-agent", agent, sizeof(agent), &err) != 0) {
         die(GS_EXIT_SETUP, err.text);
@@ -530,9 +537,16 @@ int main(int argc, char **argv)
         return 0;
     }
 
+    /* Node agents are daemons; on this node they become our children when
+     * their first parent exits, so that we can reap them. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    int launcher_pipe = start_agent_early(&o, agent, job_dir);
     long long t_launch = gs_wall_ms() - gsrun_t0_ms;
     int status = supervise(launcher, cmd, job_dir);
     long long t_exited = gs_wall_ms() - gsrun_t0_ms;
+    if (launcher_pipe >= 0) {
+        close(launcher_pipe); /* mpirun is gone: the early agent may end */
+    }
     struct sigaction alrm;
     memset(&alrm, 0, sizeof(alrm));
     alrm.sa_handler = on_alarm;

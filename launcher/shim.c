@@ -94,6 +94,7 @@ int main(int argc, char **argv)
         return fail_node(leader, GS_EXIT_SETUP, node, err.text);
     }
 
+    memset(&req, 0, sizeof(req));
     req.cfg = &cfg;
     req.job_dir = job_dir;
     req.gsrun_node = getenv("GSRUN_NODE_ID");

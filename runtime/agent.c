@@ -102,7 +102,8 @@ static void confirm_servers(gs_agent_t *a)
         const gs_gpu_share_t *s = &a->plan.gpu[g];
         gs_mps_daemon_t *d = &a->daemon[g];
         char pct[24] = "100 (unset)";
-        if (gs_mps_record_servers(d, a->control, GS_AGENT_QUIT_TIMEOUT_MS, &err) != 0) {
+        if (a->prestart &&
+            gs_mps_record_servers(d, a->control, GS_AGENT_QUIT_TIMEOUT_MS, &err) != 0) {
             gs_agent_report(a, 1, "GPU %d (%s): %s", g, d->uuid, err.text);
         }
         for (int i = 0; i < d->nservers; i++) {
@@ -117,15 +118,16 @@ static void confirm_servers(gs_agent_t *a)
                         g, a->gpus.gpu[g].name, d->uuid, (int)d->daemon_pid, a->pinned[g],
                         (int)d->server_pid[0], s->nranks, s->nranks == 1 ? "" : "s", pct,
                         d->ready_ms - d->start_ms);
+        if (!a->prestart) {
+            gs_agent_report(a, 0, "GPU %d: server not started in advance (GSRUN_MPS_PRESTART=0): "
+                                  "the first rank that uses CUDA starts it", g);
+        }
     }
 }
 
-/* GPUs, the control program and the plan. Returns 0, or the exit code of
- * a node-wide error (published already). */
-static int plan_node(gs_agent_t *a)
+void gs_agent_discover(gs_agent_t *a)
 {
     gs_error_t err;
-    char ctl_err[GS_ERROR_LEN] = "";
     int rc = gs_gpu_discover(&a->gpus, &err);
 
     if (rc == 0) {
@@ -135,14 +137,25 @@ static int plan_node(gs_agent_t *a)
         snprintf(a->gpus.reason, sizeof(a->gpus.reason), "%s", err.text);
         a->gpus.count = 0;
     }
-    int have_control = gs_config_find_executable(a->o->cfg.control, GS_CONTROL_SEARCH_DIRS,
-                                                 "MPS control program", a->control,
-                                                 sizeof(a->control), &err) == 0;
-    if (!have_control) {
-        snprintf(ctl_err, sizeof(ctl_err), "%s", err.text);
+    a->have_control = gs_config_find_executable(a->o->cfg.control, GS_CONTROL_SEARCH_DIRS,
+                                                "MPS control program", a->control,
+                                                sizeof(a->control), &err) == 0;
+    a->control_error[0] = '\0';
+    if (!a->have_control) {
+        snprintf(a->control_error, sizeof(a->control_error), "%s", err.text);
     }
-    if (gs_plan_compute(&a->o->cfg, a->o->local_size, a->gpus.count, have_control, ctl_err,
-                        &a->plan, &err) != 0) {
+    a->discovered = 1;
+}
+
+int gs_agent_plan(gs_agent_t *a)
+{
+    gs_error_t err;
+
+    if (!a->discovered) {
+        gs_agent_discover(a);
+    }
+    if (gs_plan_compute(&a->o->cfg, a->o->local_size, a->gpus.count, a->have_control,
+                        a->control_error, &a->plan, &err) != 0) {
         publish_without_mps(a, GS_STATE_ERROR, 0, GS_EXIT_UNAVAILABLE, err.text, NULL);
         return GS_EXIT_UNAVAILABLE;
     }
@@ -154,10 +167,16 @@ static int plan_node(gs_agent_t *a)
 static int start_node(gs_agent_t *a, long long t_start)
 {
     gs_error_t err;
-    char sock[256], msg[1200];
-    int mps_failed = 0;
+    char msg[1200];
+    int mps_failed = 0, rc = 0;
 
-    if (a->plan.use_mps && gs_agent_start_mps(a, &err) != 0) {
+    if (a->early_rc != 0) {
+        rc = a->early_rc; /* MPS was tried before the ranks came, and failed */
+        err = a->early_err;
+    } else if (a->plan.use_mps) {
+        rc = gs_agent_start_mps(a, a->plan.ngpus, &err); /* the ones not running yet */
+    }
+    if (a->plan.use_mps && rc != 0) {
         if (a->o->cfg.mps != GS_MPS_AUTO) {
             publish_without_mps(a, GS_STATE_ERROR, 0, GS_EXIT_SETUP, err.text, NULL);
             return GS_EXIT_SETUP;
@@ -169,26 +188,32 @@ static int start_node(gs_agent_t *a, long long t_start)
     a->seen = calloc((size_t)a->o->local_size, sizeof(*a->seen));
     if (a->ranks == NULL || a->seen == NULL ||
         gs_agent_place_init(a, a->plan.use_mps && !mps_failed) != 0 ||
-        gs_agent_listen(a, sock, sizeof(sock), &err) != 0) {
+        (a->listen_fd < 0 && gs_agent_listen(a, &err) != 0)) {
         gs_agent_stop_mps(a);
         publish_without_mps(a, GS_STATE_ERROR, 0, GS_EXIT_SETUP,
                             a->ranks ? err.text : "out of memory", NULL);
         return GS_EXIT_SETUP;
     }
     if (mps_failed) {
-        publish_without_mps(a, GS_STATE_OFF, 1, 0, msg, sock);
+        publish_without_mps(a, GS_STATE_OFF, 1, 0, msg, a->sock);
     } else if (!a->plan.use_mps && a->gpus.count == 0 && a->o->cfg.mps != GS_MPS_OFF) {
         snprintf(msg, sizeof(msg), "no NVIDIA GPU found on this node (%s); running without MPS",
                  a->gpus.reason);
-        publish_without_mps(a, GS_STATE_OFF, 1, 0, msg, sock);
+        publish_without_mps(a, GS_STATE_OFF, 1, 0, msg, a->sock);
     } else if (!a->plan.use_mps) {
-        publish_without_mps(a, GS_STATE_OFF, a->plan.notice, 0, a->plan.reason, sock);
+        publish_without_mps(a, GS_STATE_OFF, a->plan.notice, 0, a->plan.reason, a->sock);
     } else {
         gs_agent_mark(a, "mps ready");
-        publish_on(a, sock);
+        publish_on(a, a->sock);
         gs_agent_mark(a, "published");
-        gs_agent_report(a, 0, "MPS ready for the ranks %lld ms after the agent started",
-                        gs_now_ms() - t_start);
+        if (a->early_ready_ms > 0) {
+            gs_agent_report(a, 0, "MPS ready %lld ms after the agent started, %lld ms before the "
+                                  "node's first rank came (started by gsrun before mpirun)",
+                            a->early_ready_ms - t_start, a->size_ms - a->early_ready_ms);
+        } else {
+            gs_agent_report(a, 0, "MPS ready for the ranks %lld ms after the agent started",
+                            gs_now_ms() - t_start);
+        }
         confirm_servers(a);
     }
     if (a->o->cfg.mem_limit_mb > 0 && !(a->plan.use_mps && !mps_failed)) {
@@ -247,11 +272,11 @@ static void close_from(int first, int last)
 }
 
 /* The agent must not hold the rank's stdout/stderr (mpirun waits for them
- * to close) nor any other descriptor it inherited, except the ready pipe and
- * the report descriptor it was given (-1 for none). */
-static void detach_stdio(int keep1, int keep2)
+ * to close) nor any other descriptor it inherited, except the ready pipe,
+ * the report descriptor and the launcher pipe it was given (-1: none). */
+static void detach_stdio(int k1, int k2, int k3)
 {
-    int lo = keep1 < keep2 ? keep1 : keep2, hi = keep1 < keep2 ? keep2 : keep1, next = 3;
+    int keep[3] = {k1, k2, k3}, next = 3;
     int devnull = open("/dev/null", O_RDWR);
     if (devnull >= 0) {
         dup2(devnull, 0);
@@ -261,13 +286,20 @@ static void detach_stdio(int keep1, int keep2)
             close(devnull);
         }
     }
-    if (lo >= 3) {
-        close_from(next, lo - 1);
-        next = lo + 1;
+    for (int i = 0; i < 3; i++) { /* in ascending order */
+        for (int j = i + 1; j < 3; j++) {
+            if (keep[j] < keep[i]) {
+                int t = keep[i];
+                keep[i] = keep[j];
+                keep[j] = t;
+            }
+        }
     }
-    if (hi >= 3) {
-        close_from(next, hi - 1);
-        next = hi + 1;
+    for (int i = 0; i < 3; i++) {
+        if (keep[i] >= next) {
+            close_from(next, keep[i] - 1);
+            next = keep[i] + 1;
+        }
     }
     close_from(next, 65535);
 }
@@ -277,7 +309,7 @@ static int setup(gs_agent_t *a, int *lockfd)
     const gs_agent_opts_t *o = a->o;
     sigset_t mask;
 
-    detach_stdio(o->ready_fd, o->report_fd);
+    detach_stdio(o->ready_fd, o->report_fd, o->watch_fd);
     snprintf(a->node_dir, sizeof(a->node_dir), "%s/%s", o->job_dir, o->node_name);
     sigemptyset(&mask);
     sigaddset(&mask, SIGCHLD);
@@ -297,7 +329,9 @@ static int setup(gs_agent_t *a, int *lockfd)
          * guard are both killed, a later gsrun here sees it is stale. */
         gs_rundir_claim(o->job_dir);
     }
-    if (o->watch_pid > 1) {
+    if (o->watch_fd >= 0) {
+        a->watch_fd = o->watch_fd; /* gsrun holds its other end while mpirun runs */
+    } else if (o->watch_pid > 1) {
         a->watch_fd = gs_proc_pidfd_open(o->watch_pid);
     }
     if (o->gsrun_pid > 1) {
@@ -332,12 +366,19 @@ int gs_agent_main(const gs_agent_opts_t *o)
         signal_ready(a, "error\n");
         return GS_EXIT_RUNDIR;
     }
-    code = plan_node(a);
+    a->prestart = getenv("GSRUN_MPS_PRESTART") == NULL || atoi(getenv("GSRUN_MPS_PRESTART")) != 0;
+    code = o->early ? gs_agent_early_start(a) : gs_agent_plan(a);
     gs_agent_mark(a, "planned");
-    if (code == 0) {
+    int nobody = code == GS_AGENT_NO_RANKS;
+    if (nobody) {
+        /* Started by gsrun on its node, which had no rank of the job. */
+        gs_agent_stop_mps(a);
+        gs_agent_report(a, 0, "no rank of the job ran on this node");
+        code = 0;
+    } else if (code == 0) {
         code = start_node(a, t_start);
     }
-    if (code == 0) {
+    if (code == 0 && !nobody) {
         gs_agent_serve(a);
         gs_agent_mark(a, "ranks gone");
         gs_agent_stop_mps(a);

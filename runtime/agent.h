@@ -28,6 +28,10 @@ typedef struct {
     int report_fd;   /* where the report goes when gsrun is not on this node (the
                       * node leader's stderr), -1 for none */
     int in_sequence; /* ranks start one after another: answer each at once */
+    int early;       /* started by gsrun before mpirun (local_size 0 until the
+                      * node's first rank tells it) */
+    int watch_fd;    /* early: a pipe whose other end gsrun holds while mpirun
+                      * runs (its hang-up is the launcher's end); else -1 */
 } gs_agent_opts_t;
 
 /* Runs the agent to the end; returns its exit status. */

@@ -5,6 +5,7 @@
  *   agent_ranks.c    the ranks: registration, tracking, ending the leftovers
  *   agent_guard.c    the guard: a child that ends the node's share of the job
  *                    if the agent itself is killed
+ *   agent_early.c    the early start on gsrun's node, before mpirun's ranks
  *   agent_place.c    placement: which GPU each rank gets, daemon cores clear
  *                    of the ranks' cores
  *   agent_report.c   the report: collected during the job, delivered to gsrun,
@@ -17,6 +18,7 @@
 #include <sys/types.h>
 
 #include "agent.h"
+#include "gs_error.h"
 #include "gpu.h"
 #include "mps.h"
 #include "policy.h"
@@ -40,6 +42,15 @@ typedef struct {
     char control[4096];
     gs_plan_t plan;
     gs_gpu_list_t gpus;
+    int discovered;       /* gpus, control and have_control are set */
+    int have_control;
+    char control_error[GS_ERROR_LEN];
+    int prestart;         /* start each daemon's server before any rank (GSRUN_MPS_PRESTART) */
+    int early_rc;         /* started early (by gsrun): MPS's start failed with early_err */
+    gs_error_t early_err;
+    char sock[256];       /* the registration socket's path */
+    long long early_ready_ms; /* early: when MPS was up (monotonic), 0 if not started */
+    long long size_ms;        /* early: when the node's first rank came */
     gs_mps_daemon_t daemon[GS_MAX_GPUS];
     char pinned[GS_MAX_GPUS][96];
     cpu_set_t daemon_cpus[GS_MAX_GPUS];
@@ -88,14 +99,33 @@ void gs_agent_deliver_report(const gs_agent_t *a);
 /* agent.c: removes the job dir when nobody else will (gsrun does not run on
  * this node, or is gone): the agent's and the guard's last step. */
 void gs_agent_drop_job_dir(const gs_agent_t *a);
+/* agent.c: finds the GPUs (NVML, CUDA_VISIBLE_DEVICES) and the control
+ * program. */
+void gs_agent_discover(gs_agent_t *a);
+/* agent.c: the node's plan for o->local_size ranks (discovering first if
+ * needed). Returns 0, or the exit code of a node-wide error (published). */
+int gs_agent_plan(gs_agent_t *a);
 
-/* agent_mps.c */
-int gs_agent_start_mps(gs_agent_t *a, gs_error_t *err);
+/* agent_early.c: the agent gsrun starts on its own node before mpirun:
+ * listens, discovers, starts MPS on the visible GPUs while mpirun launches,
+ * then waits for the node's first rank to say how many ranks the node has,
+ * and plans (stopping the daemons the plan does not use). Returns 0, a
+ * node-wide exit code (published), or GS_AGENT_NO_RANKS when the launcher
+ * ended first. */
+#define GS_AGENT_NO_RANKS (-1)
+int gs_agent_early_start(gs_agent_t *a);
+
+/* agent_mps.c: starts MPS on the first n GPUs (those not running yet);
+ * on failure stops every daemon. */
+int gs_agent_start_mps(gs_agent_t *a, int n, gs_error_t *err);
 void gs_agent_stop_mps(gs_agent_t *a);
+/* Stops the daemons of GPUs first and above (the plan does not use them). */
+void gs_agent_stop_mps_from(gs_agent_t *a, int first);
 void gs_agent_note_child_exits(gs_agent_t *a);
 
 /* agent_ranks.c */
-int gs_agent_listen(gs_agent_t *a, char *path, size_t len, gs_error_t *err);
+/* Listens on <node dir>/agent.sock (path in a->sock). */
+int gs_agent_listen(gs_agent_t *a, gs_error_t *err);
 /* Reads the signalfd: SIGCHLD is a child of ours (an MPS daemon, the guard)
  * and is noted; anything else tells the agent to stop (returns why). */
 const char *gs_agent_read_signals(gs_agent_t *a);

@@ -44,11 +44,21 @@ static void report_log_errors(gs_agent_t *a, int g)
 
 void gs_agent_stop_mps(gs_agent_t *a)
 {
-    for (int g = 0; g < a->ndaemons; g++) {
+    gs_agent_stop_mps_from(a, 0);
+}
+
+void gs_agent_stop_mps_from(gs_agent_t *a, int first)
+{
+    for (int g = first; g < a->ndaemons; g++) {
         gs_mps_daemon_t *d = &a->daemon[g];
         char note[512];
         long long t0 = gs_now_ms();
         int was_running = d->daemon_pid > 0;
+        gs_error_t ignored;
+        if (!a->prestart && was_running) {
+            /* Servers the clients started: known only now, for the escalation. */
+            gs_mps_record_servers(d, a->control, 1000, &ignored);
+        }
         int esc = gs_mps_stop(d, a->control, GS_AGENT_QUIT_TIMEOUT_MS, note, sizeof(note));
         if (esc) {
             gs_agent_report(a, 1, "GPU %d (%s): %s", g, d->uuid, note);
@@ -59,7 +69,9 @@ void gs_agent_stop_mps(gs_agent_t *a)
         gs_rundir_remove(d->pipe_dir);
         gs_rundir_remove(d->log_dir);
     }
-    a->ndaemons = 0;
+    if (first < a->ndaemons) {
+        a->ndaemons = first;
+    }
 }
 
 /* Prepares GPU g's directories and spawns its daemon, pinned near the GPU. */
@@ -102,21 +114,22 @@ static int spawn_one(gs_agent_t *a, int g, gs_error_t *err)
     return rc;
 }
 
-/* Starts MPS on every GPU of the plan. On failure stops what it started. */
-int gs_agent_start_mps(gs_agent_t *a, gs_error_t *err)
+int gs_agent_start_mps(gs_agent_t *a, int n, gs_error_t *err)
 {
     long long deadline = gs_now_ms() + (long long)a->o->cfg.timeout_s * 1000;
-    int rc = 0;
+    int rc = 0, first = a->ndaemons;
 
-    for (int g = 0; rc == 0 && g < a->plan.ngpus; g++) {
+    for (int g = first; rc == 0 && g < n; g++) {
         rc = spawn_one(a, g, err);
     }
     /* All daemons start in parallel; now wait for each to serve. */
-    for (int g = 0; rc == 0 && g < a->ndaemons; g++) {
+    for (int g = first; rc == 0 && g < a->ndaemons; g++) {
         gs_mps_daemon_t *d = &a->daemon[g];
         rc = gs_mps_wait_socket(d, deadline, err);
-        if (rc == 0) {
+        if (rc == 0 && a->prestart) {
             rc = gs_mps_start_server(d, a->control, getuid(), deadline, err);
+        } else if (rc == 0) {
+            d->ready_ms = gs_now_ms(); /* the first client starts the server */
         }
         if (rc != 0) {
             char why[GS_ERROR_LEN];

@@ -15,9 +15,11 @@
 #include "agent_int.h"
 #include "proc.h"
 
-int gs_agent_listen(gs_agent_t *a, char *path, size_t len, gs_error_t *err)
+int gs_agent_listen(gs_agent_t *a, gs_error_t *err)
 {
     struct sockaddr_un addr;
+    char *path = a->sock;
+    size_t len = sizeof(a->sock);
     int fd;
 
     if ((size_t)snprintf(path, len, "%s/%s", a->node_dir, GS_AGENT_SOCKET) >= len ||

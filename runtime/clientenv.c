@@ -38,6 +38,8 @@ int gs_clientenv_build(const gs_state_t *st, int local_rank, int local_size, gs_
     /* Internal to gsrun: the program has no use for them. */
     env->unset[env->nunset++] = "GSRUN_JOB_DIR";
     env->unset[env->nunset++] = "GSRUN_FORK_AGENT";
+    env->unset[env->nunset++] = "GSRUN_EARLY_AGENT";
+    env->unset[env->nunset++] = "GSRUN_T0";
 
     int gi = st->rank_gpu;
     if (gi < 0 || gi >= st->ngpus) {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "affinity.h"
+#include "agent.h"
 #include "proc.h"
 #include "rundir.h"
 
@@ -94,7 +95,7 @@ static int spawn_agent(const gs_node_req_t *req, const char *job_dir, int here, 
         return gs_error_set(err, e, "cannot start the node agent: %s", strerror(e));
     }
     if (pid == 0) {
-        char node[64], size[16], watch[16], gsrun[16], fd[16], rfd[16], seq[4];
+        char node[64], size[16], watch[16], gsrun[16], fd[16], rfd[16], seq[4], wfd[16];
         setsid();
         if (fork() != 0) {
             _exit(0);
@@ -119,9 +120,13 @@ static int spawn_agent(const gs_node_req_t *req, const char *job_dir, int here, 
         snprintf(fd, sizeof(fd), "%d", w);
         snprintf(rfd, sizeof(rfd), "%d", r);
         snprintf(seq, sizeof(seq), "%d", req->in_sequence ? 1 : 0);
+        /* Early: the launcher pipe, kept across exec (F_DUPFD clears CLOEXEC). */
+        int wf = req->early ? fcntl(req->early_watch_fd, F_DUPFD, 3) : -1;
+        snprintf(wfd, sizeof(wfd), "%d", wf);
         execl(req->agent_path, req->agent_path, "--job-dir", job_dir, "--node", node,
               "--local-size", size, "--watch-pid", watch, "--gsrun-pid", gsrun, "--ready-fd", fd,
-              "--report-fd", rfd, "--in-sequence", seq, (char *)NULL);
+              "--report-fd", rfd, "--in-sequence", seq, "--early", wf >= 0 ? "1" : "0",
+              "--watch-fd", wfd, (char *)NULL);
         _exit(127);
     }
     close(pfd[1]);
@@ -222,6 +227,58 @@ static int wait_ready(const gs_node_req_t *req, const char *node_dir, int ready_
     return 0;
 }
 
+/* The node leader, where gsrun started the agent early: the node's size. */
+static int tell_size(const char *node_dir, int local_size, int timeout_s, gs_error_t *err)
+{
+    struct sockaddr_un addr;
+    char reply[64];
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (fd < 0) {
+        return gs_error_set(err, errno, "socket: %s", strerror(errno));
+    }
+    memset(&addr, 0, sizeof(addr));
+    addr.sun_family = AF_UNIX;
+    snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/%s", node_dir, GS_AGENT_SOCKET);
+    if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
+        int e = errno;
+        close(fd);
+        return gs_error_set(err, e, "cannot reach the node agent gsrun started (%s): %s",
+                            addr.sun_path, strerror(e));
+    }
+    dprintf(fd, "size %d\n", local_size);
+    /* The agent answers once its early start of MPS is done or has failed
+     * (bounded by the same timeout, plus stopping what it started). */
+    long n = gs_read_line(fd, reply, sizeof(reply),
+                          gs_now_ms() + ((long long)timeout_s + 15) * 1000);
+    close(fd);
+    if (n <= 0 || strncmp(reply, "ok", 2) != 0) {
+        return gs_error_set(err, EPROTO, "the node agent gsrun started did not take the node's "
+                                         "size");
+    }
+    return 0;
+}
+
+int gs_node_start_early(const gs_node_req_t *req, gs_error_t *err)
+{
+    char node_dir[256], line[64];
+    int ready_rd = -1, rc;
+
+    if ((rc = gs_node_dir(req->job_dir, node_dir, sizeof(node_dir), err)) != 0 ||
+        (rc = gs_rundir_ensure(node_dir, err)) != 0 ||
+        (rc = spawn_agent(req, req->job_dir, 1, &ready_rd, err)) != 0) {
+        return rc;
+    }
+    /* Listening is the agent's first step (a few ms): then mpirun may start. */
+    long n = gs_read_line(ready_rd, line, sizeof(line), gs_now_ms() + 5000);
+    close(ready_rd);
+    if (n <= 0 || strncmp(line, "listening", 9) != 0) {
+        return gs_error_set(err, ECHILD, "the node agent did not start (%s)",
+                            n > 0 ? line : "no answer");
+    }
+    return 0;
+}
+
 /* The job's dirs on this node, then (with agent_path) the agent, then its
  * state. */
 static int reach_agent(const gs_node_req_t *req, char *node_dir, size_t len, gs_state_t *st,
@@ -238,7 +295,12 @@ static int reach_agent(const gs_node_req_t *req, char *node_dir, size_t len, gs_
         st->exit_code = GS_EXIT_RUNDIR;
         return rc;
     }
-    if (req->agent_path != NULL && (rc = spawn_agent(req, job_dir, here, &ready_rd, err)) != 0) {
+    if (req->agent_path != NULL && here && getenv("GSRUN_EARLY_AGENT") != NULL) {
+        rc = tell_size(node_dir, req->local_size, req->cfg->timeout_s, err);
+    } else if (req->agent_path != NULL) {
+        rc = spawn_agent(req, job_dir, here, &ready_rd, err);
+    }
+    if (rc != 0) {
         st->exit_code = GS_EXIT_SETUP;
         return rc;
     }
