@@ -1,6 +1,7 @@
 #!/bin/sh
 # Plots throughput against np per configuration from gpu_bench.sh's CSV
 # (median of the runs), one panel per program, into a PNG. Needs gnuplot.
+# Without a one-rank plain run in the CSV it plots time to solution instead.
 #   tests/bench/plot.sh bench.csv out.png
 set -eu
 csv=$1 png=$2
@@ -21,21 +22,27 @@ END {
     for (k in m) {
         split(k, f, " ")
         base = m[f[1] " 1 plain"]
-        if (base == "") continue
+        if (base == "") { print f[2], m[k] >> (dir "/" f[1] "." f[3] ".dat"); print "tts" > (dir "/mode"); continue }
         thr = (f[1] == "small_kernels" ? f[2] : 1) * base / m[k]
         print f[2], thr >> (dir "/" f[1] "." f[3] ".dat")
     }
 }' "$csv"
 for f in "$tmp"/*.dat; do sort -n "$f" -o "$f"; done
+rm -f "$tmp/mode.dat"
 {
     echo "set terminal pngcairo size 1200,500 font 'sans,10' noenhanced"
     echo "set output '$png'"
     echo "set multiplot layout 1,2"
     for p in small_kernels jacobi; do
-        echo "set title '$p: throughput relative to one rank without MPS (median of runs)'"
-        echo "set logscale x 2; set xlabel 'ranks on one GPU'; set ylabel 'relative throughput'; set key top left; set grid"
+        if [ -e "$tmp/mode" ]; then
+            echo "set title '$p: time to solution, s (median of runs; lower is better)'"
+            echo "set logscale x 2; set xlabel 'ranks on one GPU'; set ylabel 'seconds'; set key top left; set grid"
+        else
+            echo "set title '$p: throughput relative to one rank without MPS (median of runs)'"
+            echo "set logscale x 2; set xlabel 'ranks on one GPU'; set ylabel 'relative throughput'; set key top left; set grid"
+        fi
         cmd="plot"
-        for c in plain hand gsrun gsrun-100 gsrun-equal; do
+        for c in plain hand pre gsrun gsrun-100 gsrun-equal gsrun-floor; do
             [ -s "$tmp/$p.$c.dat" ] && cmd="$cmd '$tmp/$p.$c.dat' with linespoints title '$c',"
         done
         echo "${cmd%,}"
