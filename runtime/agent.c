@@ -353,6 +353,7 @@ int gs_agent_main(const gs_agent_opts_t *o)
 
     memset(a, 0, sizeof(*a));
     a->o = o;
+    a->stop_from = -1;
     a->started_ms = gs_wall_ms();
     /* The timeline counts from gsrun's start where gsrun runs the job (the
      * same clock on its node; other nodes' clocks may differ a little). */

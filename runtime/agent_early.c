@@ -76,9 +76,18 @@ int gs_agent_early_start(gs_agent_t *a)
     /* What gsrun's --mps=on check needs, while mpirun is launching. */
     tell_gsrun(a, "found", a->gpus.count, a->have_control);
     gs_agent_mark(a, "discovered");
+    /* A server holds a GPU in an exclusive compute mode: one that the plan
+     * leaves to a rank without MPS must not have one. There the servers
+     * wait for the plan. */
+    int prestart = a->prestart, exclusive = 0;
+    for (int g = 0; g < a->gpus.count; g++) {
+        exclusive |= a->gpus.gpu[g].exclusive;
+    }
     if (o->cfg.mps != GS_MPS_OFF && a->gpus.count > 0 && a->have_control) {
         int n = a->gpus.count < GS_MAX_GPUS ? a->gpus.count : GS_MAX_GPUS;
+        a->prestart = prestart && !exclusive;
         a->early_rc = gs_agent_start_mps(a, n, &a->early_err);
+        a->prestart = prestart;
         a->early_ready_ms = gs_now_ms();
         gs_agent_mark(a, "mps started");
     }
@@ -90,11 +99,18 @@ int gs_agent_early_start(gs_agent_t *a)
     }
     o->local_size = size;
     int code = gs_agent_plan(a);
-    if (code != 0 || !a->plan.use_mps) {
-        gs_agent_stop_mps(a);
+    if (code != 0) {
+        gs_agent_stop_mps(a); /* the node fails: nothing to wait for */
+    } else if (!a->plan.use_mps || a->plan.ngpus < a->ndaemons) {
+        /* Daemons the plan does not use stop once the ranks have registered:
+         * stopping a server takes up to 100 ms, which the ranks must not wait
+         * for. */
+        a->stop_from = a->plan.use_mps ? a->plan.ngpus : 0;
+    }
+    if (!a->plan.use_mps) {
         a->early_rc = 0; /* no MPS wanted: a failed start does not matter */
-    } else {
-        gs_agent_stop_mps_from(a, a->plan.ngpus);
+    } else if (code == 0 && a->early_rc == 0 && prestart && exclusive) {
+        a->early_rc = gs_agent_start_servers(a, a->plan.ngpus, &a->early_err);
     }
     return code;
 }

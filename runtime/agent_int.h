@@ -51,6 +51,8 @@ typedef struct {
     char sock[256];       /* the registration socket's path */
     long long early_ready_ms; /* early: when MPS was up (monotonic), 0 if not started */
     long long size_ms;        /* early: when the node's first rank came */
+    int stop_from;            /* early: daemons from this GPU on are not in the plan;
+                               * stopped once the ranks have registered, -1: none */
     gs_mps_daemon_t daemon[GS_MAX_GPUS];
     char pinned[GS_MAX_GPUS][96];
     cpu_set_t daemon_cpus[GS_MAX_GPUS];
@@ -119,6 +121,9 @@ int gs_agent_early_start(gs_agent_t *a);
  * on failure stops every daemon. */
 int gs_agent_start_mps(gs_agent_t *a, int n, gs_error_t *err);
 void gs_agent_stop_mps(gs_agent_t *a);
+/* start_server on the first n daemons (started without); on failure stops
+ * every daemon. */
+int gs_agent_start_servers(gs_agent_t *a, int n, gs_error_t *err);
 /* Stops the daemons of GPUs first and above (the plan does not use them). */
 void gs_agent_stop_mps_from(gs_agent_t *a, int first);
 void gs_agent_note_child_exits(gs_agent_t *a);

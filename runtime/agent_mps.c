@@ -143,6 +143,22 @@ int gs_agent_start_mps(gs_agent_t *a, int n, gs_error_t *err)
     return rc;
 }
 
+int gs_agent_start_servers(gs_agent_t *a, int n, gs_error_t *err)
+{
+    long long deadline = gs_now_ms() + (long long)a->o->cfg.timeout_s * 1000;
+    for (int g = 0; g < n && g < a->ndaemons; g++) {
+        int rc = gs_mps_start_server(&a->daemon[g], a->control, getuid(), deadline, err);
+        if (rc != 0) {
+            char why[GS_ERROR_LEN];
+            snprintf(why, sizeof(why), "GPU %d (%s): %s", g, a->daemon[g].uuid, err->text);
+            snprintf(err->text, sizeof(err->text), "%s", why);
+            gs_agent_stop_mps(a);
+            return rc;
+        }
+    }
+    return 0;
+}
+
 void gs_agent_note_child_exits(gs_agent_t *a)
 {
     int st;

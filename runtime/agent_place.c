@@ -225,6 +225,10 @@ void gs_agent_place_flush(gs_agent_t *a)
         }
     }
     a->placed = 1;
+    if (a->stop_from >= 0) {
+        gs_agent_stop_mps_from(a, a->stop_from);
+        a->stop_from = -1;
+    }
     for (int g = 0; g < a->place_n && a->o->cfg.verbose; g++) {
         char list[256];
         ranks_of(a, g, list, sizeof(list));

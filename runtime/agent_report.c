@@ -100,7 +100,7 @@ void gs_agent_write_status(const gs_agent_t *a)
 {
     static gs_status_t s;
     gs_error_t err;
-    int on = a->ndaemons > 0;
+    int on = a->plan.use_mps && a->ndaemons > 0;
 
     memset(&s, 0, sizeof(s));
     snprintf(s.mps, sizeof(s.mps), "%s", on ? "on" : "off");

@@ -30,6 +30,7 @@ typedef struct {
     int (*mig_mode)(gs_nvml_device_t, unsigned int *, unsigned int *);
     int (*mig_max)(gs_nvml_device_t, unsigned int *);
     int (*mig_handle)(gs_nvml_device_t, unsigned int, gs_nvml_device_t *);
+    int (*compute_mode)(gs_nvml_device_t, int *);
     const char *(*error_string)(int);
 } gs_nvml_t;
 
@@ -60,6 +61,7 @@ static void load_symbols(void *lib, gs_nvml_t *n)
     *(void **)&n->mig_mode = dlsym(lib, "nvmlDeviceGetMigMode");
     *(void **)&n->mig_max = dlsym(lib, "nvmlDeviceGetMaxMigDeviceCount");
     *(void **)&n->mig_handle = dlsym(lib, "nvmlDeviceGetMigDeviceHandleByIndex");
+    *(void **)&n->compute_mode = dlsym(lib, "nvmlDeviceGetComputeMode");
     *(void **)&n->error_string = dlsym(lib, "nvmlErrorString");
 }
 
@@ -82,6 +84,10 @@ static void describe_gpu(const gs_nvml_t *n, gs_nvml_device_t dev, unsigned int 
                  pci.device;
     } else {
         g->bus = i; /* NVML's own order is the PCI order */
+    }
+    int mode = 0; /* NVML_COMPUTEMODE_EXCLUSIVE_THREAD 1, _EXCLUSIVE_PROCESS 3 */
+    if (n->compute_mode != NULL && n->compute_mode(dev, &mode) == 0) {
+        g->exclusive = mode == 1 || mode == 3;
     }
     if (n->cores != NULL && n->max_clock != NULL && n->cores(dev, &cores) == 0 &&
         n->max_clock(dev, GS_NVML_CLOCK_SM, &mhz) == 0) {

@@ -369,6 +369,9 @@ int gs_mps_stop(gs_mps_daemon_t *d, const char *control, int quit_timeout_ms, ch
     if (d->daemon_pid > 1 && !daemon_exited(d)) {
         qrc = gs_mps_command(control, d->pipe_dir, "quit", NULL, 0, quit_timeout_ms, &qerr);
         long long left = deadline - gs_now_ms();
+        if (qrc != 0 && left > 200) {
+            left = 200; /* quit did not reach it (no socket, say): it will not go by itself */
+        }
         if (gs_proc_wait(d->daemon_pid, left > 0 ? (int)left : 0, &d->daemon_status) == 0) {
             d->daemon_reaped = 1;
         } else {

@@ -168,6 +168,12 @@ static int handle(int fd)
         if (nservers == 0) {
             start_server();
         }
+        const char *rec = getenv("FAKE_MPS_RECORD");
+        FILE *f = rec ? fopen(rec, "a") : NULL;
+        if (f) {
+            fprintf(f, "start_server gpu=%s\n", env_or("CUDA_VISIBLE_DEVICES", "(unset)"));
+            fclose(f);
+        }
     } else if (strcmp(buf, "get_server_list") == 0) {
         size_t k = 0;
         for (int i = 0; i < nservers; i++) {

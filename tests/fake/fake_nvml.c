@@ -8,6 +8,7 @@
  *   FAKE_NVML_BUS=B,B        per GPU, its PCI bus number (default its index)
  *   FAKE_NVML_CORES=C,C      per GPU, its CUDA cores (default: not supported)
  *   FAKE_NVML_MIG=G:N,G:N    GPU G is in MIG mode with N instances
+ *   FAKE_NVML_COMPUTE_MODE=M every GPU's compute mode (0 Default, 3 Exclusive_Process)
  *
  * A MIG instance's handle is 0x10000 + 0x100 * GPU + instance. */
 #include <stdio.h>
@@ -207,5 +208,13 @@ int nvmlDeviceGetMigDeviceHandleByIndex(void *dev, unsigned int index, void **mi
         return NVML_ERROR_NOT_FOUND;
     }
     *mig = (void *)(MIG_BASE + 0x100UL * (unsigned long)gpu_of(dev) + index);
+    return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetComputeMode(void *dev, int *mode)
+{
+    const char *m = getenv("FAKE_NVML_COMPUTE_MODE");
+    (void)dev;
+    *mode = m ? atoi(m) : 0;
     return NVML_SUCCESS;
 }

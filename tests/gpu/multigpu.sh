@@ -16,7 +16,7 @@ nps=${GSRUN_MGPU_NPS:-4 8 16 32 17}
 pass=0 fail=0
 ok() { pass=$((pass + 1)); echo "ok - $*"; }
 notok() { fail=$((fail + 1)); echo "not ok - $*"; }
-check() { local d=$1; shift; if "$@"; then ok "$d"; else notok "$d"; fi; }
+check() { local d=$1; shift; if "$@"; then ok "$d"; else notok "$d"; return 1; fi; }
 
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 if [ "$ngpu" -lt 2 ]; then
@@ -41,7 +41,8 @@ clean() { # clean "context"
     local after left
     after=$(mps_procs)
     left=$(ls -d "${TMPDIR:-/tmp}"/gsrun.* 2>/dev/null | tr '\n' ' ')
-    check "$1: no MPS process and no run directory left" [ "$after" = "$before" ] && [ -z "$left" ] ||
+    [ "$after" = "$before" ] && [ -z "$left" ]
+    check "$1: no MPS process and no run directory left" [ $? -eq 0 ] ||
         echo "# left: processes [$after] dirs [$left]"
 }
 total_sms=$("$GSRUN" --mps=off -np 1 "$PROBE" --iters 1 2>/dev/null | sed -n 's/.* sms=\([0-9]*\) .*/\1/p' | head -1)
@@ -81,8 +82,8 @@ for np in $nps; do
     used=$((np < ngpu ? np : ngpu))
     daemons=$(grep -c "MPS control daemon [0-9]* on" "$out")
     cores=$(grep -o "MPS control daemon [0-9]* on core [0-9]*" "$out" | awk '{print $NF}' | sort -u | wc -l)
-    check "np $np: one daemon per GPU ($daemons of $used), on $cores distinct cores" \
-        [ "$daemons" -eq "$used" ] && [ "$cores" -eq "$used" ]
+    [ "$daemons" -eq "$used" ] && [ "$cores" -eq "$used" ]
+    check "np $np: one daemon per GPU ($daemons of $used), on $cores distinct cores" [ $? -eq 0 ]
     clean "np $np"
     rm -f "$out"
 done
@@ -126,8 +127,9 @@ clean "memory limit"
 # One rank per GPU: no MPS, each rank its own GPU.
 "$GSRUN" -v -np "$ngpu" "$PROBE" >"$out" 2>&1
 grep -v "^rank " "$out" | sed 's/^/# one per GPU: /'
-check "$ngpu ranks, auto: no MPS, $ngpu distinct GPUs" [ "$(grep -c 'mps=0 .*result=ok' "$out")" -eq "$ngpu" ] &&
+[ "$(grep -c 'mps=0 .*result=ok' "$out")" -eq "$ngpu" ] &&
     [ "$(grep -o 'gpu=GPU-[0-9a-f-]*' "$out" | sort -u | wc -l)" -eq "$ngpu" ]
+check "$ngpu ranks, auto: no MPS, $ngpu distinct GPUs" [ $? -eq 0 ]
 "$GSRUN" --gpu-bind=none -np "$ngpu" "$PROBE" >"$out" 2>&1
 check "--gpu-bind=none: every rank on CUDA's device 0 (one GPU)" \
     [ "$(grep -o 'gpu=GPU-[0-9a-f-]*' "$out" | sort -u | wc -l)" -eq 1 ]

@@ -50,10 +50,10 @@ not_ok() {
     T_FAIL=$((T_FAIL + 1))
     echo "not ok $T_N - $*"
 }
-check() { # check "description" command...
-    local d=$1
+check() { # check "description" command...: one test; returns the command's
+    local d=$1    # verdict, so that `check ... || diag FILE` shows why it failed
     shift
-    if "$@"; then ok "$d"; else not_ok "$d"; fi
+    if "$@"; then ok "$d"; else not_ok "$d"; return 1; fi
 }
 diag() { sed 's/^/# /' "$@"; }
 

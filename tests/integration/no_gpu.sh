@@ -13,7 +13,8 @@ check_clean "no GPU, auto"
 
 "$GSRUN" --mps=off -np 3 "$PROG" >"$OUT" 2>"$ERR"
 rc=$?
-check "--mps=off: status 0, no notice" [ $rc -eq 0 ] && [ ! -s "$ERR" ]
+[ $rc -eq 0 ] && [ ! -s "$ERR" ]
+check "--mps=off: status 0, no notice" [ $? -eq 0 ]
 check "--mps=off: plain mpirun, gsrun sets nothing" [ "$(grep -c 'mps=- ' "$OUT")" -eq 3 ]
 check_clean "--mps=off"
 

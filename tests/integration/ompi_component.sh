@@ -49,14 +49,15 @@ FAKE_NVML_GPUS=4 FAKE_NVML_NEAR_CPUS="0;0;1;1" rtc_run -x FAKE_NVML_NEAR_CPUS --
     --mca rtc_gsrun_mps_memory_limit 1G -np 8 --bind-to core:overload-allowed --map-by core "$PROG"
 rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
-check "4 GPUs, 8 bound ranks: status 0 in ${ms} ms (no wait for placement)" [ $rc -eq 0 ] && [ $ms -lt 10000 ]
-check "  ... blocks of 2 per GPU at 100 %, memory limit 1024 MiB each" \
-    [ "$(grep -c 'mps=1 .*pct=100 .*gpuranks=2 .*memlimit=0=1024MB$' "$OUT")" -eq 8 ] &&
+[ $rc -eq 0 ] && [ $ms -lt 10000 ]
+check "4 GPUs, 8 bound ranks: status 0 in ${ms} ms (no wait for placement)" [ $? -eq 0 ]
+[ "$(grep -c 'mps=1 .*pct=100 .*gpuranks=2 .*memlimit=0=1024MB$' "$OUT")" -eq 8 ] &&
     [ "$(grep -o 'uuid=[^ ]*' "$OUT" | sort -u | wc -l)" -eq 4 ]
+check "  ... blocks of 2 per GPU at 100 %, memory limit 1024 MiB each" [ $? -eq 0 ]
 check_clean "4 GPUs"
 rtc_run --mca rtc_gsrun_mps_memory_limit lots -np 2 "$PROG"
-check "rtc_gsrun_mps_memory_limit=lots: status 2 naming the parameter" \
-    [ $? -eq 2 ] && grep -q "MCA parameter rtc_gsrun_mps_memory_limit: invalid value 'lots'" "$ERR"
+[ $? -eq 2 ] && grep -q "MCA parameter rtc_gsrun_mps_memory_limit: invalid value 'lots'" "$ERR"
+check "rtc_gsrun_mps_memory_limit=lots: status 2 naming the parameter" [ $? -eq 0 ]
 check_clean "bad memory limit"
 
 rtc_run -np 4 "$PROG"
@@ -69,8 +70,8 @@ check "rtc_gsrun_mps=off: status 0, no MPS variable, no gsrun line" \
     [ $? -eq 0 -a "$(grep -c ' mps=- pipe=- ' "$OUT")" -eq 4 -a ! -s "$ERR" ]
 check_clean "off"
 rtc_run --mca rtc_gsrun_verbose 1 -np 1 "$PROG"
-check "auto, 1 rank on 1 GPU: MPS off and why" \
-    [ $? -eq 0 -a "$(grep -c ' mps=0 ' "$OUT")" -eq 1 ] && grep -q "MPS off" "$ERR"
+[ $? -eq 0 -a "$(grep -c ' mps=0 ' "$OUT")" -eq 1 ] && grep -q "MPS off" "$ERR"
+check "auto, 1 rank on 1 GPU: MPS off and why" [ $? -eq 0 ]
 check_clean "one rank"
 
 # --- exit status, output and signals as with plain mpirun ------------------------
