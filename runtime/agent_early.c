@@ -26,11 +26,13 @@ static void tell_gsrun(gs_agent_t *a, const char *word, int x, int y)
     }
 }
 
-/* One connection from the node's first rank: "size <local ranks>\n".
- * Returns the size, 0 if the launcher ended first or the agent was told to
- * stop. */
+/* One connection from the node's first rank: "size <local ranks>
+ * <launcher PID>\n" (the PID only for `gsrun status`: the pipe from gsrun
+ * says when the launcher is gone). Returns the size, 0 if the launcher ended
+ * first or the agent was told to stop. */
 static int wait_for_size(gs_agent_t *a)
 {
+    gs_agent_opts_t *o = (gs_agent_opts_t *)a->o;
     for (;;) {
         struct pollfd p[3] = {{a->listen_fd, POLLIN, 0}, {a->watch_fd, POLLIN, 0},
                               {a->sig_fd, POLLIN, 0}};
@@ -42,15 +44,16 @@ static int wait_for_size(gs_agent_t *a)
         }
         if (p[0].revents & POLLIN) {
             char buf[64];
-            int n = 0, fd = accept4(a->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+            int n = 0, launcher = 0, fd = accept4(a->listen_fd, NULL, NULL, SOCK_CLOEXEC);
             if (fd < 0) {
                 continue;
             }
             /* The node dir is 0700: only the job's user can connect here. */
             if (gs_read_line(fd, buf, sizeof(buf), gs_now_ms() + 2000) > 0 &&
-                sscanf(buf, "size %d", &n) == 1 && n > 0 && n <= 1 << 20) {
+                sscanf(buf, "size %d %d", &n, &launcher) >= 1 && n > 0 && n <= 1 << 20) {
                 dprintf(fd, "ok\n");
                 close(fd);
+                o->watch_pid = launcher > 1 ? launcher : 0;
                 return n;
             }
             dprintf(fd, "error expected the node's size\n");

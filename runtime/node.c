@@ -228,7 +228,8 @@ static int wait_ready(const gs_node_req_t *req, const char *node_dir, int ready_
 }
 
 /* The node leader, where gsrun started the agent early: the node's size. */
-static int tell_size(const char *node_dir, int local_size, int timeout_s, gs_error_t *err)
+static int tell_size(const char *node_dir, int local_size, pid_t launcher, int timeout_s,
+                     gs_error_t *err)
 {
     struct sockaddr_un addr;
     char reply[64];
@@ -246,7 +247,7 @@ static int tell_size(const char *node_dir, int local_size, int timeout_s, gs_err
         return gs_error_set(err, e, "cannot reach the node agent gsrun started (%s): %s",
                             addr.sun_path, strerror(e));
     }
-    dprintf(fd, "size %d\n", local_size);
+    dprintf(fd, "size %d %d\n", local_size, (int)launcher);
     /* The agent answers once its early start of MPS is done or has failed
      * (bounded by the same timeout, plus stopping what it started). */
     long n = gs_read_line(fd, reply, sizeof(reply),
@@ -296,7 +297,7 @@ static int reach_agent(const gs_node_req_t *req, char *node_dir, size_t len, gs_
         return rc;
     }
     if (req->agent_path != NULL && here && getenv("GSRUN_EARLY_AGENT") != NULL) {
-        rc = tell_size(node_dir, req->local_size, req->cfg->timeout_s, err);
+        rc = tell_size(node_dir, req->local_size, req->launcher_pid, req->cfg->timeout_s, err);
     } else if (req->agent_path != NULL) {
         rc = spawn_agent(req, job_dir, here, &ready_rd, err);
     }

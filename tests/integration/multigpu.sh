@@ -108,7 +108,7 @@ for _ in $(seq 100); do
 done
 diag "$TEST_TMP/st"
 check "status: one job, MPS on, 8 of 8 ranks registered, 8 alive" \
-    grep -q "^job gsrun\.[A-Za-z0-9]* (uid $(id -u)): agent [0-9]*, launcher [0-9]*, gsrun [0-9]*, up [0-9.]* s, MPS on, 8 of 8 ranks registered, 8 alive" "$TEST_TMP/st"
+    grep -q "^job gsrun\.[A-Za-z0-9]* (uid $(id -u)): agent [0-9]*, launcher [1-9][0-9]*, gsrun [0-9]*, up [0-9.]* s, MPS on, 8 of 8 ranks registered, 8 alive" "$TEST_TMP/st"
 check "  ... each GPU: daemon, core, server, share, its ranks" \
     [ "$(grep -c '^  GPU [0-3] (Fake GPU [0-3], GPU-fa4e.*): daemon [0-9]* on .*, server [0-9]*, 100%, ranks [0-9,]*: 2 registered, 2 alive$' "$TEST_TMP/st")" -eq 4 ]
 check "  ... GPU 2 has ranks 1 and 3" grep -q "^  GPU 2 .* ranks 1,3: " "$TEST_TMP/st"
