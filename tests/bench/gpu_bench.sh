@@ -100,6 +100,18 @@ now() { date +%s.%N; }
 mem_used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1; }
 idle_mem=$(mem_used)
 
+# Quits a daemon started by hand in DIR and waits until it is gone: no
+# process, or a zombie (the -d daemon's parent may not reap it).
+quit_by_hand() { # quit_by_hand DIR
+    local pid
+    pid=$(cat "$1/p/nvidia-cuda-mps-control.pid" 2>/dev/null)
+    echo quit | CUDA_MPS_PIPE_DIRECTORY=$1/p "$control" >/dev/null
+    while [ -n "$pid" ] && [ -e "/proc/$pid" ] && [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != Z ]; do
+        sleep 0.005
+    done
+    rm -rf "$1"
+}
+
 run_one() { # run_one config np rep
     local cfg=$1 n=$2 rep=$3 out t0 t1 rc pct d pid mon
     out=$(mktemp)
@@ -128,13 +140,7 @@ run_one() { # run_one config np rep
         CUDA_MPS_PIPE_DIRECTORY=$d/p CUDA_MPS_LOG_DIRECTORY=$d/l timeout "$timeout_s" \
             mpirun -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY -np "$n" "$prog" $args >"$out" 2>&1
         rc=$?
-        pid=$(cat "$d/p/nvidia-cuda-mps-control.pid" 2>/dev/null)
-        echo quit | CUDA_MPS_PIPE_DIRECTORY=$d/p "$control" >/dev/null
-        # "Gone" is no process or a zombie (the -d daemon's parent may not reap it).
-        while [ -n "$pid" ] && [ -e "/proc/$pid" ] && [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != Z ]; do
-            sleep 0.005
-        done
-        rm -rf "$d"
+        quit_by_hand "$d"
         ;;
     gsrun) timeout "$timeout_s" "$gsrun" --mps=on -np "$n" "$prog" $args >"$out" 2>&1; rc=$? ;;
     gsrun-100) timeout "$timeout_s" "$gsrun" --mps=on --mps-percentage=off -np "$n" "$prog" $args >"$out" 2>&1; rc=$? ;;
@@ -150,14 +156,7 @@ run_one() { # run_one config np rep
         ;;
     esac
     t1=$(now)
-    if [ "$cfg" = pre ]; then
-        pid=$(cat "$d/p/nvidia-cuda-mps-control.pid" 2>/dev/null)
-        echo quit | CUDA_MPS_PIPE_DIRECTORY=$d/p "$control" >/dev/null
-        while [ -n "$pid" ] && [ -e "/proc/$pid" ] && [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != Z ]; do
-            sleep 0.005
-        done
-        rm -rf "$d"
-    fi
+    [ "$cfg" = pre ] && quit_by_hand "$d"
     kill "$mon" 2>/dev/null
     wait "$mon" 2>/dev/null
     local peak line tts init first ok result

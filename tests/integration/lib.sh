@@ -104,6 +104,16 @@ check_clean() { # check_clean "context"
     fi
 }
 
+# Polls `gsrun status` into FILE until PATTERN shows (5 s at most).
+wait_status() { # wait_status FILE PATTERN
+    for _ in $(seq 100); do
+        "$GSRUN" status >"$1" 2>&1
+        grep -q "$2" "$1" && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
 finish() {
     rm -rf "$TEST_TMP"
     echo "1..$T_N"

@@ -88,11 +88,7 @@ check_clean "concurrent jobs"
 # up while the ranks run, and go when they end.
 GSRUN_TEST_NO_PIDFD=1 gsrun_fake 1 -x GSRUN_TEST_NO_PIDFD -np 4 "$PROG" --sleep 2500 >"$OUT" 2>"$ERR" &
 job=$!
-for _ in $(seq 60); do
-    "$GSRUN" status >"$TEST_TMP/st" 2>&1
-    grep -q "4 of 4 ranks registered" "$TEST_TMP/st" && break
-    sleep 0.05
-done
+wait_status "$TEST_TMP/st" "4 of 4 ranks registered"
 sleep 1
 "$GSRUN" status >"$TEST_TMP/st" 2>&1
 check "without pidfds: MPS still up with 4 ranks alive a second into the job" \
