@@ -9,55 +9,25 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
-#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "config.h"
-#include "gpu.h"
 #include "helpers.h"
+#include "reports.h"
 #include "status_main.h"
+#include "supervise.h"
 #include "node.h"
 #include "options.h"
 #include "preflight.h"
 #include "proc.h"
 #include "rundir.h"
-
-/* How long gsrun waits, after mpirun, for node agents to stop MPS: their
- * own bounds (quit, SIGTERM, SIGKILL) add up to less. */
-#define GS_AGENT_WAIT_MS 20000
-
-static int sigpipe_fd[2] = {-1, -1};
-
-static void on_signal(int sig, siginfo_t *si, void *ctx)
-{
-    (void)ctx;
-    /* Only record it: the main loop decides. A signal the terminal sent went
-     * to mpirun too (same process group), so only those sent by a process
-     * to gsrun itself (si_code <= 0) are forwarded. */
-    unsigned char msg[2] = {(unsigned char)sig, (unsigned char)(si != NULL && si->si_code <= 0)};
-    int saved = errno;
-    if (write(sigpipe_fd[1], msg, sizeof(msg)) < 0) {
-        /* The pipe is full: enough signals are pending already. */
-    }
-    errno = saved;
-}
-
-static void on_alarm(int sig)
-{
-    (void)sig; /* only interrupts a blocking flock */
-}
-
-static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, 0};
 
 static void die(int code, const char *msg)
 {
@@ -116,74 +86,6 @@ static int take_user_fork_agent(char **args, int *nargs, char *agent, size_t len
     return 0;
 }
 
-/* Waits until every node agent of this job has released its node dir: a
- * blocking lock, interrupted by an alarm at the deadline. */
-static void wait_for_agents(const char *job_dir, int timeout_ms)
-{
-    int fds[64];
-    char names[64][64];
-    long long deadline = gs_now_ms() + timeout_ms;
-    int n = gs_rundir_open_nodes(job_dir, fds, names, 64);
-
-    for (int i = 0; i < n; i++) {
-        long long left = deadline - gs_now_ms();
-        int locked;
-        if (left > 0) {
-            struct itimerval it = {{0, 0}, {(time_t)(left / 1000), (suseconds_t)(left % 1000) * 1000}};
-            struct itimerval off = {{0, 0}, {0, 0}};
-            setitimer(ITIMER_REAL, &it, NULL);
-            locked = flock(fds[i], LOCK_EX) == 0;
-            setitimer(ITIMER_REAL, &off, NULL);
-        } else {
-            locked = flock(fds[i], LOCK_EX | LOCK_NB) == 0;
-        }
-        if (!locked) {
-            fprintf(stderr,
-                    "gsrun: the node agent of %s has not finished stopping MPS after %d s; "
-                    "leaving it running (its directory is %s/%s)\n",
-                    names[i], timeout_ms / 1000, job_dir, names[i]);
-        }
-        close(fds[i]);
-    }
-}
-
-/* Prints the agents' reports: always with -v, otherwise those with problems. */
-static int print_reports(const char *job_dir, int verbose)
-{
-    DIR *d = opendir(job_dir);
-    struct dirent *e;
-    int problems = 0;
-
-    if (d == NULL) {
-        return 0;
-    }
-    while ((e = readdir(d)) != NULL) {
-        size_t n = strlen(e->d_name);
-        if (n < 8 || strcmp(e->d_name + n - 7, ".report") != 0) {
-            continue;
-        }
-        char path[4200], line[1024];
-        int p = 0;
-        snprintf(path, sizeof(path), "%s/%s", job_dir, e->d_name);
-        FILE *f = fopen(path, "re");
-        if (f == NULL) {
-            continue;
-        }
-        if (fgets(line, sizeof(line), f) != NULL) {
-            sscanf(line, "gsrun-report problems=%d", &p);
-        }
-        problems += p;
-        while ((verbose || p > 0) && fgets(line, sizeof(line), f) != NULL) {
-            if (verbose || strncmp(line, "problem: ", 9) == 0) {
-                fprintf(stderr, "gsrun: %s", line);
-            }
-        }
-        fclose(f);
-    }
-    closedir(d);
-    return problems;
-}
-
 /* A launcher given explicitly must be Open MPI's mpirun: gsrun relies on its
  * fork agent parameter. Its --version is asked (bounded to 10 s). */
 static int check_open_mpi(const char *launcher, gs_error_t *err)
@@ -223,13 +125,6 @@ static int check_open_mpi(const char *launcher, gs_error_t *err)
                             launcher, first);
     }
     return 0;
-}
-
-static int exec_launcher(const char *launcher, char **argv)
-{
-    execv(launcher, argv);
-    fprintf(stderr, "gsrun: cannot run launcher '%s': %s\n", launcher, strerror(errno));
-    return errno == ENOENT ? GS_EXIT_NOTFOUND : GS_EXIT_NOEXEC;
 }
 
 static void print_command(char **cmd)
@@ -354,87 +249,6 @@ static int start_agent_early(const gs_opts_t *o, const char *agent, const char *
     return w[1];
 }
 
-/* Runs the launcher as our child and waits for it, forwarding signals.
- * Returns its wait status. */
-static int supervise(char *launcher, char **cmd, const char *job_dir)
-{
-    struct sigaction sa;
-    int status = 0;
-    pid_t self = getpid(), child;
-
-    if (pipe2(sigpipe_fd, O_CLOEXEC | O_NONBLOCK) != 0) {
-        gs_rundir_remove(job_dir);
-        die(GS_EXIT_SETUP, "pipe failed");
-    }
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_sigaction = on_signal;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    for (const int *s = forwarded; *s != 0; s++) {
-        sigaction(*s, &sa, NULL);
-    }
-    child = fork();
-    if (child < 0) {
-        gs_rundir_remove(job_dir);
-        die(GS_EXIT_SETUP, "cannot fork the launcher");
-    }
-    if (child == 0) {
-        for (const int *s = forwarded; *s != 0; s++) {
-            signal(*s, SIG_DFL);
-        }
-        /* If gsrun is killed (SIGKILL: nothing to forward), mpirun dies too;
-         * its orteds then end their ranks, and every node agent ends what is
-         * left of its node. SIGKILL rather than SIGTERM: on the simulated
-         * cluster the other hosts' ranks were gone 1.2 s after mpirun's
-         * SIGKILL but 2.1 s after its SIGTERM (plain mpirun, 12 ranks). */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != self) {
-            _exit(128 + SIGKILL);
-        }
-        _exit(exec_launcher(launcher, cmd));
-    }
-
-    /* Wait for mpirun through its pidfd (or a short poll where the kernel
-     * has none), handling forwarded signals as they come. */
-    int child_fd = gs_proc_pidfd_open(child);
-    for (;;) {
-        pid_t r = waitpid(child, &status, WNOHANG);
-        if (r == child) {
-            break;
-        }
-        struct pollfd p[2] = {{sigpipe_fd[0], POLLIN, 0}, {child_fd, POLLIN, 0}};
-        int pr = poll(p, child_fd >= 0 ? 2 : 1, child_fd >= 0 ? -1 : 5);
-        if (pr > 0 && (p[0].revents & POLLIN)) {
-            unsigned char msg[2];
-            while (read(sigpipe_fd[0], msg, sizeof(msg)) == (ssize_t)sizeof(msg)) {
-                if (msg[1]) {
-                    kill(child, msg[0]);
-                }
-            }
-        }
-    }
-    if (child_fd >= 0) {
-        close(child_fd);
-    }
-    return status;
-}
-
-/* Exits as the launcher did: its status, or death by its signal. */
-static int exit_like(int status)
-{
-    if (WIFSIGNALED(status)) {
-        int sig = WTERMSIG(status);
-        signal(sig, SIG_DFL);
-        sigset_t s;
-        sigemptyset(&s);
-        sigaddset(&s, sig);
-        sigprocmask(SIG_UNBLOCK, &s, NULL);
-        raise(sig);
-        return 128 + sig;
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-}
-
 /* Checks the launcher and the control program named by the user. Returns 0
  * or gsrun's exit status for the failure (reported). */
 static int check_programs(gs_opts_t *o, char *launcher, size_t len)
@@ -510,7 +324,7 @@ int main(int argc, char **argv)
             print_command(args);
             return 0;
         }
-        return exec_launcher(launcher, args);
+        return gs_exec_launcher(launcher, args);
     }
     if (gs_helper_path("gsrun-shim", shim, sizeof(shim), &err) != 0 ||
         gs_helper_path("gsrun-agent", agent, sizeof(agent), &err) != 0) {
@@ -542,20 +356,18 @@ int main(int argc, char **argv)
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     int launcher_pipe = start_agent_early(&o, agent, job_dir);
     long long t_launch = gs_wall_ms() - gsrun_t0_ms;
-    int status = supervise(launcher, cmd, job_dir);
+    int status = gs_supervise(launcher, cmd, &err);
     long long t_exited = gs_wall_ms() - gsrun_t0_ms;
     if (launcher_pipe >= 0) {
         close(launcher_pipe); /* mpirun is gone: the early agent may end */
     }
-    struct sigaction alrm;
-    memset(&alrm, 0, sizeof(alrm));
-    alrm.sa_handler = on_alarm;
-    sigemptyset(&alrm.sa_mask);
-    sigaction(SIGALRM, &alrm, NULL);
-
-    wait_for_agents(job_dir, GS_AGENT_WAIT_MS);
+    gs_wait_for_agents(job_dir, GS_AGENT_WAIT_MS);
     long long t_agents = gs_wall_ms() - gsrun_t0_ms;
-    print_reports(job_dir, o.cfg.verbose);
+    if (status < 0) {
+        gs_rundir_remove(job_dir);
+        die(GS_EXIT_SETUP, err.text);
+    }
+    gs_print_reports(job_dir, o.cfg.verbose);
     if (o.cfg.verbose >= 2) {
         fprintf(stderr, "gsrun: timeline (ms after gsrun started): mpirun started %lld, mpirun "
                         "exited %lld, node agents done %lld\n",
@@ -565,5 +377,5 @@ int main(int argc, char **argv)
     while (waitpid(-1, NULL, WNOHANG) > 0) {
         /* reap agents and orphans handed to us as subreaper */
     }
-    return exit_like(status);
+    return gs_exit_like(status);
 }

@@ -100,17 +100,7 @@ now() { date +%s.%N; }
 mem_used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1; }
 idle_mem=$(mem_used)
 
-# Quits a daemon started by hand in DIR and waits until it is gone: no
-# process, or a zombie (the -d daemon's parent may not reap it).
-quit_by_hand() { # quit_by_hand DIR
-    local pid
-    pid=$(cat "$1/p/nvidia-cuda-mps-control.pid" 2>/dev/null)
-    echo quit | CUDA_MPS_PIPE_DIRECTORY=$1/p "$control" >/dev/null
-    while [ -n "$pid" ] && [ -e "/proc/$pid" ] && [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != Z ]; do
-        sleep 0.005
-    done
-    rm -rf "$1"
-}
+. "$top/tests/bench/mps_by_hand.sh"
 
 run_one() { # run_one config np rep
     local cfg=$1 n=$2 rep=$3 out t0 t1 rc pct d pid mon
@@ -119,9 +109,7 @@ run_one() { # run_one config np rep
     mon=$!
     if [ "$cfg" = pre ]; then
         d=$(mktemp -d /tmp/gsb.XXXXXX)
-        mkdir "$d/p" "$d/l"
-        CUDA_MPS_PIPE_DIRECTORY=$d/p CUDA_MPS_LOG_DIRECTORY=$d/l "$control" -d
-        while [ ! -S "$d/p/control" ]; do sleep 0.001; done
+        mps_hand_up "$d"
         echo "start_server -uid $(id -u)" | CUDA_MPS_PIPE_DIRECTORY=$d/p "$control" >/dev/null
         sleep 1 # the server's own start-up is not what this configuration measures
     fi
@@ -140,7 +128,7 @@ run_one() { # run_one config np rep
         CUDA_MPS_PIPE_DIRECTORY=$d/p CUDA_MPS_LOG_DIRECTORY=$d/l timeout "$timeout_s" \
             mpirun -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY -np "$n" "$prog" $args >"$out" 2>&1
         rc=$?
-        quit_by_hand "$d"
+        mps_hand_down "$d"
         ;;
     gsrun) timeout "$timeout_s" "$gsrun" --mps=on -np "$n" "$prog" $args >"$out" 2>&1; rc=$? ;;
     gsrun-100) timeout "$timeout_s" "$gsrun" --mps=on --mps-percentage=off -np "$n" "$prog" $args >"$out" 2>&1; rc=$? ;;
@@ -156,7 +144,7 @@ run_one() { # run_one config np rep
         ;;
     esac
     t1=$(now)
-    [ "$cfg" = pre ] && quit_by_hand "$d"
+    [ "$cfg" = pre ] && mps_hand_down "$d"
     kill "$mon" 2>/dev/null
     wait "$mon" 2>/dev/null
     local peak line tts init first ok result

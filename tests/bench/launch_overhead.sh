@@ -51,34 +51,21 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversub
 res=$(mktemp)
 trap 'rm -f "$res"' EXIT
 
-daemon_up() { # daemon_up DIR: an MPS daemon by hand with private dirs, socket ready
-    mkdir -p "$1/p" "$1/l"
-    CUDA_MPS_PIPE_DIRECTORY=$1/p CUDA_MPS_LOG_DIRECTORY=$1/l "$control" -d
-    while [ ! -S "$1/p/control" ]; do sleep 0.001; done
-}
-daemon_down() { # daemon_down DIR: quit and wait until the daemon is gone (or a zombie)
-    local pid
-    pid=$(cat "$1/p/nvidia-cuda-mps-control.pid" 2>/dev/null)
-    echo quit | CUDA_MPS_PIPE_DIRECTORY=$1/p "$control" >/dev/null
-    while [ -n "$pid" ] && [ -e "/proc/$pid" ] && [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != Z ]; do
-        sleep 0.002
-    done
-    rm -rf "$1"
-}
+. "$top/tests/bench/mps_by_hand.sh"
 run() { # run CONFIG
     local t0 t1 d rc=0
     d=$(mktemp -d /tmp/gsl.XXXXXX)
-    [ "$1" = pre ] && daemon_up "$d"
+    [ "$1" = pre ] && mps_hand_up "$d"
     t0=$(date +%s%N)
     case $1 in
     plain) mpirun -np "$np" "$prog" >/dev/null 2>&1 || rc=$? ;;
     off) "$gsrun" --mps=off -np "$np" "$prog" >/dev/null 2>&1 || rc=$? ;;
     on) "${fake_env[@]}" "$gsrun" --mps=on --mps-control="$control" -np "$np" "$prog" >/dev/null 2>&1 || rc=$? ;;
     hand)
-        daemon_up "$d"
+        mps_hand_up "$d"
         CUDA_MPS_PIPE_DIRECTORY=$d/p CUDA_MPS_LOG_DIRECTORY=$d/l mpirun -x CUDA_MPS_PIPE_DIRECTORY \
             -x CUDA_MPS_LOG_DIRECTORY -np "$np" "$prog" >/dev/null 2>&1 || rc=$?
-        daemon_down "$d"
+        mps_hand_down "$d"
         ;;
     pre)
         CUDA_MPS_PIPE_DIRECTORY=$d/p CUDA_MPS_LOG_DIRECTORY=$d/l mpirun -x CUDA_MPS_PIPE_DIRECTORY \
@@ -87,7 +74,7 @@ run() { # run CONFIG
     *) echo "$0: unknown configuration $1" >&2; exit 2 ;;
     esac
     t1=$(date +%s%N)
-    [ "$1" = pre ] && daemon_down "$d"
+    [ "$1" = pre ] && mps_hand_down "$d"
     rm -rf "$d"
     [ $rc -eq 0 ] || { echo "$0: $1 run failed (status $rc)" >&2; exit 1; }
     echo "$1 $(((t1 - t0) / 1000)) $i" >>"$res"

@@ -1,0 +1,91 @@
+/* After the launcher: the node agents' end and their reports. */
+#include "gs_autoconf.h"
+
+#include "reports.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "proc.h"
+#include "rundir.h"
+
+static void on_alarm(int sig)
+{
+    (void)sig; /* only interrupts a blocking flock */
+}
+
+void gs_wait_for_agents(const char *job_dir, int timeout_ms)
+{
+    int fds[64];
+    char names[64][64];
+    long long deadline = gs_now_ms() + timeout_ms;
+    int n = gs_rundir_open_nodes(job_dir, fds, names, 64);
+    struct sigaction alrm;
+
+    memset(&alrm, 0, sizeof(alrm));
+    alrm.sa_handler = on_alarm;
+    sigemptyset(&alrm.sa_mask);
+    sigaction(SIGALRM, &alrm, NULL);
+
+    for (int i = 0; i < n; i++) {
+        long long left = deadline - gs_now_ms();
+        int locked;
+        if (left > 0) {
+            struct itimerval it = {{0, 0}, {(time_t)(left / 1000), (suseconds_t)(left % 1000) * 1000}};
+            struct itimerval off = {{0, 0}, {0, 0}};
+            setitimer(ITIMER_REAL, &it, NULL);
+            locked = flock(fds[i], LOCK_EX) == 0;
+            setitimer(ITIMER_REAL, &off, NULL);
+        } else {
+            locked = flock(fds[i], LOCK_EX | LOCK_NB) == 0;
+        }
+        if (!locked) {
+            fprintf(stderr,
+                    "gsrun: the node agent of %s has not finished stopping MPS after %d s; "
+                    "leaving it running (its directory is %s/%s)\n",
+                    names[i], timeout_ms / 1000, job_dir, names[i]);
+        }
+        close(fds[i]);
+    }
+}
+
+int gs_print_reports(const char *job_dir, int verbose)
+{
+    DIR *d = opendir(job_dir);
+    struct dirent *e;
+    int problems = 0;
+
+    if (d == NULL) {
+        return 0;
+    }
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (n < 8 || strcmp(e->d_name + n - 7, ".report") != 0) {
+            continue;
+        }
+        char path[4200], line[1024];
+        int p = 0;
+        snprintf(path, sizeof(path), "%s/%s", job_dir, e->d_name);
+        FILE *f = fopen(path, "re");
+        if (f == NULL) {
+            continue;
+        }
+        if (fgets(line, sizeof(line), f) != NULL) {
+            sscanf(line, "gsrun-report problems=%d", &p);
+        }
+        problems += p;
+        while ((verbose || p > 0) && fgets(line, sizeof(line), f) != NULL) {
+            if (verbose || strncmp(line, "problem: ", 9) == 0) {
+                fprintf(stderr, "gsrun: %s", line);
+            }
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return problems;
+}

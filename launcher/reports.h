@@ -1,0 +1,18 @@
+/* After the launcher: waiting for the node agents of gsrun's node to finish
+ * (their node dir locks) and printing every node's report. */
+#ifndef GS_REPORTS_H
+#define GS_REPORTS_H
+
+/* How long gsrun waits, after mpirun, for node agents to stop MPS: their
+ * own bounds (quit, SIGTERM, SIGKILL) add up to less. */
+#define GS_AGENT_WAIT_MS 20000
+
+/* Waits until every node agent of the job has released its node dir: a
+ * blocking lock, interrupted by an alarm at the deadline. */
+void gs_wait_for_agents(const char *job_dir, int timeout_ms);
+
+/* Prints the agents' reports: always with -v, otherwise those with
+ * problems. Returns the number of problems. */
+int gs_print_reports(const char *job_dir, int verbose);
+
+#endif
