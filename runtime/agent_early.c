@@ -94,6 +94,7 @@ int gs_agent_early_start(gs_agent_t *a)
         a->early_ready_ms = gs_now_ms();
         gs_agent_mark(a, "mps started");
     }
+    gs_agent_write_status(a); /* `gsrun status` sees the job while mpirun launches */
     int size = wait_for_size(a);
     a->size_ms = gs_now_ms();
     gs_agent_mark(a, "size");
