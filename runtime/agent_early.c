@@ -17,8 +17,7 @@
 #include "agent_int.h"
 #include "proc.h"
 
-/* One line to gsrun on the ready pipe ("listening", "found N C"); gsrun
- * may have stopped reading: that is fine. */
+/* One line to gsrun on the ready pipe ("listening", or "error CODE"). */
 static void tell_gsrun(gs_agent_t *a, const char *word, int x, int y)
 {
     if (a->o->ready_fd >= 0) {
@@ -76,8 +75,6 @@ int gs_agent_early_start(gs_agent_t *a)
     }
     tell_gsrun(a, "listening", 0, 0);
     gs_agent_discover(a);
-    /* What gsrun's --mps=on check needs, while mpirun is launching. */
-    tell_gsrun(a, "found", a->gpus.count, a->have_control);
     gs_agent_mark(a, "discovered");
     /* A server holds a GPU in an exclusive compute mode: one that the plan
      * leaves to a rank without MPS must not have one. There the servers

@@ -168,8 +168,7 @@ static void move_daemons(gs_agent_t *a)
     }
 }
 
-/* "0-3" or "0,2,4,6": the local ranks given GPU g. */
-static void ranks_of(const gs_agent_t *a, int g, char *buf, size_t len)
+void gs_agent_place_ranks_text(const gs_agent_t *a, int g, char *buf, size_t len)
 {
     size_t used = 0;
     int n = a->o->local_size;
@@ -186,11 +185,6 @@ static void ranks_of(const gs_agent_t *a, int g, char *buf, size_t len)
                                  used ? "," : "", r, e);
         r = e;
     }
-}
-
-void gs_agent_place_ranks_text(const gs_agent_t *a, int g, char *buf, size_t len)
-{
-    ranks_of(a, g, buf, len);
 }
 
 void gs_agent_place_flush(gs_agent_t *a)
@@ -218,20 +212,19 @@ void gs_agent_place_flush(gs_agent_t *a)
                             close_ones, m);
             free(near);
         }
-        a->placed = 1;
+        a->placed = 1; /* late_gpu below and later arrivals place against this */
         for (int i = 0; i < a->nranks; i++) {
             int r = a->ranks[i].rank;
             answer(&a->ranks[i], a->rank_gpu[r] >= 0 ? a->rank_gpu[r] : late_gpu(a, r));
         }
     }
-    a->placed = 1;
     if (a->stop_from >= 0) {
         gs_agent_stop_mps_from(a, a->stop_from);
         a->stop_from = -1;
     }
     for (int g = 0; g < a->place_n && a->o->cfg.verbose; g++) {
         char list[256];
-        ranks_of(a, g, list, sizeof(list));
+        gs_agent_place_ranks_text(a, g, list, sizeof(list));
         gs_agent_report(a, 0, "GPU %d (%s): local ranks %s", g, a->gpus.gpu[g].uuid,
                         list[0] ? list : "none");
     }

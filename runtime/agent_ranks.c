@@ -90,10 +90,10 @@ static void accept_rank(gs_agent_t *a)
     a->nranks++;
     gs_agent_guard_tell(a, "rank", cred.pid);
     gs_agent_place_rank(a, r, cpulist[0] && gs_cpuset_parse(cpulist, &cpus) == 0 ? &cpus : NULL);
+    /* Rank start-up waits here: the status file is rewritten once all have
+     * come (in the flush), not once per rank. */
     if (a->registered == a->o->local_size) {
         gs_agent_place_flush(a);
-    } else {
-        gs_agent_write_status(a);
     }
 }
 

@@ -192,63 +192,47 @@ void gs_env_free(char **env)
     free(env);
 }
 
-long gs_read_line(int fd, char *buf, size_t len, long long deadline_ms)
+/* Reads into buf until end of file, the deadline, or (one_line) a '\n'.
+ * Whole-input reads drain what does not fit, so that the writer is never
+ * blocked; line reads take one byte at a time, so nothing past the line is
+ * consumed. */
+static long read_until(int fd, char *buf, size_t len, long long deadline_ms, int one_line)
 {
     size_t used = 0;
-    while (used + 1 < len && (used == 0 || buf[used - 1] != '\n')) {
+    while (!(one_line && (used + 1 >= len || (used > 0 && buf[used - 1] == '\n')))) {
         long long left = deadline_ms - gs_now_ms();
         struct pollfd p = {fd, POLLIN, 0};
         if (left <= 0) {
             buf[used] = '\0';
             return -ETIMEDOUT;
         }
-        int pr = poll(&p, 1, (int)left);
-        if (pr <= 0) {
+        if (poll(&p, 1, (int)left) <= 0) {
             continue; /* EINTR, or the deadline: checked above */
         }
-        ssize_t r = read(fd, buf + used, 1); /* one byte: nothing past the line */
-        if (r < 0 && (errno == EINTR || errno == EAGAIN)) {
-            continue;
-        }
-        if (r <= 0) {
-            break;
-        }
-        used++;
-    }
-    buf[used] = '\0';
-    return (long)used;
-}
-
-long gs_read_all(int fd, char *buf, size_t len, long long deadline_ms)
-{
-    size_t used = 0;
-    for (;;) {
-        long long left = deadline_ms - gs_now_ms();
-        struct pollfd p = {fd, POLLIN, 0};
-        if (left <= 0) {
-            buf[used] = '\0';
-            return -ETIMEDOUT;
-        }
-        int pr = poll(&p, 1, (int)left);
-        if (pr < 0 && errno == EINTR) {
-            continue;
-        }
-        if (pr <= 0) {
-            continue;
-        }
         char tmp[512];
-        ssize_t r = read(fd, used + 1 < len ? buf + used : tmp,
-                         used + 1 < len ? len - 1 - used : sizeof(tmp));
+        int room = used + 1 < len;
+        ssize_t r = read(fd, room ? buf + used : tmp,
+                         one_line ? 1 : (room ? len - 1 - used : sizeof(tmp)));
         if (r < 0 && (errno == EINTR || errno == EAGAIN)) {
             continue;
         }
         if (r <= 0) {
             break;
         }
-        if (used + 1 < len) {
+        if (room) {
             used += (size_t)r;
         }
     }
     buf[used] = '\0';
     return (long)used;
+}
+
+long gs_read_line(int fd, char *buf, size_t len, long long deadline_ms)
+{
+    return read_until(fd, buf, len, deadline_ms, 1);
+}
+
+long gs_read_all(int fd, char *buf, size_t len, long long deadline_ms)
+{
+    return read_until(fd, buf, len, deadline_ms, 0);
 }
