@@ -49,10 +49,17 @@ ours_left() {
     leftovers | grep -E "process [0-9]+: [^ ]*(rank_report|gsrun-agent|gsrun-shim|nvidia-cuda-mps)|host[23]: file /tmp/gsrun" |
         grep -E "^${OURS_HOSTS:-host[123]}:"
 }
-clean_within() { # clean_within MS T0 [ours]: polls every host until nothing of the job is left
+ranks_left() {
+    leftovers | grep -E "process [0-9]+: [^ ]*rank_report" | grep -E "^${OURS_HOSTS:-host[123]}:"
+}
+clean_within() { # clean_within MS T0 [ours|ranks]: polls every host until nothing of the job is left
     local left
     while :; do
-        if [ "${3:-}" = ours ]; then left=$(ours_left); else left=$(leftovers); fi
+        case "${3:-}" in
+        ours) left=$(ours_left) ;;
+        ranks) left=$(ranks_left) ;;
+        *) left=$(leftovers) ;;
+        esac
         [ -z "$left" ] && break
         [ $((($(date +%s%N) - $2) / 1000000)) -ge "$1" ] && break
         sleep 0.05
@@ -100,9 +107,10 @@ kill_pid() { # kill_pid HOST PGREP-ARGS|gsrun NAME: SIGKILLs it; T0 is when
     on_host "$1" "kill -KILL $pid"
     KILLED=$pid
 }
-kill_test() { # kill_test WHAT HOST PGREP-ARGS MS-OURS MS-ALL [MS-OURS-EVERYWHERE WHY]
+kill_test() { # kill_test WHAT HOST PGREP-ARGS MS-OURS MS-ALL [MS-AFTER-RANKS]
     # gsrun's part on OURS_HOSTS (default: all) within MS-OURS; with OURS_HOSTS
-    # and MS-OURS-EVERYWHERE, on every host within that; everything in MS-ALL.
+    # and MS-AFTER-RANKS, on every host within that after the last rank there
+    # ended (Open MPI ends the other hosts' ranks); everything in MS-ALL.
     local what=$1 host=$2 pat=$3
     bg_job kt -v $MPIARGS $PROG --sleep 60000
     local bgpid=$!
@@ -119,10 +127,13 @@ kill_test() { # kill_test WHAT HOST PGREP-ARGS MS-OURS MS-ALL [MS-OURS-EVERYWHER
         not_ok "$what (pid $KILLED on $host): still left after $ELAPSED ms"
     fi
     if [ -n "${6:-}" ]; then
-        if OURS_HOSTS="host[123]" clean_within "$6" "$T0" ours; then
-            ok "  ... and on every host after $ELAPSED ms ($7)"
+        local ranks_ms
+        OURS_HOSTS="host[123]" clean_within 5000 "$T0" ranks
+        ranks_ms=$ELAPSED
+        if OURS_HOSTS="host[123]" clean_within $((ranks_ms + $6)) "$T0" ours; then
+            ok "  ... and on every host: the last rank ended after $ranks_ms ms (Open MPI's), the rest of gsrun's part $((ELAPSED - ranks_ms)) ms later"
         else
-            not_ok "  ... gsrun's part still left on some host after $ELAPSED ms ($7)"
+            not_ok "  ... gsrun's part still left on some host $((ELAPSED - ranks_ms)) ms after the last rank ended ($ranks_ms ms)"
         fi
     fi
     if clean_within "$5" "$T0"; then
@@ -140,24 +151,11 @@ kill_test "SIGKILL of mpirun" host1 "-x mpirun" 2000 5000
 kill_test "SIGKILL of gsrun" host1 gsrun 2000 5000
 
 # A lost orted makes mpirun abort the job: the other hosts' orteds end their
-# ranks, after a pause of their own (odls_base_sigkill_timeout, 1 s), so how
-# soon those go is Open MPI's, measured here with plain mpirun on the same
-# cluster. The killed orted's node is gsrun's alone to clean.
-on_host host1 "$JOBENV echo \$\$ >$J/plain.pid; exec mpirun $MPIARGS $PROG --sleep 60000 >$J/plain.out 2>&1" &
-plainpid=$!
-if wait_lines $J/plain.out 12; then
-    kill_pid host2 "-x orted" plain
-    OURS_HOSTS="host[123]" clean_within 10000 "$T0" ours
-    PLAIN_MS=$ELAPSED
-    echo "plain mpirun: its ranks on every host gone $PLAIN_MS ms after SIGKILL of host2's orted" | diag
-else
-    not_ok "plain mpirun did not start"; diag $J/plain.out; kill $plainpid; PLAIN_MS=2000
-fi
-wait $plainpid 2>/dev/null
-clean_within 5000 "$(date +%s%N)" >/dev/null
-bound=$((PLAIN_MS + 500)); [ $bound -ge 2000 ] || bound=2000
-OURS_HOSTS=host2 kill_test "SIGKILL of host2's orted" host2 "-x orted" 2000 5000 $bound \
-    "bound: plain mpirun's $PLAIN_MS ms + 0.5 s, at least 2 s"
+# ranks, after a pause of their own (odls_base_sigkill_timeout, 1 s: 1.2 s
+# after the kill here, once 2.1 s on CI), so how soon those go is Open MPI's; the
+# rest of gsrun's part there (agent, daemon, dirs) must follow within 1 s.
+# The killed orted's node is gsrun's alone to clean.
+OURS_HOSTS=host2 kill_test "SIGKILL of host2's orted" host2 "-x orted" 2000 5000 1000
 # Ranks dying on one host make mpirun abort the job: the other hosts' ranks
 # are Open MPI's to end (about 3 s here, as with plain mpirun); host3's
 # share is the guard's.
