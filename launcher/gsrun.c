@@ -1,10 +1,11 @@
-/* gsrun: runs mpirun with a per-rank shim that sets up MPS.
+/* gsrun: runs mpirun (or srun) with a per-rank hook that sets up MPS.
  *
- * gsrun never parses mpirun's arguments. It puts gsrun-shim in front of
- * every rank through Open MPI's fork agent parameter, forwards what the
- * shim needs as GSRUN_* variables, runs mpirun as its child, forwards the
+ * gsrun never parses the launcher's arguments. It puts gsrun-shim in front
+ * of every rank through Open MPI's fork agent parameter (with srun:
+ * gsrun-task-prolog as the step's task prolog), forwards what the hook
+ * needs as GSRUN_* variables, runs the launcher as its child, forwards the
  * signals sent to it, waits for the node agents to finish tearing MPS down,
- * and exits exactly as mpirun did. */
+ * and exits exactly as the launcher did. */
 #include "gs_autoconf.h"
 
 #include <errno.h>
@@ -215,6 +216,41 @@ static char **build_command(char *launcher, char *shim, char **args, int nargs)
     return cmd;
 }
 
+/* Whether the launcher is Slurm's srun (by its name). */
+static int is_srun(const char *launcher)
+{
+    const char *base = strrchr(launcher, '/');
+    return strcmp(base != NULL ? base + 1 : launcher, "srun") == 0;
+}
+
+/* srun --task-prolog=<gsrun-task-prolog> <the user's arguments>: srun passes
+ * gsrun's environment (GSRUN_*) on to the tasks. A task prolog the user set
+ * in SLURM_TASK_PROLOG runs from ours; one given as --task-prolog in the
+ * arguments replaces ours (srun takes the last; documented: gsrun does not
+ * parse srun's arguments to find it). */
+static char **build_srun_command(char *launcher, const char *prolog, char **args, int nargs)
+{
+    static char opt[4200];
+    char **cmd = calloc((size_t)nargs + 3, sizeof(*cmd));
+    const char *user = getenv("SLURM_TASK_PROLOG");
+    int n = 0;
+
+    if (cmd == NULL) {
+        die(GS_EXIT_SETUP, "out of memory");
+    }
+    if (user != NULL && *user != '\0') {
+        setenv("GSRUN_TASK_PROLOG", user, 1);
+    }
+    snprintf(opt, sizeof(opt), "--task-prolog=%s", prolog);
+    cmd[n++] = launcher;
+    cmd[n++] = opt;
+    for (int i = 0; i < nargs; i++) {
+        cmd[n++] = args[i];
+    }
+    cmd[n] = NULL;
+    return cmd;
+}
+
 /* The node agent of gsrun's own node starts now, before mpirun: it finds
  * the GPUs and starts MPS while mpirun launches, instead of while the
  * node's first rank waits. Returns the pipe end gsrun holds while mpirun
@@ -276,7 +312,7 @@ static int check_programs(gs_opts_t *o, char *launcher, size_t len)
         snprintf(o->cfg.control, sizeof(o->cfg.control), "%s", GS_DEFAULT_CONTROL);
         o->control_given = 0;
     }
-    if (o->launcher_given && check_open_mpi(launcher, &err) != 0) {
+    if (o->launcher_given && !is_srun(launcher) && check_open_mpi(launcher, &err) != 0) {
         fprintf(stderr, "gsrun: %s: %s\n", o->launcher_word ? "launcher" : "--launcher", err.text);
         return GS_EXIT_USAGE;
     }
@@ -326,11 +362,12 @@ int main(int argc, char **argv)
         }
         return gs_exec_launcher(launcher, args);
     }
-    if (gs_helper_path("gsrun-shim", shim, sizeof(shim), &err) != 0 ||
+    int srun = is_srun(launcher);
+    if (gs_helper_path(srun ? "gsrun-task-prolog" : "gsrun-shim", shim, sizeof(shim), &err) != 0 ||
         gs_helper_path("gsrun-agent", agent, sizeof(agent), &err) != 0) {
         die(GS_EXIT_SETUP, err.text);
     }
-    if (strchr(shim, ' ') != NULL) {
+    if (!srun && strchr(shim, ' ') != NULL) {
         /* Open MPI splits the fork agent parameter at spaces. */
         fprintf(stderr, "gsrun: the path of gsrun-shim ('%s') contains a space, which Open MPI's "
                         "fork agent parameter cannot carry; install gsrun under a path without "
@@ -338,11 +375,12 @@ int main(int argc, char **argv)
                 shim);
         return GS_EXIT_SETUP;
     }
-    if (take_user_fork_agent(args, &nargs, fork_agent, sizeof(fork_agent))) {
+    if (!srun && take_user_fork_agent(args, &nargs, fork_agent, sizeof(fork_agent))) {
         setenv("GSRUN_FORK_AGENT", fork_agent, 1);
     }
     prepare_job(&o, job_dir, sizeof(job_dir));
-    cmd = build_command(launcher, shim, args, nargs);
+    cmd = srun ? build_srun_command(launcher, shim, args, nargs)
+               : build_command(launcher, shim, args, nargs);
     if (o.cfg.dry_run) {
         printf("# gsrun %s: mps=%s percentage=%s control=%s timeout=%ds\n", PACKAGE_VERSION,
                gs_config_mps_name(o.cfg.mps), getenv("GSRUN_MPS_PERCENTAGE"), o.cfg.control,
@@ -354,7 +392,9 @@ int main(int argc, char **argv)
     /* Node agents are daemons; on this node they become our children when
      * their first parent exits, so that we can reap them. */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
-    int launcher_pipe = start_agent_early(&o, agent, job_dir);
+    /* srun's tasks may not run on gsrun's node (a login node): no early
+     * agent there. */
+    int launcher_pipe = srun ? -1 : start_agent_early(&o, agent, job_dir);
     long long t_launch = gs_wall_ms() - gsrun_t0_ms;
     int status = gs_supervise(launcher, cmd, &err);
     long long t_exited = gs_wall_ms() - gsrun_t0_ms;

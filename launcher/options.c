@@ -9,9 +9,10 @@
 
 const char gs_usage_text[] =
     "Usage: gsrun [gsrun options] [--] [mpirun] <mpirun arguments> program [args]\n"
+    "       gsrun [gsrun options] srun <srun arguments> program [args]\n"
     "       gsrun status [--json]\n"
     "Runs an MPI job with NVIDIA MPS set up for every GPU that several ranks share.\n"
-    "The mpirun arguments are passed on unchanged.\n"
+    "The launcher's arguments are passed on unchanged.\n"
     "\n"
     "gsrun options (each also as an environment variable; the option wins):\n"
     "  --mps=auto|on|off          use MPS: auto when a GPU is present and ranks share it\n"
@@ -30,9 +31,10 @@ const char gs_usage_text[] =
     "  --gpu-bind=closest|none    without MPS (one rank per GPU), give each rank its own\n"
     "                             GPU in CUDA_VISIBLE_DEVICES, the one nearest its cores\n"
     "                             (default closest) [GSRUN_GPU_BIND]\n"
-    "  --launcher=PATH            the Open MPI mpirun to run (default: mpirun in PATH)\n"
-    "                             [GSRUN_LAUNCHER]; a first launcher word does the same:\n"
-    "                             gsrun [options] mpirun|mpiexec|orterun <arguments>\n"
+    "  --launcher=PATH            the launcher to run: Open MPI's mpirun (default: mpirun\n"
+    "                             in PATH) or Slurm's srun [GSRUN_LAUNCHER]; a first\n"
+    "                             launcher word does the same:\n"
+    "                             gsrun [options] mpirun|mpiexec|orterun|srun <arguments>\n"
     "  --dry-run                  print the launcher command and settings, run nothing\n"
     "                             [GSRUN_DRY_RUN=1]\n"
     "  -v, --verbose              report what gsrun set up and tore down; -vv adds a\n"
@@ -45,7 +47,7 @@ const char gs_usage_text[] =
     "gsrun status [--json] lists the gsrun jobs on this node (yours; root: everyone's\n"
     "in $TMPDIR): agent, MPS daemons and servers per GPU, cores, shares, ranks.\n"
     "\n"
-    "Exit status: the job's, exactly as mpirun reports it; before the job starts:\n"
+    "Exit status: the job's, exactly as the launcher reports it; before it starts:\n"
     "  2 bad option or GSRUN_* value, 69 MPS required but unavailable, 70 MPS failed\n"
     "  to start, 71 unsafe run directory, 126/127 launcher not executable / not found.\n"
     "See gsrun(1).\n";
@@ -65,10 +67,10 @@ static int is_valued(const char *name)
     return 0;
 }
 
-/* Whether a word names Open MPI's launcher (by its last path component). */
+/* Whether a word names a launcher (by its last path component). */
 static int is_launcher_word(const char *w)
 {
-    static const char *const names[] = {"mpirun", "mpiexec", "orterun", NULL};
+    static const char *const names[] = {"mpirun", "mpiexec", "orterun", "srun", NULL};
     const char *base = strrchr(w, '/');
     base = base ? base + 1 : w;
     for (const char *const *n = names; *n != NULL; n++) {

@@ -3,8 +3,8 @@
  * gsrun options come first and all are long options that mpirun does not
  * have (plus -v, -h, -V); the first word that is not one starts the
  * launcher's arguments, which are passed on unchanged and never parsed. If
- * that word names Open MPI's launcher (mpirun, mpiexec, orterun, or a path
- * to one), it is taken as --launcher: `gsrun mpirun -np 4 ./app` works. */
+ * that word names a launcher (mpirun, mpiexec, orterun, srun, or a path to
+ * one), it is taken as --launcher: `gsrun mpirun -np 4 ./app` works. */
 #ifndef GS_OPTIONS_H
 #define GS_OPTIONS_H
 

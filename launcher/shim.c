@@ -20,6 +20,7 @@
 #include "helpers.h"
 #include "node.h"
 #include "rundir.h"
+#include "task.h"
 
 /* A failure of the whole node (the agent's state says so, or it could not
  * start): the leader reports it and exits with its status; the other ranks
@@ -104,18 +105,15 @@ int main(int argc, char **argv)
     req.launcher_pid = getppid();
     req.gsrun_pid = getenv("GSRUN_PID") ? (pid_t)atoi(getenv("GSRUN_PID")) : 0;
     req.agent_env = NULL;
-    if (gs_node_join(&req, &st, &keep_fd, &err) != 0) {
-        int code = st.exit_code ? st.exit_code : GS_EXIT_SETUP;
-        if (st.kind == GS_STATE_ERROR) {
-            return fail_node(leader, code, node, err.text);
-        }
-        return fail_rank(loc.local_rank, code, node, err.text);
+    int node_wide, code = gs_task_join(&req, &st, &env, &keep_fd, &node_wide, &err);
+    if (code != 0) {
+        return node_wide ? fail_node(leader, code, node, err.text)
+                         : fail_rank(loc.local_rank, code, node, err.text);
     }
     if (leader) {
         gs_node_print_plan(stderr, node, &st, loc.source, cfg.verbose);
     }
-    if (gs_clientenv_build(&st, loc.local_rank, loc.local_size, &env, &err) != 0 ||
-        gs_clientenv_apply(&env, &err) != 0) {
+    if (gs_clientenv_apply(&env, &err) != 0) {
         return fail_rank(loc.local_rank, GS_EXIT_SETUP, node, err.text);
     }
 

@@ -36,6 +36,7 @@
 #include "proc.h"
 #include "rundir.h"
 #include "state.h"
+#include "task.h"
 
 #define GS_RTC_EXPORT __attribute__((visibility("default")))
 
@@ -182,19 +183,16 @@ static void rtc_set(orte_job_t *jdata, orte_proc_t *proc, char ***env, int error
     req.local_rank = rank;
     req.local_size = (int)jdata->num_local_procs;
     req.launcher_pid = getppid();
-    if (gs_node_join(&req, &st, &keep_fd, &err) != 0) {
+    int node_wide, code = gs_task_join(&req, &st, &ce, &keep_fd, &node_wide, &err);
+    if (code != 0) {
         fprintf(stderr, "gsrun: node %s: local rank %d: error: %s\n", node, rank, err.text);
-        _exit(st.exit_code ? st.exit_code : GS_EXIT_SETUP);
+        _exit(code);
     }
     if (keep_fd >= 0) {
         /* Open MPI closes every other descriptor before exec: only a pidfd
          * lets the agent follow the rank. */
         fprintf(stderr, "gsrun: node %s: local rank %d: error: the Open MPI component needs "
                         "pidfds (Linux 5.3 or later); use gsrun on this kernel\n", node, rank);
-        _exit(GS_EXIT_SETUP);
-    }
-    if (gs_clientenv_build(&st, rank, req.local_size, &ce, &err) != 0) {
-        fprintf(stderr, "gsrun: node %s: local rank %d: error: %s\n", node, rank, err.text);
         _exit(GS_EXIT_SETUP);
     }
     for (int i = 0; i < ce.nunset; i++) {
@@ -207,29 +205,13 @@ static void rtc_set(orte_job_t *jdata, orte_proc_t *proc, char ***env, int error
     }
 }
 
-/* The agent holds an exclusive lock on its node dir until it has cleaned up
- * and written its report: wait for the lock, bounded. Polled (5 ms), since
- * an alarm to interrupt a blocking flock would disturb Open MPI's daemon. */
-static void wait_for_agent(const rtc_job_t *j)
-{
-    long long deadline = gs_now_ms() + GS_AGENT_QUIT_TIMEOUT_MS + 2000;
-    int fd = open(j->node_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) {
-        return;
-    }
-    while (flock(fd, LOCK_EX | LOCK_NB) != 0 && gs_now_ms() < deadline) {
-        usleep(5000);
-    }
-    close(fd);
-}
-
 static void rtc_finalize(void)
 {
     while (rtc_jobs != NULL) {
         rtc_job_t *j = rtc_jobs;
         rtc_jobs = j->next;
         if (!j->skip && j->exit_code == 0) {
-            wait_for_agent(j);
+            gs_task_wait_agent(j->node_dir, GS_AGENT_QUIT_TIMEOUT_MS + 2000);
         }
         free(j);
     }

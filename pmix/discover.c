@@ -28,8 +28,9 @@ static int env_int(const char *name, int *out)
     return 0;
 }
 
-/* SLURM_TASKS_PER_NODE lists tasks per node as "2(x3),1": the entry of
- * node SLURM_NODEID is this node's task count. */
+/* SLURM_STEP_TASKS_PER_NODE (the step's; SLURM_TASKS_PER_NODE is the
+ * job's) lists tasks per node as "2(x3),1": the entry of node SLURM_NODEID
+ * is this node's task count. */
 int gs_discover_slurm_tasks(const char *spec, int node_id)
 {
     const char *p = spec;
@@ -65,15 +66,18 @@ int gs_discover_slurm_tasks(const char *spec, int node_id)
 int gs_discover_from_env(gs_local_t *loc, gs_error_t *err)
 {
     int rank, size, node;
+    const char *tasks = getenv("SLURM_STEP_TASKS_PER_NODE");
 
+    if (tasks == NULL) {
+        tasks = getenv("SLURM_TASKS_PER_NODE");
+    }
     memset(loc, 0, sizeof(*loc));
     loc->node_id = -1;
     if (env_int("OMPI_COMM_WORLD_LOCAL_RANK", &rank) == 0 &&
         env_int("OMPI_COMM_WORLD_LOCAL_SIZE", &size) == 0) {
         loc->source = "openmpi";
     } else if (env_int("SLURM_LOCALID", &rank) == 0 && env_int("SLURM_NODEID", &node) == 0 &&
-               getenv("SLURM_TASKS_PER_NODE") != NULL &&
-               (size = gs_discover_slurm_tasks(getenv("SLURM_TASKS_PER_NODE"), node)) > 0) {
+               tasks != NULL && (size = gs_discover_slurm_tasks(tasks, node)) > 0) {
         loc->source = "slurm";
         loc->node_id = node;
         if (getenv("SLURM_JOB_ID") != NULL) {
@@ -83,7 +87,7 @@ int gs_discover_from_env(gs_local_t *loc, gs_error_t *err)
         return gs_error_set(err, ENOENT,
                             "cannot find this rank's place on its node: no PMIx server, and "
                             "neither OMPI_COMM_WORLD_LOCAL_RANK/_SIZE nor SLURM_LOCALID with "
-                            "SLURM_TASKS_PER_NODE is set; start the job through gsrun");
+                            "SLURM_STEP_TASKS_PER_NODE is set; start the job through gsrun");
     }
     if (rank >= size) {
         return gs_error_set(err, EINVAL, "local rank %d is not below the local size %d (from %s)",

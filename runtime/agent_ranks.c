@@ -46,14 +46,51 @@ int gs_agent_listen(gs_agent_t *a, gs_error_t *err)
     return 0;
 }
 
-/* One registration: "hello <local rank> [<its CPUs>]\n" from a rank about
- * to exec. The answer names its GPU; it may wait for placement. */
+/* The process a registration speaks for: the peer, or with "parent" the
+ * peer's parent (a Slurm task prolog speaks for its task), which must be
+ * ours too. 0 if not acceptable. */
+static pid_t registered_pid(pid_t peer, int parent)
+{
+    char path[64], line[256];
+    pid_t ppid = 0;
+    uid_t uid = (uid_t)-1;
+    FILE *f;
+
+    if (!parent) {
+        return peer;
+    }
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)peer);
+    if ((f = fopen(path, "re")) == NULL) {
+        return 0;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        sscanf(line, "PPid: %d", &ppid);
+    }
+    fclose(f);
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)ppid);
+    if (ppid <= 1 || (f = fopen(path, "re")) == NULL) {
+        return 0;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        unsigned r;
+        if (sscanf(line, "Uid: %u", &r) == 1) {
+            uid = (uid_t)r;
+        }
+    }
+    fclose(f);
+    return uid == getuid() ? ppid : 0;
+}
+
+/* One registration: "hello <local rank> <its CPUs, or -> [parent]\n" from a
+ * rank about to exec (or its task prolog). The answer names its GPU; it may
+ * wait for placement. */
 static void accept_rank(gs_agent_t *a)
 {
     struct ucred cred;
     socklen_t clen = sizeof(cred);
-    char buf[4200], cpulist[4100] = "";
+    char buf[4200], cpulist[4100] = "", who[16] = "";
     int fd, rank = -1;
+    pid_t pid = 0;
     long n;
     cpu_set_t cpus;
 
@@ -67,18 +104,18 @@ static void accept_rank(gs_agent_t *a)
         return;
     }
     n = gs_read_all(fd, buf, sizeof(buf), gs_now_ms() + 2000);
-    if (n <= 0 || sscanf(buf, "hello %d %4095s", &rank, cpulist) < 1 || rank < 0 ||
-        rank >= a->o->local_size ||
-        a->registered >= a->o->local_size) {
+    if (n <= 0 || sscanf(buf, "hello %d %4095s %15s", &rank, cpulist, who) < 1 || rank < 0 ||
+        rank >= a->o->local_size || a->registered >= a->o->local_size ||
+        (pid = registered_pid(cred.pid, strcmp(who, "parent") == 0)) <= 0) {
         dprintf(fd, "error bad registration\n");
         close(fd);
         return;
     }
     gs_rank_t *r = &a->ranks[a->nranks];
-    r->pid = cred.pid;
+    r->pid = pid;
     r->rank = rank;
     r->conn = fd;
-    r->fd = gs_proc_pidfd_open(cred.pid);
+    r->fd = gs_proc_pidfd_open(pid);
     /* With a pidfd, the pidfd tracks the process and the connection goes
      * once answered. Without one, the rank keeps the connection across
      * exec, and the kernel closes it when the rank exits, even on SIGKILL. */
@@ -88,7 +125,7 @@ static void accept_rank(gs_agent_t *a)
     }
     a->seen[a->registered++] = *r;
     a->nranks++;
-    gs_agent_guard_tell(a, "rank", cred.pid);
+    gs_agent_guard_tell(a, "rank", pid);
     gs_agent_place_rank(a, r, cpulist[0] && gs_cpuset_parse(cpulist, &cpus) == 0 ? &cpus : NULL);
     /* Rank start-up waits here: the status file is rewritten once all have
      * come (in the flush), not once per rank. */

@@ -139,8 +139,8 @@ static int spawn_agent(const gs_node_req_t *req, const char *job_dir, int here, 
 /* Registers with the agent, telling it the CPUs this rank is bound to;
  * the answer names the rank's GPU in the state (it may wait until every
  * rank of the node has registered, when the agent places by locality). */
-static int register_rank(gs_state_t *st, int local_rank, int timeout_s, int *keep_fd,
-                         gs_error_t *err)
+static int register_rank(gs_state_t *st, int local_rank, int for_parent, int timeout_s,
+                         int *keep_fd, gs_error_t *err)
 {
     struct sockaddr_un addr;
     char reply[64], cpus[4096] = "";
@@ -162,7 +162,9 @@ static int register_rank(gs_state_t *st, int local_rank, int timeout_s, int *kee
     if (sched_getaffinity(0, sizeof(mine), &mine) == 0) {
         gs_cpuset_format(&mine, cpus, sizeof(cpus));
     }
-    dprintf(fd, "hello %d %s\n", local_rank, cpus);
+    /* "-": no CPU list; "parent": the rank is our parent (it inherits our
+     * CPUs, and only a pidfd can follow it). */
+    dprintf(fd, "hello %d %s%s\n", local_rank, cpus[0] ? cpus : "-", for_parent ? " parent" : "");
     shutdown(fd, SHUT_WR);
     /* One line: in socket mode the agent keeps the connection open. */
     if (gs_read_line(fd, reply, sizeof(reply), gs_now_ms() + (long long)timeout_s * 1000 + 5000) <=
@@ -176,6 +178,12 @@ static int register_rank(gs_state_t *st, int local_rank, int timeout_s, int *kee
     st->rank_gpu = gpu != NULL ? atoi(gpu + 5) : -1;
     if (st->rank_gpu >= st->ngpus) {
         st->rank_gpu = -1;
+    }
+    if (strncmp(reply, "ok socket", 9) == 0 && for_parent) {
+        close(fd);
+        return gs_error_set(err, ENOSYS, "this kernel has no pidfds (Linux 5.3 or later), which "
+                                         "a task prolog needs to follow its task; use the SPANK "
+                                         "plugin (srun --mps) or gsrun with mpirun here");
     }
     if (strncmp(reply, "ok socket", 9) == 0) {
         /* The agent tracks us through this connection: keep it across exec. */
@@ -326,7 +334,8 @@ int gs_node_join(const gs_node_req_t *req, gs_state_t *st, int *keep_fd, gs_erro
     /* Off or on, a rank registers where the agent listens, so that the
      * agent can end it if the launcher dies. */
     if (st->socket[0] != '\0') {
-        rc = register_rank(st, req->local_rank, req->cfg->timeout_s, keep_fd, err);
+        rc = register_rank(st, req->local_rank, req->for_parent, req->cfg->timeout_s, keep_fd,
+                           err);
         if (rc != 0) {
             st->exit_code = GS_EXIT_SETUP;
             return rc;

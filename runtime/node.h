@@ -30,6 +30,8 @@ typedef struct {
     int in_sequence;        /* the launcher starts each rank only once the one
                              * before has exec'd (ORTE's rtc set): the agent must
                              * answer each rank at once, so it places in blocks */
+    int for_parent;         /* the rank is this process's parent, which runs the
+                             * program once we exit (a Slurm task prolog) */
 } gs_node_req_t;
 
 /* Names this node (this kernel and PID namespace) so that processes can tell

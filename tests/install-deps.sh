@@ -3,7 +3,8 @@
 # Runs apt-get as root, or through sudo.
 set -e
 pkgs="build-essential autoconf automake pkg-config libopenmpi-dev openmpi-bin libpmix-dev
-      libhwloc-dev hwloc libcmocka-dev iproute2 procps util-linux debootstrap"
+      libhwloc-dev hwloc libcmocka-dev iproute2 procps util-linux debootstrap
+      slurmctld slurmd slurm-client libslurm-dev"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

@@ -12,7 +12,7 @@ static void clear(void)
 {
     static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
                                        "SLURM_LOCALID", "SLURM_NODEID", "SLURM_TASKS_PER_NODE",
-                                       "SLURM_JOB_ID", NULL};
+                                       "SLURM_STEP_TASKS_PER_NODE", "SLURM_JOB_ID", NULL};
     for (const char *const *v = vars; *v; v++) {
         unsetenv(*v);
     }
@@ -63,6 +63,12 @@ static void test_slurm(void **state)
     assert_int_equal(l.local_size, 8);
     assert_string_equal(l.source, "slurm");
     assert_string_equal(l.job, "4242");
+    /* A step of fewer tasks than the job: the step's count wins. */
+    setenv("SLURM_STEP_TASKS_PER_NODE", "3,1", 1);
+    assert_int_equal(gs_discover_from_env(&l, &err), 0);
+    assert_int_equal(l.local_size, 1);
+    setenv("SLURM_LOCALID", "1", 1);
+    assert_true(gs_discover_from_env(&l, &err) < 0);
 }
 
 static void test_nothing(void **state)

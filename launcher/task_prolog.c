@@ -1,0 +1,150 @@
+/* gsrun-task-prolog: srun's task prolog under `gsrun srun ...`.
+ *
+ * srun has no fork agent, so gsrun names this program as the step's task
+ * prolog (srun --task-prolog). slurmstepd runs it in each task, as the
+ * job's user, from the task's own process just before that process execs
+ * the program: so our parent's PID is the rank's. It joins the node for
+ * its parent (the node's first task starts the node agent), prints the
+ * client environment as the "export NAME=VALUE" lines slurmstepd applies
+ * to the task, and exits 0; a failure exits non-zero, which keeps the task
+ * from running (slurmstepd reports the status as the task's). A task
+ * prolog of the user's own (SLURM_TASK_PROLOG, taken by gsrun into
+ * GSRUN_TASK_PROLOG) runs first, its lines passed on. */
+#include "gs_autoconf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "clientenv.h"
+#include "config.h"
+#include "discover.h"
+#include "helpers.h"
+#include "rundir.h"
+#include "task.h"
+
+/* slurmstepd gives a task prolog no usable stderr: write to the task's
+ * own (where srun forwards it), when this user may open it. */
+static void use_task_stderr(void)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/fd/2", (int)getppid());
+    int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd >= 0) {
+        dup2(fd, 2);
+        close(fd);
+    }
+}
+
+static pid_t parent_of(pid_t pid)
+{
+    char path[64], line[256];
+    int ppid = 0;
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (f == NULL) {
+        return 0;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        sscanf(line, "PPid: %d", &ppid);
+    }
+    fclose(f);
+    return (pid_t)ppid;
+}
+
+/* The user's own task prolog: its output lines go on to slurmstepd; its
+ * failure is the task's. */
+static int run_user_prolog(const char *prog)
+{
+    char line[4096];
+    FILE *p = popen(prog, "re");
+    if (p == NULL) {
+        fprintf(stderr, "gsrun: cannot run the task prolog '%s': %s\n", prog, strerror(errno));
+        return GS_EXIT_NOEXEC;
+    }
+    while (fgets(line, sizeof(line), p) != NULL) {
+        fputs(line, stdout);
+    }
+    int st = pclose(p);
+    if (st != 0) {
+        fprintf(stderr, "gsrun: the task prolog '%s' failed (status %d)\n", prog,
+                WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+        return WIFEXITED(st) && WEXITSTATUS(st) != 0 ? WEXITSTATUS(st) : 1;
+    }
+    return 0;
+}
+
+int main(void)
+{
+    gs_config_t cfg;
+    gs_error_t err;
+    gs_local_t loc;
+    static gs_state_t st;
+    gs_clientenv_t env;
+    gs_node_req_t req;
+    char agent[4096], node[64];
+    const char *job_dir = getenv("GSRUN_JOB_DIR");
+    const char *user = getenv("GSRUN_TASK_PROLOG");
+    int keep_fd = -1, node_wide, code;
+
+    use_task_stderr();
+    gs_rundir_node_name(node, sizeof(node));
+    if (user != NULL && *user != '\0' && (code = run_user_prolog(user)) != 0) {
+        return code;
+    }
+    gs_config_init(&cfg);
+    if (gs_config_load_env(&cfg, &err) != 0) {
+        fprintf(stderr, "gsrun: node %s: %s\n", node, err.text);
+        return GS_EXIT_USAGE;
+    }
+    if (job_dir == NULL || job_dir[0] != '/') {
+        fprintf(stderr, "gsrun-task-prolog: GSRUN_JOB_DIR is not set: this is srun's task "
+                        "prolog under `gsrun srun ...` (check that srun passes the environment "
+                        "on: no --export=NONE)\n");
+        return GS_EXIT_USAGE;
+    }
+    /* The step's own variables (a PMIx client here would not be a task). */
+    if (gs_discover_from_env(&loc, &err) != 0) {
+        fprintf(stderr, "gsrun: node %s: error: %s\n", node, err.text);
+        return GS_EXIT_SETUP;
+    }
+    int leader = loc.local_rank == 0;
+    if (leader && gs_helper_path("gsrun-agent", agent, sizeof(agent), &err) != 0) {
+        fprintf(stderr, "gsrun: node %s: error: %s\n", node, err.text);
+        return GS_EXIT_SETUP;
+    }
+    memset(&req, 0, sizeof(req));
+    req.cfg = &cfg;
+    req.job_dir = job_dir;
+    req.gsrun_node = getenv("GSRUN_NODE_ID");
+    req.gsrun_pid = getenv("GSRUN_PID") ? (pid_t)atoi(getenv("GSRUN_PID")) : 0;
+    req.agent_path = leader ? agent : NULL;
+    req.local_rank = loc.local_rank;
+    req.local_size = loc.local_size;
+    req.launcher_pid = parent_of(getppid()); /* the task's slurmstepd */
+    req.for_parent = 1;
+    code = gs_task_join(&req, &st, &env, &keep_fd, &node_wide, &err);
+    if (code != 0) {
+        /* A node-wide failure: the leader says it once; every task fails
+         * with the same status (srun, unlike mpirun, takes that well). */
+        if (!node_wide || leader) {
+            fprintf(stderr, "gsrun: node %s: %serror: %s\n", node, node_wide ? "" : "task ",
+                    err.text);
+        }
+        return code;
+    }
+    if (leader) {
+        gs_node_print_plan(stderr, node, &st, "slurm", cfg.verbose);
+    }
+    for (int i = 0; i < env.nunset; i++) {
+        printf("unset %s\n", env.unset[i]);
+    }
+    for (int i = 0; i < env.nset; i++) {
+        printf("export %s\n", env.set[i]);
+    }
+    return fflush(stdout) == 0 ? 0 : GS_EXIT_SETUP;
+}

@@ -1,0 +1,33 @@
+/* A rank's side of the node for every front end: join the node and compute
+ * the rank's environment (gsrun-shim, the Open MPI component, the SPANK
+ * plugin, the Slurm task prolog), plus what the Slurm front ends share: the
+ * run dir a job step uses on each node, and the wait for an agent's end. */
+#ifndef GS_TASK_H
+#define GS_TASK_H
+
+#include <stddef.h>
+
+#include "clientenv.h"
+#include "gs_error.h"
+#include "node.h"
+#include "state.h"
+
+/* Joins the node (gs_node_join: st gets the node state) and builds this
+ * rank's environment. On failure returns the exit code for this rank, sets
+ * *node_wide when the whole node failed (its leader reports that once),
+ * and err. */
+int gs_task_join(const gs_node_req_t *req, gs_state_t *st, gs_clientenv_t *env, int *keep_fd,
+                 int *node_wide, gs_error_t *err);
+
+/* The job dir of a Slurm job step on a node: "<tmpdir>/gsrun.slurm-<job>.<step>"
+ * (the same name on every node; each node's in its own TMPDIR). Job and
+ * step are the decimal ids. */
+int gs_task_step_dir(const char *tmpdir, unsigned long job, unsigned long step, char *out,
+                     size_t len, gs_error_t *err);
+
+/* Waits, bounded, until the agent of node_dir has finished (it holds an
+ * exclusive lock on the dir until it has cleaned up and reported). Polled
+ * every 5 ms: a launcher's daemon must not be disturbed by an alarm. */
+void gs_task_wait_agent(const char *node_dir, int timeout_ms);
+
+#endif

@@ -1,0 +1,264 @@
+/* gsrun_spank.so: automatic MPS for Slurm job steps, as a SPANK plugin. A
+ * thin adapter over runtime/, like gsrun-shim and the Open MPI component:
+ *
+ *   init      (srun and slurmstepd): the admin's defaults from plugstack.conf
+ *             (mps=, percentage=, control=, timeout=, memory_limit=,
+ *             gpu_bind=, verbose=, agent=) and the options srun --mps[=MODE]
+ *             and --mps-percentage=N;
+ *   user_init (slurmstepd, once per step and node): the step's run dir;
+ *   task_init (each task's own process, as the job's user, just before it
+ *             execs the program): joins the node for the task (the node's
+ *             first task starts the node agent, which plans the node and
+ *             starts MPS as that user) and puts the client environment into
+ *             the task's;
+ *   exit      (slurmstepd, after the step's tasks have ended): waits, bounded,
+ *             until the agent has shut MPS down and removed its dirs.
+ * The agent follows each task through a pidfd and slurmstepd through its
+ * PID, so a killed task or step still ends MPS. Steps started by gsrun
+ * (GSRUN_JOB_DIR in their environment), batch and extern steps are left
+ * alone. */
+#include "gs_autoconf.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <slurm/slurm.h>
+#include <slurm/spank.h>
+
+#include "agent.h"
+#include "config.h"
+#include "rundir.h"
+#include "task.h"
+
+#ifndef GS_PKGLIBEXECDIR
+#define GS_PKGLIBEXECDIR "/usr/local/libexec/gsrun"
+#endif
+
+/* Only the SPANK symbols are exported; the runtime inside stays hidden. */
+#pragma GCC visibility push(default)
+SPANK_PLUGIN(gsrun, 1);
+int slurm_spank_init(spank_t sp, int ac, char **av);
+int slurm_spank_user_init(spank_t sp, int ac, char **av);
+int slurm_spank_task_init(spank_t sp, int ac, char **av);
+int slurm_spank_exit(spank_t sp, int ac, char **av);
+#pragma GCC visibility pop
+
+/* Settings: plugstack.conf's, then the user's options over them. A bad
+ * value is kept as a message for the step's stderr: the step runs without
+ * MPS, unless MPS was asked for (mps=on), when it fails. */
+static gs_config_t cfg;
+static char bad[GS_ERROR_LEN];
+static char agent_path[4096] = GS_PKGLIBEXECDIR "/gsrun-agent";
+static char opt_mps[64], opt_pct[64];
+static int opt_mps_set, opt_pct_set;
+/* This step on this node (slurmstepd's copy, set in user_init). */
+static int active;
+static char job_dir[512], node_dir[600];
+
+/* The first bad setting; err's text names where the value came from. */
+static void note_bad(const gs_error_t *err)
+{
+    if (bad[0] == '\0') {
+        snprintf(bad, sizeof(bad), "%s", err->text);
+    }
+}
+
+/* plugstack.conf: "optional /path/gsrun_spank.so mps=auto percentage=auto". */
+static void admin_defaults(int ac, char **av)
+{
+    static const struct {
+        const char *arg, *key;
+    } keys[] = {{"mps", "mps"},
+                {"percentage", "mps-percentage"},
+                {"control", "mps-control"},
+                {"timeout", "mps-timeout"},
+                {"memory_limit", "mps-memory-limit"},
+                {"gpu_bind", "gpu-bind"},
+                {"verbose", "verbose"},
+                {NULL, NULL}};
+    gs_error_t err;
+
+    for (int i = 0; i < ac; i++) {
+        const char *eq = strchr(av[i], '=');
+        size_t n = eq != NULL ? (size_t)(eq - av[i]) : strlen(av[i]);
+        int known = 0;
+        if (n == 5 && strncmp(av[i], "agent", 5) == 0 && eq != NULL) {
+            snprintf(agent_path, sizeof(agent_path), "%s", eq + 1);
+            continue;
+        }
+        for (int k = 0; keys[k].arg != NULL; k++) {
+            if (strlen(keys[k].arg) == n && strncmp(av[i], keys[k].arg, n) == 0 && eq != NULL) {
+                known = 1;
+                if (gs_config_set(&cfg, keys[k].key, eq + 1, "gsrun_spank.so in plugstack.conf", &err) != 0) {
+                    note_bad(&err);
+                }
+            }
+        }
+        if (!known && bad[0] == '\0') {
+            snprintf(bad, sizeof(bad),
+                     "gsrun_spank.so in plugstack.conf: unknown argument '%s'; accepted: mps=, "
+                     "percentage=, control=, timeout=, memory_limit=, gpu_bind=, verbose=, agent=",
+                     av[i]);
+        }
+    }
+}
+
+static int cb_mps(int val, const char *arg, int remote)
+{
+    /* A bare --mps: srun passes no value, slurmstepd an empty one. */
+    snprintf(opt_mps, sizeof(opt_mps), "%s", arg != NULL && *arg != '\0' ? arg : "auto");
+    opt_mps_set = 1;
+    return 0;
+}
+
+static int cb_pct(int val, const char *arg, int remote)
+{
+    snprintf(opt_pct, sizeof(opt_pct), "%s", arg != NULL ? arg : "");
+    opt_pct_set = 1;
+    return 0;
+}
+
+static struct spank_option spank_opts[] = {
+    {"mps", "[auto|on|off]",
+     "NVIDIA MPS for this step, set up by gsrun on every node: auto (the default of a "
+     "bare --mps) where ranks share a GPU, on always (fail without), off never",
+     2, 0, cb_mps},
+    {"mps-percentage", "auto|off|N",
+     "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE per task: auto is min(100, 200/n) for n tasks on a "
+     "GPU, off leaves it unset, N from 1 to 100 (gsrun)",
+     1, 1, cb_pct},
+    SPANK_OPTIONS_TABLE_END};
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+    gs_config_init(&cfg);
+    cfg.mps = GS_MPS_OFF; /* untouched unless the admin or the user asks */
+    admin_defaults(ac, av);
+    for (struct spank_option *o = spank_opts; o->name != NULL; o++) {
+        if (spank_option_register(sp, o) != ESPANK_SUCCESS) {
+            slurm_error("gsrun: cannot register srun's --%s option", o->name);
+        }
+    }
+    return 0;
+}
+
+/* The user's options over the admin's defaults. */
+static void apply_options(void)
+{
+    gs_error_t err;
+    if (opt_mps_set && gs_config_set(&cfg, "mps", opt_mps, "srun --mps", &err) != 0) {
+        note_bad(&err);
+        if (cfg.mps == GS_MPS_OFF) {
+            cfg.mps = GS_MPS_AUTO; /* asked for, in some form: say why it is off */
+        }
+    }
+    if (opt_pct_set &&
+        gs_config_set(&cfg, "mps-percentage", opt_pct, "srun --mps-percentage", &err) != 0) {
+        note_bad(&err);
+    }
+}
+
+int slurm_spank_user_init(spank_t sp, int ac, char **av)
+{
+    uint32_t job = 0, step = 0;
+    char tmpdir[256], mark[8];
+    gs_error_t err;
+
+    if (!spank_remote(sp)) {
+        return 0;
+    }
+    apply_options();
+    if (cfg.mps == GS_MPS_OFF ||
+        spank_getenv(sp, "GSRUN_JOB_DIR", mark, sizeof(mark)) != ESPANK_ENV_NOEXIST ||
+        spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS || step >= SLURM_INTERACTIVE_STEP) {
+        return 0;
+    }
+    if (spank_getenv(sp, "TMPDIR", tmpdir, sizeof(tmpdir)) != ESPANK_SUCCESS || tmpdir[0] != '/') {
+        snprintf(tmpdir, sizeof(tmpdir), "/tmp");
+    }
+    if (gs_task_step_dir(tmpdir, job, step, job_dir, sizeof(job_dir), &err) != 0 ||
+        gs_node_dir(job_dir, node_dir, sizeof(node_dir), &err) != 0) {
+        note_bad(&err);
+    }
+    active = 1;
+    return 0;
+}
+
+int slurm_spank_task_init(spank_t sp, int ac, char **av)
+{
+    uint32_t ntasks = 0;
+    int task = -1, keep_fd = -1, node_wide;
+    char node[64], **env = NULL;
+    static gs_state_t st;
+    gs_clientenv_t ce;
+    gs_node_req_t req;
+    gs_error_t err;
+
+    if (!active || spank_get_item(sp, S_TASK_ID, &task) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS) {
+        return 0;
+    }
+    gs_rundir_node_name(node, sizeof(node));
+    if (bad[0] != '\0') {
+        /* The node's first task speaks for the node. */
+        if (task == 0) {
+            fprintf(stderr, "gsrun: node %s: %s: %s\n", node,
+                    cfg.mps == GS_MPS_ON ? "error" : "warning", bad);
+            if (cfg.mps != GS_MPS_ON) {
+                fprintf(stderr, "gsrun: node %s: the step runs without MPS\n", node);
+            }
+        }
+        if (cfg.mps == GS_MPS_ON) {
+            _exit(GS_EXIT_USAGE);
+        }
+        return 0;
+    }
+    spank_get_item(sp, S_JOB_ENV, &env);
+    memset(&req, 0, sizeof(req));
+    req.cfg = &cfg;
+    req.job_dir = job_dir;
+    req.agent_path = task == 0 ? agent_path : NULL;
+    req.local_rank = task;
+    req.local_size = (int)ntasks;
+    req.launcher_pid = getppid(); /* slurmstepd */
+    req.agent_env = env;          /* the agent sees what the tasks see */
+    int code = gs_task_join(&req, &st, &ce, &keep_fd, &node_wide, &err);
+    if (code != 0) {
+        /* A node-wide failure: the first task says it once; every task
+         * ends with the same status, before the program runs. */
+        if (!node_wide || task == 0) {
+            fprintf(stderr, "gsrun: node %s: %serror: %s\n", node, node_wide ? "" : "task ",
+                    err.text);
+        }
+        _exit(code);
+    }
+    if (keep_fd >= 0) {
+        fprintf(stderr, "gsrun: node %s: task %d: error: srun --mps needs pidfds (Linux 5.3 or "
+                        "later)\n", node, task);
+        _exit(GS_EXIT_SETUP);
+    }
+    if (task == 0) {
+        gs_node_print_plan(stderr, node, &st, "slurm", cfg.verbose);
+    }
+    for (int i = 0; i < ce.nunset; i++) {
+        spank_unsetenv(sp, ce.unset[i]);
+    }
+    for (int i = 0; i < ce.nset; i++) {
+        char *eq = strchr(ce.set[i], '=');
+        *eq = '\0';
+        spank_setenv(sp, ce.set[i], eq + 1, 1);
+    }
+    return 0;
+}
+
+int slurm_spank_exit(spank_t sp, int ac, char **av)
+{
+    if (spank_remote(sp) && active && node_dir[0] != '\0') {
+        gs_task_wait_agent(node_dir, GS_AGENT_QUIT_TIMEOUT_MS + 2000);
+    }
+    return 0;
+}

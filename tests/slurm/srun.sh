@@ -1,0 +1,188 @@
+#!/bin/bash
+# Slurm on the simulated cluster (tests/cluster/cluster.sh, tests/slurm/slurm.sh):
+# real slurmctld and slurmd, srun --mpi=pmix, the stand-in MPS daemon and NVML.
+# Both Slurm front ends: the SPANK plugin (srun --mps) and `gsrun srun`. TAP.
+. "$GS_TOP_SRCDIR/tests/integration/lib.sh"
+. "$GS_TOP_SRCDIR/tests/cluster/cluster.sh"
+. "$GS_TOP_SRCDIR/tests/slurm/slurm.sh"
+
+skip() { echo "1..0 # SKIP $*"; rm -rf "$TEST_TMP"; exit 77; }
+why=$(cluster_can_run) || skip "simulated cluster: $why"
+why=$(slurm_can_run) || skip "$why"
+[ -f "$B/slurm/gsrun_spank.so" ] || skip "the SPANK plugin is not built (no slurm/spank.h: libslurm-dev)"
+trap cluster_down EXIT
+trap 'exit 1' INT TERM HUP
+cluster_up 2 || { echo "Bail out! cannot bring the cluster up"; exit 1; }
+PLUG="optional $B/slurm/gsrun_spank.so agent=$B/launcher/gsrun-agent control=$FAKE_CONTROL verbose=1"
+slurm_up 2 "$PLUG" || { slurm_logs | diag; echo "Bail out! Slurm did not start"; exit 1; }
+HOSTS="host1 host2"
+J=$GSC_DIR
+# What a user's login gives srun on host1, plus the test's stand-ins.
+JOBENV="export OMPI_MCA_btl_vader_single_copy_mechanism=none LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=1;"
+SRUN="srun -N2 -n8 --mpi=pmix"
+
+job() { # job NAME COMMAND...: on host1 with the job's env, output in $J/NAME.{out,err}
+    local name=$1
+    shift
+    on_slurm host1 "$JOBENV $* >$J/$name.out 2>$J/$name.err"
+}
+# What is left of jobs on a host: processes other than Slurm's daemons,
+# files in its /tmp other than Slurm's PMIx dirs.
+left_on() {
+    cluster_leftovers "$1" | grep -v -E "process [0-9]+: (slurmctld|: slurmscriptd|slurmd )" |
+        grep -v -E "file /tmp/spmix" | sed "s/^/$1: /"
+}
+leftovers() { local h; for h in $HOSTS; do left_on $h; done; }
+clean_within() { # clean_within MS T0
+    local left
+    while :; do
+        left=$(leftovers)
+        [ -z "$left" ] && break
+        [ $((($(date +%s%N) - $2) / 1000000)) -ge "$1" ] && break
+        sleep 0.05
+    done
+    ELAPSED=$((($(date +%s%N) - $2) / 1000000))
+    [ -z "$left" ] || { echo "$left" | diag; return 1; }
+}
+# Each host's 4 tasks: local ranks 0-3, under MPS at 50 % with a pipe dir of
+# the given job dir pattern in the host's own /tmp.
+tasks_ok() { # tasks_ok OUTFILE DIR-PATTERN
+    local h lines
+    for h in $HOSTS; do
+        lines=$(grep "host=$h " "$1")
+        [ "$(echo "$lines" | grep -c "local=[0-3]/4 mps=1 pipe=/tmp/$2/$h/g0 .* pct=50 ")" -eq 4 ] || return 1
+        [ "$(echo "$lines" | sed -n 's/.*local=\([0-9]*\).*/\1/p' | sort -u | wc -l)" -eq 4 ] || return 1
+    done
+}
+daemons_per_host() { echo "$(grep -c "node host1: GPU 0 (.*MPS control daemon" $1) $(grep -c "node host2: GPU 0 (.*MPS control daemon" $1)"; }
+
+# --- the SPANK plugin ----------------------------------------------------------
+job plain "$SRUN $PROG"
+check "no --mps (plugin loaded, no admin default): status 0, 8 tasks" \
+    [ $? -eq 0 -a "$(grep -c '^rank=' $J/plain.out)" -eq 8 ]
+check "  ... untouched: no MPS variable, no gsrun line" \
+    [ "$(grep -c 'mps=- pipe=- log=- pct=-' $J/plain.out)" -eq 8 -a ! -s $J/plain.err ]
+
+job spank "$SRUN --mps $PROG"
+rc=$?
+check "srun --mps -N2 -n8: status 0, 8 tasks" [ $rc -eq 0 -a "$(grep -c '^rank=' $J/spank.out)" -eq 8 ]
+check "  ... every task: its local rank of 4, MPS at 50%, its host's own pipe dir" \
+    tasks_ok $J/spank.out 'gsrun\.slurm-[0-9]*\.0' || diag $J/spank.out
+check "  ... one MPS control daemon per node (host1 host2: $(daemons_per_host $J/spank.err))" \
+    [ "$(daemons_per_host $J/spank.err)" = "1 1" ] || diag $J/spank.err
+check "  ... each node's agent reports the end of its 4 tasks" \
+    [ "$(grep -c 'served 4 of 4 ranks; stopping MPS: every rank has exited' $J/spank.err)" -eq 2 ]
+check "  ... nothing left on any node when srun returns" clean_within 0 "$(date +%s%N)"
+
+job pct "$SRUN --mps=on --mps-percentage=30 $PROG"
+check "srun --mps=on --mps-percentage=30: every task at 30%" \
+    [ $? -eq 0 -a "$(grep -c 'mps=1 .*pct=30 ' $J/pct.out)" -eq 8 ]
+
+# Exit status as plain srun's.
+for case in "--exit 5 3" "--kill 6"; do
+    job st "$SRUN --mps $PROG $case"
+    rc=$?
+    job stp "$SRUN $PROG $case"
+    prc=$?
+    check "srun --mps, a task fails ($case): status $rc, plain srun $prc" [ $rc -eq $prc -a $rc -ne 0 ]
+    check "  ... nothing left on any node" clean_within 2000 "$(date +%s%N)"
+done
+
+# scancel and a SIGKILLed task: nothing of the step within 3 s.
+kill_case() { # kill_case WHAT FRONT: FRONT runs the step; WHAT ends it
+    local what=$1 front=$2 jobid t0
+    on_slurm host1 "$JOBENV exec $front $PROG --sleep 60000 >$J/k.out 2>$J/k.err" &
+    local bg=$!
+    for _ in $(seq 100); do [ "$(cat $J/k.out 2>/dev/null | grep -c '^rank=')" -ge 8 ] && break; sleep 0.1; done
+    if [ "$(cat $J/k.out 2>/dev/null | grep -c '^rank=')" -lt 8 ]; then
+        not_ok "$what: the step did not start"; diag $J/k.err; kill $bg; return
+    fi
+    t0=$(date +%s%N)
+    case "$what" in
+    scancel*) jobid=$(on_slurm host1 "squeue -h -o %i" | head -1); on_slurm host1 "scancel $jobid" ;;
+    *) on_host host2 "kill -KILL \$(pgrep -f 'rank_report --sleep' | head -1)" ;;
+    esac
+    if clean_within 3000 "$t0"; then
+        ok "$what: nothing of the step left on any node after $ELAPSED ms"
+    else
+        not_ok "$what: still left after $ELAPSED ms"
+    fi
+    wait $bg 2>/dev/null
+}
+kill_case "scancel of srun --mps" "$SRUN --mps"
+kill_case "SIGKILL of one task of srun --mps" "$SRUN --mps"
+
+# --- bad input: a message in the job's stderr, auto runs, on fails ---------------
+job bad "$SRUN --mps=bogus $PROG"
+check "srun --mps=bogus: status 0, the step ran without MPS" \
+    [ $? -eq 0 -a "$(grep -c 'mps=- ' $J/bad.out)" -eq 8 ]
+check "  ... each node says why" \
+    [ "$(grep -c "warning: srun --mps: invalid value 'bogus'; accepted: auto, on or off" $J/bad.err)" -eq 2 ] || diag $J/bad.err
+job badpct "$SRUN --mps --mps-percentage=150 $PROG"
+rc=$?
+check "srun --mps --mps-percentage=150: status 0, no MPS, a message" eval \
+    '[ $rc -eq 0 -a "$(grep -c "mps=- " $J/badpct.out)" -eq 8 ] && grep -q "warning: srun --mps-percentage: .*150" $J/badpct.err' ||
+    diag $J/badpct.err
+job badpcton "$SRUN --mps=on --mps-percentage=150 $PROG"
+rc=$?
+check "srun --mps=on --mps-percentage=150: fails (status $rc), no task ran the program" eval \
+    '[ $rc -ne 0 -a "$(grep -c "^rank=" $J/badpcton.out)" -eq 0 ] && grep -q "error: srun --mps-percentage: .*150" $J/badpcton.err' ||
+    diag $J/badpcton.err
+JOBENV_SAVE=$JOBENV
+JOBENV="export OMPI_MCA_btl_vader_single_copy_mechanism=none LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=0;"
+job nogpu "$SRUN --mps $PROG"
+check "no GPU, srun --mps (auto): status 0, 8 tasks without MPS" \
+    [ $? -eq 0 -a "$(grep -c 'mps=0 pipe=- ' $J/nogpu.out)" -eq 8 ] || diag $J/nogpu.err
+check "  ... each node says why" [ "$(grep -c "host[12]: no NVIDIA GPU found on this node" $J/nogpu.err)" -ge 2 ]
+job nogpuon "$SRUN --mps=on $PROG"
+rc=$?
+check "no GPU, srun --mps=on: fails (status $rc) with the reason" eval \
+    '[ $rc -ne 0 -a "$(grep -c "^rank=" $J/nogpuon.out)" -eq 0 ] && grep -qi "error: .*GPU" $J/nogpuon.err' ||
+    diag $J/nogpuon.err
+JOBENV=$JOBENV_SAVE
+check "  ... nothing left on any node" clean_within 2000 "$(date +%s%N)"
+# A node without the control program (the admin's path is wrong).
+slurm_plugstack "optional $B/slurm/gsrun_spank.so agent=$B/launcher/gsrun-agent control=/nonexistent/nvidia-cuda-mps-control"
+job noctl "$SRUN --mps $PROG"
+rc=$?
+check "no control program, srun --mps (auto): status 0, no MPS, each node says why" eval \
+    '[ $rc -eq 0 -a "$(grep -c "mps=0 pipe=- " $J/noctl.out)" -eq 8 ] &&
+     [ "$(grep -c "MPS control program .*/nonexistent/nvidia-cuda-mps-control.* does not exist" $J/noctl.err)" -eq 2 ]' ||
+    diag $J/noctl.err
+job noctlon "$SRUN --mps=on $PROG"
+rc=$?
+check "no control program, srun --mps=on: fails (status $rc), names the program" eval \
+    '[ $rc -ne 0 ] && grep -q "/nonexistent/nvidia-cuda-mps-control" $J/noctlon.err' || diag $J/noctlon.err
+slurm_plugstack "$PLUG"
+check "slurmd is not wedged: both nodes idle" [ "$(on_slurm host1 "sinfo -h -t idle -o %D")" = 2 ]
+
+# --- gsrun srun ---------------------------------------------------------------
+job g "$GSRUN -v --mps-control=$FAKE_CONTROL $SRUN $PROG"
+rc=$?
+check "gsrun srun -N2 -n8: status 0, 8 tasks" [ $rc -eq 0 -a "$(grep -c '^rank=' $J/g.out)" -eq 8 ] || diag $J/g.err
+check "  ... every task: its local rank of 4, MPS at 50%, its host's own pipe dir" \
+    tasks_ok $J/g.out 'gsrun\.[A-Za-z0-9]*' || diag $J/g.out
+check "  ... one MPS control daemon per node (host1 host2: $(daemons_per_host $J/g.err))" \
+    [ "$(daemons_per_host $J/g.err)" = "1 1" ] || diag $J/g.err
+check "  ... the summary names both nodes" \
+    [ "$(grep -c 'served 4 of 4 ranks' $J/g.err)" -eq 2 ]
+check "  ... nothing left on any node" clean_within 0 "$(date +%s%N)"
+job gq "$GSRUN --mps-control=$FAKE_CONTROL $SRUN $PROG"
+check "gsrun srun without -v: no gsrun line" [ $? -eq 0 -a ! -s $J/gq.err ] || diag $J/gq.err
+job gst "$GSRUN --mps-control=$FAKE_CONTROL $SRUN $PROG --exit 6 4"
+rc=$?
+check "gsrun srun, a task exits 4: status $rc (plain srun: 4)" [ $rc -eq 4 ]
+# A task prolog of the user's own still runs, before gsrun's.
+echo '#!/bin/sh
+echo "export USER_PROLOG=ran"' >$J/user_prolog.sh
+chmod +x $J/user_prolog.sh
+job gup "SLURM_TASK_PROLOG=$J/user_prolog.sh $GSRUN --mps-control=$FAKE_CONTROL $SRUN sh -c 'echo \$USER_PROLOG \$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE'"
+check "gsrun srun with the user's SLURM_TASK_PROLOG: both ran in every task" \
+    [ "$(grep -c '^ran 50$' $J/gup.out)" -eq 8 ] || diag $J/gup.out $J/gup.err
+kill_case "scancel of gsrun srun" "$GSRUN --mps-control=$FAKE_CONTROL $SRUN"
+kill_case "SIGKILL of one task of gsrun srun" "$GSRUN --mps-control=$FAKE_CONTROL $SRUN"
+check "the nodes are idle at the end" [ "$(on_slurm host1 "sinfo -h -t idle -o %D")" = 2 ]
+
+echo "1..$T_N"
+rm -rf "$TEST_TMP"
+[ $T_FAIL -eq 0 ]
