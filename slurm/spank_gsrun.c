@@ -92,8 +92,12 @@ static void admin_defaults(int ac, char **av)
         for (int k = 0; keys[k].arg != NULL; k++) {
             if (strlen(keys[k].arg) == n && strncmp(av[i], keys[k].arg, n) == 0 && eq != NULL) {
                 known = 1;
-                if (gs_config_set(&cfg, keys[k].key, eq + 1, "gsrun_spank.so in plugstack.conf", &err) != 0) {
+                if (gs_config_set(&cfg, keys[k].key, eq + 1, "gsrun_spank.so in plugstack.conf",
+                                  &err) != 0) {
                     note_bad(&err);
+                    if (strcmp(keys[k].key, "mps") == 0) {
+                        cfg.mps = GS_MPS_AUTO; /* meant on in some form: every step says why not */
+                    }
                 }
             }
         }

@@ -1,18 +1,28 @@
 #!/bin/bash
 # GPU end-to-end test, for a machine with an NVIDIA GPU (not run by CI).
 #
-#   tests/gpu/e2e.sh [--component] [BUILD_DIR]
+#   tests/gpu/e2e.sh [--component|--spank|--task-prolog] [BUILD_DIR]
 #                                    (BUILD_DIR defaults to ./_build; built if missing)
 #
 # Runs `gsrun -np 16 examples/mps_probe` with real MPS three times back to
 # back; with --component, plain `mpirun -np 16 examples/mps_probe` with the
-# Open MPI component (mca_rtc_gsrun) loaded from the build instead. Every rank must report MPS enabled and 200/16 = 12.5 % of the SMs and
+# Open MPI component (mca_rtc_gsrun) loaded from the build instead. There is
+# no Slurm on the GPU machine, so the two Slurm front ends run under mpirun
+# as Slurm would run them: --spank runs each rank through the SPANK plugin's
+# hooks (tests/progs/spank_driver: task_init in the rank's process, then
+# exec; the exit hook after the step), --task-prolog through
+# gsrun-task-prolog (as srun's task prolog: a child of the rank's process,
+# whose "export" lines the rank applies before it execs the program). Every rank must report MPS enabled and 200/16 = 12.5 % of the SMs and
 # a correct result; after each job no MPS process and no gsrun run dir may
 # remain. Ends with "N passed, N failed".
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 front=gsrun
-[ "${1:-}" = --component ] && { front=component; shift; }
+case "${1:-}" in
+--component) front=component; shift ;;
+--spank) front=spank; shift ;;
+--task-prolog) front=task-prolog; shift ;;
+esac
 build=${1:-$top/_build}
 np=${GSRUN_E2E_NP:-16}
 runs=${GSRUN_E2E_RUNS:-3}
@@ -39,6 +49,32 @@ if [ $front = component ]; then
     launch() { mpirun --mca mca_base_component_path "SYS_DEFAULT:$build/ompi/mca" \
         --mca rtc_gsrun_agent "$build/launcher/gsrun-agent" --mca rtc_gsrun_mps on \
         --mca rtc_gsrun_verbose 1 "$@"; }
+elif [ $front = spank ]; then
+    [ -f "$build/slurm/gsrun_spank.so" ] && [ -x "$build/tests/progs/spank_driver" ] ||
+        { echo "Bail out! the SPANK plugin or its driver was not built (make check builds the driver)"; exit 1; }
+    spank=("$build/tests/progs/spank_driver" "$build/slurm/gsrun_spank.so"
+        --arg "agent=$build/launcher/gsrun-agent" --arg verbose=1 --opt mps=on)
+    launch() { # launch -np N --oversubscribe PROGRAM ARGS...
+        local rc
+        export SPANK_DRIVER_JOB=$$ SPANK_DRIVER_STEP=$((${SPANK_DRIVER_STEP:-0} + 1))
+        mpirun -x SPANK_DRIVER_JOB -x SPANK_DRIVER_STEP "$1" "$2" "$3" "${spank[@]}" -- "${@:4}"
+        rc=$?
+        "${spank[@]}" --exit # the step's end: waits for the node agent
+        return $rc
+    }
+elif [ $front = task-prolog ]; then
+    launch() { # launch -np N --oversubscribe PROGRAM ARGS...
+        local rc jd
+        jd=$(mktemp -d "${TMPDIR:-/tmp}/gsrun.XXXXXX")
+        GSRUN_JOB_DIR=$jd GSRUN_MPS=on GSRUN_VERBOSE=1 mpirun -x GSRUN_JOB_DIR -x GSRUN_MPS \
+            -x GSRUN_VERBOSE "$1" "$2" "$3" sh -c 'export SLURM_LOCALID=$OMPI_COMM_WORLD_LOCAL_RANK \
+            SLURM_NODEID=0 SLURM_STEP_TASKS_PER_NODE=$OMPI_COMM_WORLD_LOCAL_SIZE
+            lines=$('"$build/launcher/gsrun-task-prolog"') || exit $?
+            eval "$lines"; exec "$0" "$@"' "${@:4}"
+        rc=$?
+        rmdir "$jd" 2>/dev/null # the agent removes its node dir, the job dir if empty
+        return $rc
+    }
 else
     launch() { "$build/launcher/gsrun" -v --mps=on "$@"; }
 fi
