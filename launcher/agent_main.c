@@ -2,8 +2,10 @@
  *
  *   gsrun-agent --job-dir DIR --node NAME --local-size N --watch-pid PID
  *               --gsrun-pid PID --ready-fd FD [--report-fd FD] [--in-sequence 0|1]
- *               [--early 1 --watch-fd FD]
+ *               [--early 1 --watch-fd FD] [--job-long 1]
  *
+ * --job-long: provisioned for a whole batch job by `gsrun prolog` (no rank
+ * registers; `gsrun epilog` stops it).
  * --gsrun-pid is 0 when gsrun does not run on this node; the report then
  * goes to --report-fd (the node leader's stderr).
  * Settings come from the GSRUN_* environment, as for the shim. */
@@ -67,12 +69,14 @@ int main(int argc, char **argv)
             o.early = v;
         } else if (strcmp(k, "--watch-fd") == 0) {
             o.watch_fd = v;
+        } else if (strcmp(k, "--job-long") == 0) {
+            o.job_long = v;
         } else {
             fprintf(stderr, "gsrun-agent: unknown argument %s\n", k);
             return 2;
         }
     }
-    if (o.job_dir[0] != '/' || o.node_name[0] == '\0' || (o.local_size < 1 && !o.early)) {
+    if (o.job_dir[0] != '/' || o.node_name[0] == '\0' || (o.local_size < 1 && !o.early && !o.job_long)) {
         fprintf(stderr, "gsrun-agent: --job-dir, --node and --local-size are required; "
                         "gsrun-agent is started by gsrun-shim\n");
         return 2;

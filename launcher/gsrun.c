@@ -22,6 +22,7 @@
 #include "config.h"
 #include "helpers.h"
 #include "reports.h"
+#include "batch_main.h"
 #include "status_main.h"
 #include "supervise.h"
 #include "node.h"
@@ -330,6 +331,9 @@ int main(int argc, char **argv)
     gsrun_t0_ms = gs_wall_ms();
     if (argc > 1 && strcmp(argv[1], "status") == 0) {
         return gs_status_main(argc - 1, argv + 1);
+    }
+    if (argc > 1 && gs_batch_is_command(argv[1])) {
+        return gs_batch_main(argc - 1, argv + 1);
     }
     if (gs_opts_parse(argc, argv, &o, &err) != 0) {
         die(GS_EXIT_USAGE, err.text);

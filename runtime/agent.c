@@ -46,8 +46,8 @@ static void publish(gs_agent_t *a, gs_state_t *st, const char *word)
 /* Publishes a state without MPS: off (with or without a notice the node
  * leader prints; the ranks still register through sock) or an error (exit
  * code for the ranks). The report keeps the message for -v. */
-static void publish_without_mps(gs_agent_t *a, gs_state_kind_t kind, int notice, int code,
-                                const char *msg, const char *sock)
+void gs_agent_publish_without_mps(gs_agent_t *a, gs_state_kind_t kind, int notice, int code,
+                                  const char *msg, const char *sock)
 {
     static gs_state_t st;
     memset(&st, 0, sizeof(st));
@@ -69,7 +69,7 @@ static void publish_without_mps(gs_agent_t *a, gs_state_kind_t kind, int notice,
     publish(a, &st, kind == GS_STATE_ERROR ? "error\n" : "ok\n");
 }
 
-static void publish_on(gs_agent_t *a, const char *sock)
+void gs_agent_publish_on(gs_agent_t *a, const char *sock)
 {
     static gs_state_t st;
     memset(&st, 0, sizeof(st));
@@ -156,7 +156,7 @@ int gs_agent_plan(gs_agent_t *a)
     }
     if (gs_plan_compute(&a->o->cfg, a->o->local_size, a->gpus.count, a->have_control,
                         a->control_error, &a->plan, &err) != 0) {
-        publish_without_mps(a, GS_STATE_ERROR, 0, GS_EXIT_UNAVAILABLE, err.text, NULL);
+        gs_agent_publish_without_mps(a, GS_STATE_ERROR, 0, GS_EXIT_UNAVAILABLE, err.text, NULL);
         return GS_EXIT_UNAVAILABLE;
     }
     return 0;
@@ -178,7 +178,7 @@ static int start_node(gs_agent_t *a, long long t_start)
     }
     if (a->plan.use_mps && rc != 0) {
         if (a->o->cfg.mps != GS_MPS_AUTO) {
-            publish_without_mps(a, GS_STATE_ERROR, 0, GS_EXIT_SETUP, err.text, NULL);
+            gs_agent_publish_without_mps(a, GS_STATE_ERROR, 0, GS_EXIT_SETUP, err.text, NULL);
             return GS_EXIT_SETUP;
         }
         snprintf(msg, sizeof(msg), "MPS could not start: %s; running without MPS", err.text);
@@ -190,21 +190,21 @@ static int start_node(gs_agent_t *a, long long t_start)
         gs_agent_place_init(a, a->plan.use_mps && !mps_failed) != 0 ||
         (a->listen_fd < 0 && gs_agent_listen(a, &err) != 0)) {
         gs_agent_stop_mps(a);
-        publish_without_mps(a, GS_STATE_ERROR, 0, GS_EXIT_SETUP,
+        gs_agent_publish_without_mps(a, GS_STATE_ERROR, 0, GS_EXIT_SETUP,
                             a->ranks ? err.text : "out of memory", NULL);
         return GS_EXIT_SETUP;
     }
     if (mps_failed) {
-        publish_without_mps(a, GS_STATE_OFF, 1, 0, msg, a->sock);
+        gs_agent_publish_without_mps(a, GS_STATE_OFF, 1, 0, msg, a->sock);
     } else if (!a->plan.use_mps && a->gpus.count == 0 && a->o->cfg.mps != GS_MPS_OFF) {
         snprintf(msg, sizeof(msg), "no NVIDIA GPU found on this node (%s); running without MPS",
                  a->gpus.reason);
-        publish_without_mps(a, GS_STATE_OFF, 1, 0, msg, a->sock);
+        gs_agent_publish_without_mps(a, GS_STATE_OFF, 1, 0, msg, a->sock);
     } else if (!a->plan.use_mps) {
-        publish_without_mps(a, GS_STATE_OFF, a->plan.notice, 0, a->plan.reason, a->sock);
+        gs_agent_publish_without_mps(a, GS_STATE_OFF, a->plan.notice, 0, a->plan.reason, a->sock);
     } else {
         gs_agent_mark(a, "mps ready");
-        publish_on(a, a->sock);
+        gs_agent_publish_on(a, a->sock);
         gs_agent_mark(a, "published");
         if (a->early_ready_ms > 0) {
             gs_agent_report(a, 0, "MPS ready %lld ms after the agent started, %lld ms before the "
@@ -368,6 +368,10 @@ int gs_agent_main(const gs_agent_opts_t *o)
         return GS_EXIT_RUNDIR;
     }
     a->prestart = getenv("GSRUN_MPS_PRESTART") == NULL || atoi(getenv("GSRUN_MPS_PRESTART")) != 0;
+    if (o->job_long) {
+        code = gs_agent_job_main(a);
+        goto done;
+    }
     code = o->early ? gs_agent_early_start(a) : gs_agent_plan(a);
     gs_agent_mark(a, "planned");
     int nobody = code == GS_AGENT_NO_RANKS;
@@ -391,6 +395,7 @@ int gs_agent_main(const gs_agent_opts_t *o)
         gs_agent_deliver_report(a);
         wait_for_launcher(a);
     }
+done:
     if (a->listen_fd >= 0) {
         close(a->listen_fd);
     }

@@ -32,6 +32,8 @@ typedef struct {
                       * node's first rank tells it) */
     int watch_fd;    /* early: a pipe whose other end gsrun holds while mpirun
                       * runs (its hang-up is the launcher's end); else -1 */
+    int job_long;    /* provisioned for a whole batch job (gsrun prolog): MPS on
+                      * every visible GPU until told to stop (gsrun epilog) */
 } gs_agent_opts_t;
 
 /* Runs the agent to the end; returns its exit status. */

@@ -22,6 +22,7 @@
 #include "gpu.h"
 #include "mps.h"
 #include "policy.h"
+#include "state.h"
 
 /* How long ranks get to exit after SIGTERM before SIGKILL, when the agent
  * ends them (the launcher or the agent died): the whole teardown of a node
@@ -116,6 +117,16 @@ int gs_agent_plan(gs_agent_t *a);
  * ended first. */
 #define GS_AGENT_NO_RANKS (-1)
 int gs_agent_early_start(gs_agent_t *a);
+
+/* agent_job.c: the agent `gsrun prolog` starts for a whole batch job: MPS
+ * on every visible GPU, published for `gsrun task-prolog`, until `gsrun
+ * epilog` (a "stop" on the socket) or a signal. Returns 0 or the node-wide
+ * exit code (published). */
+int gs_agent_job_main(gs_agent_t *a);
+/* agent.c: publishing the node state. */
+void gs_agent_publish_on(gs_agent_t *a, const char *sock);
+void gs_agent_publish_without_mps(gs_agent_t *a, gs_state_kind_t kind, int notice, int code,
+                                  const char *msg, const char *sock);
 
 /* agent_mps.c: starts MPS on the first n GPUs (those not running yet);
  * on failure stops every daemon. */

@@ -32,6 +32,7 @@ typedef struct {
                              * answer each rank at once, so it places in blocks */
     int for_parent;         /* the rank is this process's parent, which runs the
                              * program once we exit (a Slurm task prolog) */
+    int job_long;           /* the agent serves a whole batch job (gsrun prolog) */
 } gs_node_req_t;
 
 /* Names this node (this kernel and PID namespace) so that processes can tell

@@ -128,8 +128,9 @@ int gs_state_parse(const char *text, gs_state_t *st, gs_error_t *err)
                 st->ngpus++;
             }
         } else if (g >= 0 && strcmp(key, "ranks") == 0) {
+            /* 0 ranks: a batch job's GPU (gsrun prolog), shared per step */
             bad = sscanf(val, "%d %d", &st->gpu[g].first_rank, &st->gpu[g].nranks) != 2 ||
-                  st->gpu[g].first_rank < 0 || st->gpu[g].nranks < 1;
+                  st->gpu[g].first_rank < 0 || st->gpu[g].nranks < 0;
         } else if (g >= 0 && strcmp(key, "percentage") == 0) {
             st->gpu[g].pct_set = strcmp(val, "off") != 0;
             bad = copy_value(st->gpu[g].pct, sizeof(st->gpu[g].pct), st->gpu[g].pct_set ? val : "");

@@ -10,7 +10,8 @@
 #   slurm_can_run         prints why not and returns 1 when Slurm is missing
 #   slurm_up N [PLUGSTACK-LINE]
 #                         slurmctld + N slurmd (4 CPUs each), waits until every
-#                         node is idle; the optional line goes to plugstack.conf
+#                         node is idle; the optional line goes to plugstack.conf;
+#                         GSS_EXTRA_CONF: more slurm.conf lines (Prolog=...)
 #   on_slurm H CMD        CMD on host H with the cluster's SLURM_CONF
 #   slurm_logs            the daemons' logs (for a failing test's diagnostics)
 GSS_DIR=""
@@ -27,7 +28,7 @@ slurm_can_run() {
 
 slurm_up() { # slurm_up N [PLUGSTACK-LINE]
     local n=$1 i
-    GSS_DIR=$GSC_DIR/slurm
+    GSS_DIR=${GSS_DIR:-$GSC_DIR/slurm}
     mkdir -p "$GSS_DIR/state"
     for i in $(seq "$n"); do mkdir -p "$GSS_DIR/spool-host$i"; done
     echo "${2:-}" >"$GSS_DIR/plugstack.conf"
@@ -62,6 +63,7 @@ KillWait=2
 InactiveLimit=0
 MessageTimeout=10
 SlurmdTimeout=30
+${GSS_EXTRA_CONF:-}
 NodeName=host[1-$n] CPUs=4 State=UNKNOWN
 PartitionName=p Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 CONF

@@ -14,6 +14,30 @@ trap cluster_down EXIT
 trap 'exit 1' INT TERM HUP
 cluster_up 2 || { echo "Bail out! cannot bring the cluster up"; exit 1; }
 PLUG="optional $B/slurm/gsrun_spank.so agent=$B/launcher/gsrun-agent control=$FAKE_CONTROL verbose=1"
+# Prolog mode (gsrun prolog/epilog/task-prolog), for jobs while the marker
+# file exists: the scripts a site would write, with the test's stand-ins.
+GSS_DIR=$GSC_DIR/slurm
+mkdir -p "$GSS_DIR"
+PROV=$GSS_DIR/provision.on
+cat >"$GSS_DIR/prolog.sh" <<SH
+#!/bin/sh
+[ -f $PROV ] || exit 0
+export LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=1
+exec $GSRUN prolog -v --mps-control=$FAKE_CONTROL >>$GSS_DIR/prolog-\$(hostname).log 2>&1
+SH
+cat >"$GSS_DIR/epilog.sh" <<SH
+#!/bin/sh
+exec $GSRUN epilog -v >>$GSS_DIR/epilog-\$(hostname).log 2>&1
+SH
+cat >"$GSS_DIR/task_prolog.sh" <<SH
+#!/bin/sh
+[ -f $PROV ] || exit 0
+exec $GSRUN task-prolog
+SH
+chmod +x "$GSS_DIR"/*.sh
+GSS_EXTRA_CONF="Prolog=$GSS_DIR/prolog.sh
+Epilog=$GSS_DIR/epilog.sh
+TaskProlog=$GSS_DIR/task_prolog.sh"
 slurm_up 2 "$PLUG" || { slurm_logs | diag; echo "Bail out! Slurm did not start"; exit 1; }
 HOSTS="host1 host2"
 J=$GSC_DIR
@@ -182,6 +206,57 @@ check "gsrun srun with the user's SLURM_TASK_PROLOG: both ran in every task" \
 kill_case "scancel of gsrun srun" "$GSRUN --mps-control=$FAKE_CONTROL $SRUN"
 kill_case "SIGKILL of one task of gsrun srun" "$GSRUN --mps-control=$FAKE_CONTROL $SRUN"
 check "the nodes are idle at the end" [ "$(on_slurm host1 "sinfo -h -t idle -o %D")" = 2 ]
+
+# --- prolog mode: gsrun prolog / epilog / task-prolog in slurm.conf ---------------
+touch $PROV
+job pro "$SRUN $PROG"
+rc=$?
+check "prolog mode, plain srun -N2 -n8: status 0, 8 tasks" [ $rc -eq 0 -a "$(grep -c '^rank=' $J/pro.out)" -eq 8 ] ||
+    diag $J/pro.err $GSS_DIR/prolog-*.log
+check "  ... every task: its local rank of 4, MPS at 50%, the job's pipe dir on its host" \
+    tasks_ok $J/pro.out 'gsrun\.job-[0-9]*' || diag $J/pro.out
+pro_clean() { # the epilog runs after the job, on its own time
+    clean_within 5000 "$(date +%s%N)"
+}
+check "  ... nothing left on any node once the epilog ran" pro_clean
+check "  ... one MPS control daemon per node, reported by each epilog" \
+    [ "$(cat $GSS_DIR/epilog-host1.log | grep -c 'MPS control daemon')" -eq 1 -a \
+      "$(cat $GSS_DIR/epilog-host2.log | grep -c 'MPS control daemon')" -eq 1 ] || diag $GSS_DIR/epilog-*.log
+# One job, two steps of different sizes: the share is each step's.
+on_slurm host1 "$JOBENV sbatch -N2 -n8 -o $J/batch.out --wrap '$SRUN $PROG; srun -N2 -n4 --mpi=pmix $PROG; srun -N1 -n1 --mpi=pmix $PROG' >/dev/null"
+for _ in $(seq 150); do [ -z "$(on_slurm host1 'squeue -h')" ] && break; sleep 0.1; done
+check "a batch job of 3 steps (8, 4, 1 tasks): 13 tasks ran" [ "$(grep -c '^rank=' $J/batch.out)" -eq 13 ] ||
+    diag $J/batch.out
+check "  ... 8 tasks at 50%, 4 at 100% (2 per GPU), 1 without MPS (alone on its GPU)" \
+    [ "$(grep -c 'size=8 .*mps=1 .*pct=50 ' $J/batch.out)" -eq 8 -a \
+      "$(grep -c 'size=4 .*mps=1 .*pct=100 ' $J/batch.out)" -eq 4 -a \
+      "$(grep -c 'size=1 .*mps=- ' $J/batch.out)" -eq 1 ] || diag $J/batch.out
+check "  ... nothing left once the epilog ran" pro_clean
+# The commands themselves, as an admin's script calls them: idempotent.
+P="export LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=1 SLURM_JOB_ID=4711 SLURM_JOB_USER=root;"
+on_slurm host2 "$P $GSRUN prolog --mps-control=$FAKE_CONTROL && $GSRUN prolog --mps-control=$FAKE_CONTROL"
+rc=$?
+check "gsrun prolog twice: status $rc, one MPS control daemon ($(cluster_count_exe host2 "$FAKE_CONTROL"))" \
+    [ $rc -eq 0 -a "$(cluster_count_exe host2 "$FAKE_CONTROL")" -eq 1 ]
+on_slurm host2 "$P SLURM_LOCALID=0 SLURM_NODEID=0 SLURM_TASKS_PER_NODE=3 $GSRUN task-prolog" >$J/tp.out 2>&1
+check "gsrun task-prolog for a batch script (no step): status 0, nothing printed" [ $? -eq 0 -a ! -s $J/tp.out ]
+on_slurm host2 "$P SLURM_STEP_ID=0 SLURM_LOCALID=1 SLURM_NODEID=0 SLURM_STEP_TASKS_PER_NODE=3 $GSRUN task-prolog" >$J/tp.out 2>&1
+check "gsrun task-prolog for task 1 of 3: export lines with 66.6667%" \
+    grep -q "^export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=66.6667$" $J/tp.out || diag $J/tp.out
+on_slurm host2 "$P $GSRUN epilog && $GSRUN epilog"
+rc=$?
+check "gsrun epilog twice: status $rc, nothing left on host2" eval '[ $rc -eq 0 ] && [ -z "$(left_on host2)" ]'
+on_slurm host2 "$P FAKE_NVML_GPUS=0 $GSRUN prolog --mps=on --mps-control=$FAKE_CONTROL" 2>$J/p69.err
+rc=$?
+check "gsrun prolog --mps=on without a GPU: status $rc (69), says why, nothing left" eval \
+    '[ $rc -eq 69 ] && grep -q "error: .*GPU" $J/p69.err && [ -z "$(left_on host2)" ]' || diag $J/p69.err
+on_slurm host2 "$P FAKE_NVML_GPUS=0 $GSRUN prolog --mps-control=$FAKE_CONTROL" 2>$J/p0.err
+rc=$?
+check "gsrun prolog (auto) without a GPU: status $rc (0), says the job runs without MPS" eval \
+    '[ $rc -eq 0 ] && grep -q "without MPS" $J/p0.err' || diag $J/p0.err
+on_slurm host2 "$P $GSRUN epilog"
+check "  ... its epilog leaves nothing" [ -z "$(left_on host2)" ]
+rm -f $PROV
 
 echo "1..$T_N"
 rm -rf "$TEST_TMP"
