@@ -40,7 +40,15 @@ static int provision(gs_agent_t *a)
         a->plan.ngpus = n;
         gs_agent_publish_on(a, a->sock);
         for (int g = 0; g < n; g++) {
-            const gs_mps_daemon_t *d = &a->daemon[g];
+            gs_mps_daemon_t *d = &a->daemon[g];
+            /* The servers, for teardown and the report (and the guard). */
+            if (a->prestart && gs_mps_record_servers(d, a->control, GS_AGENT_QUIT_TIMEOUT_MS,
+                                                     &err) != 0) {
+                gs_agent_report(a, 1, "GPU %d (%s): %s", g, d->uuid, err.text);
+            }
+            for (int i = 0; i < d->nservers; i++) {
+                gs_agent_guard_tell(a, "mps", d->server_pid[i]);
+            }
             gs_agent_report(a, 0, "GPU %d (%s, %s): MPS control daemon %d on %s, server %d, for "
                                   "the job's tasks, ready in %lld ms",
                             g, a->gpus.gpu[g].name, d->uuid, (int)d->daemon_pid, a->pinned[g],

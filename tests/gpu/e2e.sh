@@ -1,7 +1,7 @@
 #!/bin/bash
 # GPU end-to-end test, for a machine with an NVIDIA GPU (not run by CI).
 #
-#   tests/gpu/e2e.sh [--component|--spank|--task-prolog] [BUILD_DIR]
+#   tests/gpu/e2e.sh [--component|--spank|--task-prolog|--prolog] [BUILD_DIR]
 #                                    (BUILD_DIR defaults to ./_build; built if missing)
 #
 # Runs `gsrun -np 16 examples/mps_probe` with real MPS three times back to
@@ -12,7 +12,9 @@
 # hooks (tests/progs/spank_driver: task_init in the rank's process, then
 # exec; the exit hook after the step), --task-prolog through
 # gsrun-task-prolog (as srun's task prolog: a child of the rank's process,
-# whose "export" lines the rank applies before it execs the program). Every rank must report MPS enabled and 200/16 = 12.5 % of the SMs and
+# whose "export" lines the rank applies before it execs the program);
+# --prolog provisions the node for a "job" with `gsrun prolog`, runs each
+# rank through `gsrun task-prolog` and ends with `gsrun epilog`. Every rank must report MPS enabled and 200/16 = 12.5 % of the SMs and
 # a correct result; after each job no MPS process and no gsrun run dir may
 # remain. Ends with "N passed, N failed".
 set -u
@@ -22,6 +24,7 @@ case "${1:-}" in
 --component) front=component; shift ;;
 --spank) front=spank; shift ;;
 --task-prolog) front=task-prolog; shift ;;
+--prolog) front=prolog; shift ;;
 esac
 build=${1:-$top/_build}
 np=${GSRUN_E2E_NP:-16}
@@ -73,6 +76,21 @@ elif [ $front = task-prolog ]; then
             eval "$lines"; exec "$0" "$@"' "${@:4}"
         rc=$?
         rmdir "$jd" 2>/dev/null # the agent removes its node dir, the job dir if empty
+        return $rc
+    }
+elif [ $front = prolog ]; then
+    launch() { # launch -np N --oversubscribe PROGRAM ARGS...
+        local rc
+        E2E_JOB=$((${E2E_JOB:-0} + 1))
+        export SLURM_JOB_ID=e2e$$.$E2E_JOB SLURM_JOB_USER=$(id -un)
+        "$build/launcher/gsrun" prolog -v --mps=on || return $?
+        SLURM_STEP_ID=0 mpirun -x SLURM_JOB_ID -x SLURM_STEP_ID "$1" "$2" "$3" \
+            sh -c 'export SLURM_LOCALID=$OMPI_COMM_WORLD_LOCAL_RANK SLURM_NODEID=0 \
+            SLURM_STEP_TASKS_PER_NODE=$OMPI_COMM_WORLD_LOCAL_SIZE
+            lines=$('"$build/launcher/gsrun"' task-prolog) || exit $?
+            eval "$lines"; exec "$0" "$@"' "${@:4}"
+        rc=$?
+        "$build/launcher/gsrun" epilog -v
         return $rc
     }
 else

@@ -65,6 +65,7 @@ static void test_slurm(void **state)
     assert_string_equal(l.job, "4242");
     /* A step of fewer tasks than the job: the step's count wins. */
     setenv("SLURM_STEP_TASKS_PER_NODE", "3,1", 1);
+    setenv("SLURM_LOCALID", "0", 1);
     assert_int_equal(gs_discover_from_env(&l, &err), 0);
     assert_int_equal(l.local_size, 1);
     setenv("SLURM_LOCALID", "1", 1);

@@ -1,0 +1,97 @@
+/* A batch job's node (gsrun prolog): the job dir's name, and each task's
+ * environment from the state the job's agent publishes. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "node.h"
+#include "provision.h"
+#include "rundir.h"
+
+static const char *find(const gs_clientenv_t *env, const char *name)
+{
+    size_t n = strlen(name);
+    for (int i = 0; i < env->nset; i++) {
+        if (strncmp(env->set[i], name, n) == 0 && env->set[i][n] == '=') {
+            return env->set[i] + n + 1;
+        }
+    }
+    return NULL;
+}
+
+static void test_job_dir(void **state)
+{
+    char out[256];
+    gs_error_t err;
+    (void)state;
+    assert_int_equal(gs_provision_job_dir("/tmp", "4711", out, sizeof(out), &err), 0);
+    assert_string_equal(out, "/tmp/gsrun.job-4711");
+    assert_int_equal(gs_provision_job_dir("/tmp", "12.pbs-server", out, sizeof(out), &err), 0);
+    assert_true(gs_provision_job_dir("/tmp", "../etc", out, sizeof(out), &err) < 0);
+    assert_true(gs_provision_job_dir("/tmp", "a/b", out, sizeof(out), &err) < 0);
+    assert_true(gs_provision_job_dir("/tmp", "", out, sizeof(out), &err) < 0);
+    assert_true(gs_provision_job_dir("/tmp", NULL, out, sizeof(out), &err) < 0);
+    assert_non_null(strstr(err.text, "--job"));
+}
+
+/* Two GPUs provisioned for the job; steps of 6, 2 and 1 tasks. */
+static void test_task_env(void **state)
+{
+    char tmpl[] = "/tmp/gstprov.XXXXXX", job_dir[300], node_dir[400];
+    static gs_state_t st;
+    gs_clientenv_t env;
+    gs_config_t cfg;
+    gs_error_t err;
+    int on;
+    (void)state;
+
+    assert_non_null(mkdtemp(tmpl));
+    snprintf(job_dir, sizeof(job_dir), "%s/gsrun.job-1", tmpl);
+    assert_int_equal(gs_node_dir(job_dir, node_dir, sizeof(node_dir), &err), 0);
+    gs_config_init(&cfg);
+    /* Not provisioned: nothing to set. */
+    assert_int_equal(gs_provision_task_env(&cfg, job_dir, 0, 4, &env, &on, &err), 0);
+    assert_int_equal(on, 0);
+
+    assert_int_equal(gs_rundir_ensure(job_dir, &err), 0);
+    assert_int_equal(gs_rundir_ensure(node_dir, &err), 0);
+    memset(&st, 0, sizeof(st));
+    st.kind = GS_STATE_ON;
+    st.ngpus = 2;
+    for (int g = 0; g < 2; g++) {
+        snprintf(st.gpu[g].uuid, sizeof(st.gpu[g].uuid), "GPU-%d", g);
+        snprintf(st.gpu[g].pipe_dir, sizeof(st.gpu[g].pipe_dir), "%s/g%d", node_dir, g);
+        snprintf(st.gpu[g].log_dir, sizeof(st.gpu[g].log_dir), "%s/g%d.log", node_dir, g);
+    }
+    snprintf(st.socket, sizeof(st.socket), "%s/agent.sock", node_dir);
+    assert_int_equal(gs_state_write(node_dir, &st, &err), 0);
+
+    /* 6 tasks: 3 per GPU at 66.6667 %; task 4 is the second GPU's. */
+    assert_int_equal(gs_provision_task_env(&cfg, job_dir, 4, 6, &env, &on, &err), 0);
+    assert_int_equal(on, 1);
+    assert_string_equal(find(&env, "GSRUN_GPU_UUID"), "GPU-1");
+    assert_string_equal(find(&env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "66.6667");
+    assert_non_null(strstr(find(&env, "CUDA_MPS_PIPE_DIRECTORY"), "/g1"));
+    /* 2 tasks on 2 GPUs: one each, no MPS needed. */
+    assert_int_equal(gs_provision_task_env(&cfg, job_dir, 1, 2, &env, &on, &err), 0);
+    assert_int_equal(on, 0);
+    /* A fixed share wins. */
+    assert_int_equal(gs_config_set(&cfg, "mps-percentage", "30", "--mps-percentage", &err), 0);
+    assert_int_equal(gs_provision_task_env(&cfg, job_dir, 0, 8, &env, &on, &err), 0);
+    assert_string_equal(find(&env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "30");
+    gs_rundir_remove(tmpl);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_job_dir),
+        cmocka_unit_test(test_task_env),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
