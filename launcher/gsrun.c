@@ -320,6 +320,44 @@ static int check_programs(gs_opts_t *o, char *launcher, size_t len)
     return 0;
 }
 
+/* Runs the launcher as gsrun's child with the node agents around it, waits
+ * for the agents, prints their reports and exits as the launcher did. */
+static int run_job(const gs_opts_t *o, char *launcher, char **cmd, const char *agent,
+                   const char *job_dir, int srun)
+{
+    gs_error_t err;
+
+    /* Node agents are daemons; on this node they become our children when
+     * their first parent exits, so that we can reap them. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    /* srun's tasks may not run on gsrun's node (a login node): no early
+     * agent there. */
+    int launcher_pipe = srun ? -1 : start_agent_early(o, agent, job_dir);
+    long long t_launch = gs_wall_ms() - gsrun_t0_ms;
+    int status = gs_supervise(launcher, cmd, &err);
+    long long t_exited = gs_wall_ms() - gsrun_t0_ms;
+    if (launcher_pipe >= 0) {
+        close(launcher_pipe); /* mpirun is gone: the early agent may end */
+    }
+    gs_wait_for_agents(job_dir, GS_AGENT_WAIT_MS);
+    long long t_agents = gs_wall_ms() - gsrun_t0_ms;
+    if (status < 0) {
+        gs_rundir_remove(job_dir);
+        die(GS_EXIT_SETUP, err.text);
+    }
+    gs_print_reports(job_dir, o->cfg.verbose);
+    if (o->cfg.verbose >= 2) {
+        fprintf(stderr, "gsrun: timeline (ms after gsrun started): mpirun started %lld, mpirun "
+                        "exited %lld, node agents done %lld\n",
+                t_launch, t_exited, t_agents);
+    }
+    gs_rundir_remove(job_dir);
+    while (waitpid(-1, NULL, WNOHANG) > 0) {
+        /* reap agents and orphans handed to us as subreaper */
+    }
+    return gs_exit_like(status);
+}
+
 int main(int argc, char **argv)
 {
     gs_opts_t o;
@@ -393,33 +431,5 @@ int main(int argc, char **argv)
         return 0;
     }
 
-    /* Node agents are daemons; on this node they become our children when
-     * their first parent exits, so that we can reap them. */
-    prctl(PR_SET_CHILD_SUBREAPER, 1);
-    /* srun's tasks may not run on gsrun's node (a login node): no early
-     * agent there. */
-    int launcher_pipe = srun ? -1 : start_agent_early(&o, agent, job_dir);
-    long long t_launch = gs_wall_ms() - gsrun_t0_ms;
-    int status = gs_supervise(launcher, cmd, &err);
-    long long t_exited = gs_wall_ms() - gsrun_t0_ms;
-    if (launcher_pipe >= 0) {
-        close(launcher_pipe); /* mpirun is gone: the early agent may end */
-    }
-    gs_wait_for_agents(job_dir, GS_AGENT_WAIT_MS);
-    long long t_agents = gs_wall_ms() - gsrun_t0_ms;
-    if (status < 0) {
-        gs_rundir_remove(job_dir);
-        die(GS_EXIT_SETUP, err.text);
-    }
-    gs_print_reports(job_dir, o.cfg.verbose);
-    if (o.cfg.verbose >= 2) {
-        fprintf(stderr, "gsrun: timeline (ms after gsrun started): mpirun started %lld, mpirun "
-                        "exited %lld, node agents done %lld\n",
-                t_launch, t_exited, t_agents);
-    }
-    gs_rundir_remove(job_dir);
-    while (waitpid(-1, NULL, WNOHANG) > 0) {
-        /* reap agents and orphans handed to us as subreaper */
-    }
-    return gs_exit_like(status);
+    return run_job(&o, launcher, cmd, agent, job_dir, srun);
 }

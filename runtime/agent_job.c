@@ -38,10 +38,10 @@ static int provision(gs_agent_t *a)
     } else {
         a->plan.use_mps = 1;
         a->plan.ngpus = n;
-        gs_agent_publish_on(a, a->sock);
+        a->place_n = n; /* the GPUs `gsrun status` lists */
         for (int g = 0; g < n; g++) {
             gs_mps_daemon_t *d = &a->daemon[g];
-            /* The servers, for teardown and the report (and the guard). */
+            /* The servers, for teardown, the guard and the report. */
             if (a->prestart && gs_mps_record_servers(d, a->control, GS_AGENT_QUIT_TIMEOUT_MS,
                                                      &err) != 0) {
                 gs_agent_report(a, 1, "GPU %d (%s): %s", g, d->uuid, err.text);
@@ -54,7 +54,9 @@ static int provision(gs_agent_t *a)
                             g, a->gpus.gpu[g].name, d->uuid, (int)d->daemon_pid, a->pinned[g],
                             (int)d->server_pid[0], d->ready_ms - d->start_ms);
         }
+        /* The prolog returns on the state: `gsrun status` must show the job by then. */
         gs_agent_write_status(a);
+        gs_agent_publish_on(a, a->sock);
         return 0;
     }
     snprintf(a->plan.reason, sizeof(a->plan.reason), "%s", msg);

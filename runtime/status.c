@@ -190,7 +190,10 @@ int gs_status_scan(const char *tmpdir, int all_users, gs_status_t *out, int max)
     }
     gs_rundir_node_name(node, sizeof(node));
     for (struct dirent *e; n < max && (e = readdir(d)) != NULL;) {
-        if (strncmp(e->d_name, "gsrun.", 6) == 0 && strlen(e->d_name) == 12) {
+        /* gsrun's and the component's (mkdtemp), a Slurm step's (the SPANK
+         * plugin), a batch job's (gsrun prolog). */
+        if ((strncmp(e->d_name, "gsrun.", 6) == 0 && strlen(e->d_name) == 12) ||
+            strncmp(e->d_name, "gsrun.slurm-", 12) == 0 || strncmp(e->d_name, "gsrun.job-", 10) == 0) {
             n += read_job(tmpdir, e->d_name, node, all_users, &out[n]);
         }
     }

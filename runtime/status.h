@@ -25,7 +25,8 @@ typedef struct {
 } gs_status_gpu_t;
 
 typedef struct {
-    char job[32];       /* the job dir's name: gsrun.XXXXXX */
+    char job[96];       /* the job dir's name: gsrun.XXXXXX, gsrun.slurm-<job>.<step>
+                         * (srun --mps), gsrun.job-<id> (gsrun prolog) */
     char node[64];
     char job_dir[256];
     char mps[16];       /* on, off, error; "starting" before the agent wrote */

@@ -238,6 +238,10 @@ on_slurm host2 "$P $GSRUN prolog --mps-control=$FAKE_CONTROL && $GSRUN prolog --
 rc=$?
 check "gsrun prolog twice: status $rc, one MPS control daemon ($(cluster_count_exe host2 "$FAKE_CONTROL"))" \
     [ $rc -eq 0 -a "$(cluster_count_exe host2 "$FAKE_CONTROL")" -eq 1 ]
+on_slurm host2 "$GSRUN status" >$J/st.out 2>&1
+check "  ... gsrun status shows the job, MPS on, its daemon" eval \
+    'grep -q "^job gsrun.job-4711 (uid 0): agent [0-9]*, .*MPS on" $J/st.out && grep -q "GPU 0 .*daemon [0-9]* on core" $J/st.out' ||
+    diag $J/st.out
 on_slurm host2 "$P SLURM_LOCALID=0 SLURM_NODEID=0 SLURM_TASKS_PER_NODE=3 $GSRUN task-prolog" >$J/tp.out 2>&1
 check "gsrun task-prolog for a batch script (no step): status 0, nothing printed" [ $? -eq 0 -a ! -s $J/tp.out ]
 on_slurm host2 "$P SLURM_STEP_ID=0 SLURM_LOCALID=1 SLURM_NODEID=0 SLURM_STEP_TASKS_PER_NODE=3 $GSRUN task-prolog" >$J/tp.out 2>&1
