@@ -2,7 +2,7 @@
  *
  *   gsrun-agent --job-dir DIR --node NAME --local-size N --watch-pid PID
  *               --gsrun-pid PID --ready-fd FD [--report-fd FD] [--in-sequence 0|1]
- *               [--early 1 --watch-fd FD] [--job-long 1]
+ *               [--early 1 --watch-fd FD] [--job-long 1] [--report-rank0 1]
  *
  * --job-long: provisioned for a whole batch job by `gsrun prolog` (no rank
  * registers; `gsrun epilog` stops it).
@@ -71,6 +71,8 @@ int main(int argc, char **argv)
             o.watch_fd = v;
         } else if (strcmp(k, "--job-long") == 0) {
             o.job_long = v;
+        } else if (strcmp(k, "--report-rank0") == 0) {
+            o.report_rank0 = v;
         } else {
             fprintf(stderr, "gsrun-agent: unknown argument %s\n", k);
             return 2;

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,16 +28,45 @@
 #include "rundir.h"
 #include "task.h"
 
-/* slurmstepd gives a task prolog no usable stderr: write to the task's
- * own (where srun forwards it), when this user may open it. */
-static void use_task_stderr(void)
+static int task_stderr; /* fd 2 is the task's stderr */
+
+/* slurmstepd reads a task prolog's output (stdout and stderr) as the lines
+ * it applies, and waits for its end before the task runs: messages go to
+ * the task's own stderr (which srun forwards), when this user may open it
+ * (root may; an ordinary user may not, until the task has exec'd), else to
+ * /dev/null, so that nothing started here (the node agent) holds that pipe.
+ * Returns whether the task's stderr is ours. */
+static int use_task_stderr(void)
 {
     char path[64];
     snprintf(path, sizeof(path), "/proc/%d/fd/2", (int)getppid());
     int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0) {
+        fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    } else {
+        task_stderr = 1;
+    }
     if (fd >= 0) {
         dup2(fd, 2);
         close(fd);
+    }
+    return task_stderr;
+}
+
+/* A message for the user: on the task's stderr, else as a "print" line,
+ * which slurmstepd writes to the task's stdout. */
+static void say(const char *fmt, ...)
+{
+    char line[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (task_stderr) {
+        fprintf(stderr, "%s\n", line);
+    } else {
+        printf("print %s\n", line);
+        fflush(stdout);
     }
 }
 
@@ -63,7 +93,7 @@ static int run_user_prolog(const char *prog)
     char line[4096];
     FILE *p = popen(prog, "re");
     if (p == NULL) {
-        fprintf(stderr, "gsrun: cannot run the task prolog '%s': %s\n", prog, strerror(errno));
+        say("gsrun: cannot run the task prolog '%s': %s", prog, strerror(errno));
         return GS_EXIT_NOEXEC;
     }
     while (fgets(line, sizeof(line), p) != NULL) {
@@ -71,8 +101,8 @@ static int run_user_prolog(const char *prog)
     }
     int st = pclose(p);
     if (st != 0) {
-        fprintf(stderr, "gsrun: the task prolog '%s' failed (status %d)\n", prog,
-                WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+        say("gsrun: the task prolog '%s' failed (status %d)", prog,
+            WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
         return WIFEXITED(st) && WEXITSTATUS(st) != 0 ? WEXITSTATUS(st) : 1;
     }
     return 0;
@@ -98,23 +128,22 @@ int main(void)
     }
     gs_config_init(&cfg);
     if (gs_config_load_env(&cfg, &err) != 0) {
-        fprintf(stderr, "gsrun: node %s: %s\n", node, err.text);
+        say("gsrun: node %s: %s", node, err.text);
         return GS_EXIT_USAGE;
     }
     if (job_dir == NULL || job_dir[0] != '/') {
-        fprintf(stderr, "gsrun-task-prolog: GSRUN_JOB_DIR is not set: this is srun's task "
-                        "prolog under `gsrun srun ...` (check that srun passes the environment "
-                        "on: no --export=NONE)\n");
+        say("gsrun-task-prolog: GSRUN_JOB_DIR is not set: this is srun's task prolog under "
+            "`gsrun srun ...` (check that srun passes the environment on: no --export=NONE)");
         return GS_EXIT_USAGE;
     }
     /* The step's own variables (a PMIx client here would not be a task). */
     if (gs_discover_from_env(&loc, &err) != 0) {
-        fprintf(stderr, "gsrun: node %s: error: %s\n", node, err.text);
+        say("gsrun: node %s: error: %s", node, err.text);
         return GS_EXIT_SETUP;
     }
     int leader = loc.local_rank == 0;
     if (leader && gs_helper_path("gsrun-agent", agent, sizeof(agent), &err) != 0) {
-        fprintf(stderr, "gsrun: node %s: error: %s\n", node, err.text);
+        say("gsrun: node %s: error: %s", node, err.text);
         return GS_EXIT_SETUP;
     }
     memset(&req, 0, sizeof(req));
@@ -127,18 +156,31 @@ int main(void)
     req.local_size = loc.local_size;
     req.launcher_pid = parent_of(getppid()); /* the task's slurmstepd */
     req.for_parent = 1;
+    req.report_rank0 = !task_stderr;
     code = gs_task_join(&req, &st, &env, &keep_fd, &node_wide, &err);
     if (code != 0) {
         /* A node-wide failure: the leader says it once; every task fails
          * with the same status (srun, unlike mpirun, takes that well). */
         if (!node_wide || leader) {
-            fprintf(stderr, "gsrun: node %s: %serror: %s\n", node, node_wide ? "" : "task ",
-                    err.text);
+            say("gsrun: node %s: %serror: %s", node, node_wide ? "" : "task ", err.text);
         }
         return code;
     }
-    if (leader) {
+    if (leader && task_stderr) {
         gs_node_print_plan(stderr, node, &st, "slurm", cfg.verbose);
+    } else if (leader) {
+        /* The same lines, as "print" lines for slurmstepd. */
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&buf, &len);
+        if (m != NULL) {
+            gs_node_print_plan(m, node, &st, "slurm", cfg.verbose);
+            fclose(m);
+            for (char *l = strtok(buf, "\n"); l != NULL; l = strtok(NULL, "\n")) {
+                say("%s", l);
+            }
+            free(buf);
+        }
     }
     for (int i = 0; i < env.nunset; i++) {
         printf("unset %s\n", env.unset[i]);

@@ -32,6 +32,9 @@ typedef struct {
                       * node's first rank tells it) */
     int watch_fd;    /* early: a pipe whose other end gsrun holds while mpirun
                       * runs (its hang-up is the launcher's end); else -1 */
+    int report_rank0; /* no report fd yet: once local rank 0 has exec'd, its stderr
+                       * (a Slurm task prolog as an ordinary user cannot open the
+                       * task's stderr before: the task is not dumpable yet) */
     int job_long;    /* provisioned for a whole batch job (gsrun prolog): MPS on
                       * every visible GPU until told to stop (gsrun epilog) */
 } gs_agent_opts_t;

@@ -98,6 +98,10 @@ int gs_agent_rank_of_pid(const gs_agent_t *a, pid_t pid);
  * (forwarded by the launcher like the job's own output), filtered as gsrun
  * filters: everything with -v, else the problems. Closes the report fd. */
 void gs_agent_deliver_report(const gs_agent_t *a);
+/* With o->report_rank0: tries to open local rank 0's stderr as the report's
+ * way out (possible once it has exec'd). Returns the poll timeout (ms) the
+ * agent should use to try again, or -1 when done trying. */
+int gs_agent_report_fd_try(gs_agent_t *a);
 
 /* agent.c: removes the job dir when nobody else will (gsrun does not run on
  * this node, or is gone): the agent's and the guard's last step. */

@@ -246,6 +246,10 @@ void gs_agent_serve(gs_agent_t *a)
             long long t = a->place_deadline - gs_now_ms();
             timeout = t < 0 ? 0 : (timeout < 0 || t < timeout ? (int)t : timeout);
         }
+        int t_report = gs_agent_report_fd_try(a);
+        if (t_report >= 0 && (timeout < 0 || t_report < timeout)) {
+            timeout = t_report;
+        }
         if (poll(p, (nfds_t)k, timeout) < 0 && errno != EINTR) {
             why = "poll failed";
             break;

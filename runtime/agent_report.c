@@ -1,5 +1,6 @@
 #include "gs_autoconf.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -92,6 +93,36 @@ void gs_agent_deliver_report(const gs_agent_t *a)
         close(a->o->report_fd);
         ((gs_agent_opts_t *)a->o)->report_fd = -1;
     }
+}
+
+int gs_agent_report_fd_try(gs_agent_t *a)
+{
+    gs_agent_opts_t *o = (gs_agent_opts_t *)a->o;
+    char path[64];
+
+    if (!o->report_rank0 || o->report_fd >= 0) {
+        return -1;
+    }
+    for (int i = 0; i < a->registered; i++) {
+        if (a->seen[i].rank != 0) {
+            continue;
+        }
+        snprintf(path, sizeof(path), "/proc/%d/fd/2", (int)a->seen[i].pid);
+        int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+        if (fd >= 0 || errno == ENOENT) {
+            o->report_fd = fd; /* gone: nobody to tell */
+            o->report_rank0 = 0;
+            return -1;
+        }
+        /* Not dumpable until its exec; a program that stays so never
+         * opens: give up after the start-up bound. */
+        if (gs_wall_ms() - a->started_ms > (long long)o->cfg.timeout_s * 1000) {
+            o->report_rank0 = 0;
+            return -1;
+        }
+        return 20;
+    }
+    return 50; /* rank 0 has not registered yet */
 }
 
 /* The status `gsrun status` shows; rewritten on every change, never read

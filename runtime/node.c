@@ -95,7 +95,8 @@ static int spawn_agent(const gs_node_req_t *req, const char *job_dir, int here, 
         return gs_error_set(err, e, "cannot start the node agent: %s", strerror(e));
     }
     if (pid == 0) {
-        char node[64], size[16], watch[16], gsrun[16], fd[16], rfd[16], seq[4], wfd[16], jl[4];
+        char node[64], size[16], watch[16], gsrun[16], fd[16], rfd[16], seq[4], wfd[16], jl[4],
+            r0[4];
         setsid();
         if (fork() != 0) {
             _exit(0);
@@ -106,7 +107,9 @@ static int spawn_agent(const gs_node_req_t *req, const char *job_dir, int here, 
         int w = fcntl(pfd[1], F_DUPFD, 3);
         /* A batch job's agent keeps nothing of its prolog's: the batch
          * system waits for the prolog's output to close. */
-        int r = (here && req->gsrun_pid > 0) || req->job_long ? -1 : fcntl(2, F_DUPFD, 3);
+        int r = (here && req->gsrun_pid > 0) || req->job_long || req->report_rank0
+                    ? -1
+                    : fcntl(2, F_DUPFD, 3);
         gs_rundir_node_name(node, sizeof(node));
         snprintf(size, sizeof(size), "%d", req->local_size);
         snprintf(watch, sizeof(watch), "%d", (int)req->launcher_pid);
@@ -126,10 +129,11 @@ static int spawn_agent(const gs_node_req_t *req, const char *job_dir, int here, 
         int wf = req->early ? fcntl(req->early_watch_fd, F_DUPFD, 3) : -1;
         snprintf(wfd, sizeof(wfd), "%d", wf);
         snprintf(jl, sizeof(jl), "%d", req->job_long ? 1 : 0);
+        snprintf(r0, sizeof(r0), "%d", r < 0 && req->report_rank0 && !(here && req->gsrun_pid > 0));
         execl(req->agent_path, req->agent_path, "--job-dir", job_dir, "--node", node,
               "--local-size", size, "--watch-pid", watch, "--gsrun-pid", gsrun, "--ready-fd", fd,
               "--report-fd", rfd, "--in-sequence", seq, "--early", wf >= 0 ? "1" : "0",
-              "--watch-fd", wfd, "--job-long", jl, (char *)NULL);
+              "--watch-fd", wfd, "--job-long", jl, "--report-rank0", r0, (char *)NULL);
         _exit(127);
     }
     close(pfd[1]);

@@ -33,6 +33,8 @@ typedef struct {
     int for_parent;         /* the rank is this process's parent, which runs the
                              * program once we exit (a Slurm task prolog) */
     int job_long;           /* the agent serves a whole batch job (gsrun prolog) */
+    int report_rank0;       /* our stderr is not the rank's: the agent reports to
+                             * local rank 0's once it can open it */
 } gs_node_req_t;
 
 /* Names this node (this kernel and PID namespace) so that processes can tell

@@ -207,6 +207,43 @@ kill_case "scancel of gsrun srun" "$GSRUN --mps-control=$FAKE_CONTROL $SRUN"
 kill_case "SIGKILL of one task of gsrun srun" "$GSRUN --mps-control=$FAKE_CONTROL $SRUN"
 check "the nodes are idle at the end" [ "$(on_slurm host1 "sinfo -h -t idle -o %D")" = 2 ]
 
+# --- an ordinary user (nobody): MPS runs as the job's user ----------------------
+# The cluster's files must be readable for that user (slurm.conf), and the
+# job's output needs a directory it may write.
+chmod 711 "$GSC_DIR"
+chmod 755 "$GSS_DIR"
+chmod 644 "$GSS_DIR/slurm.conf" "$GSS_DIR/plugstack.conf"
+U=$GSS_DIR/user
+mkdir -p $U && chmod 1777 $U
+as_nobody() { # as_nobody NAME CMD: CMD on host1 as nobody, output in $U/NAME.{out,err}
+    local name=$1
+    shift
+    on_slurm host1 "$JOBENV exec setpriv --reuid=65534 --regid=65534 --clear-groups sh -c '$* >$U/$name.out 2>$U/$name.err'"
+}
+daemon_uids() { # the uids of the MPS control daemons on both hosts, during a job
+    local h
+    for h in $HOSTS; do on_host $h "ps -o uid= -C nvidia-cuda-mps-control | sort -u | tr -d ' '"; done | sort -u | tr '\n' ' '
+}
+user_case() { # user_case WHAT FRONT
+    local what=$1 front=$2 bg uids=""
+    as_nobody u "$front $PROG --sleep 3000" &
+    bg=$!
+    for _ in $(seq 100); do
+        [ "$(cat $U/u.out 2>/dev/null | grep -c '^rank=')" -ge 8 ] && uids=$(daemon_uids) && [ -n "$uids" ] && break
+        sleep 0.05
+    done
+    wait $bg
+    local rc=$?
+    check "$what as nobody: status $rc, 8 tasks under MPS at 50%" \
+        [ $rc -eq 0 -a "$(grep -c 'mps=1 .*pct=50 ' $U/u.out)" -eq 8 ] || diag $U/u.out $U/u.err
+    check "  ... the MPS daemons ran as the job's user (uids: $uids)" [ "$uids" = "65534 " ]
+    check "  ... both nodes' reports reached the job's stderr" \
+        [ "$(grep -c 'served 4 of 4 ranks' $U/u.err)" -eq 2 ] || diag $U/u.err
+    check "  ... nothing left on any node" clean_within 2000 "$(date +%s%N)"
+}
+user_case "srun --mps" "$SRUN --mps"
+user_case "gsrun -v srun" "$GSRUN -v --mps-control=$FAKE_CONTROL $SRUN"
+
 # --- prolog mode: gsrun prolog / epilog / task-prolog in slurm.conf ---------------
 touch $PROV
 job pro "$SRUN $PROG"
