@@ -191,6 +191,14 @@ check "  ... one MPS control daemon per node (host1 host2: $(daemons_per_host $J
 check "  ... the summary names both nodes" \
     [ "$(grep -c 'served 4 of 4 ranks' $J/g.err)" -eq 2 ]
 check "  ... nothing left on any node" clean_within 0 "$(date +%s%N)"
+# gsrun on a node with no task of the step (a login node, say).
+job gw "$GSRUN -v --mps-control=$FAKE_CONTROL srun -N1 -n4 -w host2 --mpi=pmix $PROG"
+rc=$?
+check "gsrun srun, every task on another node: status $rc, 4 tasks under MPS at 50% on host2" \
+    [ $rc -eq 0 -a "$(grep -c 'host=host2 ' $J/gw.out)" -eq 4 -a "$(grep -c 'mps=1 .*pct=50 ' $J/gw.out)" -eq 4 ] ||
+    diag $J/gw.out $J/gw.err
+check "  ... host2's report came back, nothing left on any node" eval \
+    'grep -q "node host2: served 4 of 4 ranks" $J/gw.err && clean_within 2000 "$(date +%s%N)"' || diag $J/gw.err
 job gq "$GSRUN --mps-control=$FAKE_CONTROL $SRUN $PROG"
 check "gsrun srun without -v: no gsrun line" [ $? -eq 0 -a ! -s $J/gq.err ] || diag $J/gq.err
 job gst "$GSRUN --mps-control=$FAKE_CONTROL $SRUN $PROG --exit 6 4"
