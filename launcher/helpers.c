@@ -6,6 +6,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -32,4 +33,18 @@ int gs_helper_path(const char *name, char *out, size_t len, gs_error_t *err)
                         "helper program %s was found neither beside this program nor in %s; "
                         "reinstall gsrun",
                         name, GS_PKGLIBEXECDIR);
+}
+
+void gs_helper_job_req(gs_node_req_t *req, const gs_config_t *cfg, const char *job_dir,
+                       int local_rank, int local_size, const char *agent)
+{
+    const char *pid = getenv("GSRUN_PID");
+    memset(req, 0, sizeof(*req));
+    req->cfg = cfg;
+    req->job_dir = job_dir;
+    req->gsrun_node = getenv("GSRUN_NODE_ID");
+    req->gsrun_pid = pid != NULL ? (pid_t)atoi(pid) : 0;
+    req->agent_path = agent;
+    req->local_rank = local_rank;
+    req->local_size = local_size;
 }

@@ -95,16 +95,8 @@ int main(int argc, char **argv)
         return fail_node(leader, GS_EXIT_SETUP, node, err.text);
     }
 
-    memset(&req, 0, sizeof(req));
-    req.cfg = &cfg;
-    req.job_dir = job_dir;
-    req.gsrun_node = getenv("GSRUN_NODE_ID");
-    req.agent_path = leader ? agent : NULL;
-    req.local_rank = loc.local_rank;
-    req.local_size = loc.local_size;
+    gs_helper_job_req(&req, &cfg, job_dir, loc.local_rank, loc.local_size, leader ? agent : NULL);
     req.launcher_pid = getppid();
-    req.gsrun_pid = getenv("GSRUN_PID") ? (pid_t)atoi(getenv("GSRUN_PID")) : 0;
-    req.agent_env = NULL;
     int node_wide, code = gs_task_join(&req, &st, &env, &keep_fd, &node_wide, &err);
     if (code != 0) {
         return node_wide ? fail_node(leader, code, node, err.text)

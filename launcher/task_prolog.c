@@ -146,14 +146,7 @@ int main(void)
         say("gsrun: node %s: error: %s", node, err.text);
         return GS_EXIT_SETUP;
     }
-    memset(&req, 0, sizeof(req));
-    req.cfg = &cfg;
-    req.job_dir = job_dir;
-    req.gsrun_node = getenv("GSRUN_NODE_ID");
-    req.gsrun_pid = getenv("GSRUN_PID") ? (pid_t)atoi(getenv("GSRUN_PID")) : 0;
-    req.agent_path = leader ? agent : NULL;
-    req.local_rank = loc.local_rank;
-    req.local_size = loc.local_size;
+    gs_helper_job_req(&req, &cfg, job_dir, loc.local_rank, loc.local_size, leader ? agent : NULL);
     req.launcher_pid = parent_of(getppid()); /* the task's slurmstepd */
     req.for_parent = 1;
     req.report_rank0 = !task_stderr;
