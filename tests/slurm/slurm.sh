@@ -95,3 +95,14 @@ slurm_plugstack() { # slurm_plugstack LINE: a new plugstack.conf for the next st
     # slurmstepd and srun read it at each step's start.
     echo "$1" >"$GSS_DIR/plugstack.conf"
 }
+
+slurm_wait_idle() { # slurm_wait_idle: until no job is queued or completing (15 s at most)
+    # A job submitted while the last one still completes may wait for the
+    # scheduler's next pass; starting each test's job on idle nodes keeps
+    # its timing its own.
+    for _ in $(seq 150); do
+        [ -z "$(on_slurm host1 'squeue -h')" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}

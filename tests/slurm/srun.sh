@@ -48,6 +48,7 @@ SRUN="srun -N2 -n8 --mpi=pmix"
 job() { # job NAME COMMAND...: on host1 with the job's env, output in $J/NAME.{out,err}
     local name=$1
     shift
+    slurm_wait_idle
     on_slurm host1 "$JOBENV $* >$J/$name.out 2>$J/$name.err"
 }
 # What is left of jobs on a host: processes other than Slurm's daemons,
@@ -115,11 +116,14 @@ done
 # scancel and a SIGKILLed task: nothing of the step within 3 s.
 kill_case() { # kill_case WHAT FRONT: FRONT runs the step; WHAT ends it
     local what=$1 front=$2 jobid t0
+    slurm_wait_idle
     on_slurm host1 "$JOBENV exec $front $PROG --sleep 60000 >$J/k.out 2>$J/k.err" &
     local bg=$!
-    for _ in $(seq 100); do [ "$(cat $J/k.out 2>/dev/null | grep -c '^rank=')" -ge 8 ] && break; sleep 0.1; done
+    for _ in $(seq 200); do [ "$(cat $J/k.out 2>/dev/null | grep -c '^rank=')" -ge 8 ] && break; sleep 0.1; done
     if [ "$(cat $J/k.out 2>/dev/null | grep -c '^rank=')" -lt 8 ]; then
-        not_ok "$what: the step did not start"; diag $J/k.err; kill $bg; return
+        not_ok "$what: the step did not start in 20 s"; diag $J/k.err
+        on_slurm host1 "squeue; scancel --user=root" | diag
+        wait $bg 2>/dev/null; slurm_wait_idle; return
     fi
     t0=$(date +%s%N)
     case "$what" in
@@ -234,6 +238,7 @@ daemon_uids() { # the uids of the MPS control daemons on both hosts, during a jo
 }
 user_case() { # user_case WHAT FRONT
     local what=$1 front=$2 bg uids=""
+    slurm_wait_idle
     as_nobody u "$front $PROG --sleep 3000" &
     bg=$!
     for _ in $(seq 100); do
