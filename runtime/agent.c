@@ -393,6 +393,7 @@ int gs_agent_main(const gs_agent_opts_t *o)
         }
     } else {
         gs_agent_deliver_report(a);
+        gs_agent_guard_tell(a, "noreport", 0);
         wait_for_launcher(a);
     }
 done:

@@ -46,8 +46,11 @@ static void track(gs_rank_t *list, int *n, int max, pid_t pid)
     r->is_pidfd = r->fd >= 0;
 }
 
-/* Reads the agent's lines until "done" (returns 1) or the pipe closes (0). */
-static int follow_agent(int fd, gs_guard_t *g)
+/* Reads the agent's lines until "done" (returns 1) or the pipe closes (0).
+ * "noreport": the agent has delivered its report and closed the leader's
+ * stderr; our copy must go too, or the launcher, which waits for that
+ * stream's end, and the agent, which waits for the launcher, wait forever. */
+static int follow_agent(gs_agent_t *a, int fd, gs_guard_t *g)
 {
     char buf[4096];
     size_t have = 0;
@@ -67,6 +70,10 @@ static int follow_agent(int fd, gs_guard_t *g)
             *nl = '\0';
             if (strcmp(line, "done") == 0) {
                 return 1;
+            }
+            if (strncmp(line, "noreport", 8) == 0 && a->o->report_fd >= 0) {
+                close(a->o->report_fd);
+                ((gs_agent_opts_t *)a->o)->report_fd = -1;
             }
             if (sscanf(line, "rank %ld", &pid) == 1) {
                 track(g->ranks, &g->nranks, 4096, (pid_t)pid);
@@ -127,7 +134,7 @@ int gs_agent_guard_start(gs_agent_t *a)
         if (a->o->ready_fd >= 0) {
             close(a->o->ready_fd); /* the leader must see the agent's death */
         }
-        if (!follow_agent(p[0], &g)) {
+        if (!follow_agent(a, p[0], &g)) {
             clean_up(a, &g);
             gs_agent_drop_job_dir(a);
         }

@@ -37,6 +37,13 @@ int gs_task_step_dir(const char *tmpdir, unsigned long job, unsigned long step, 
 void gs_task_wait_agent(const char *node_dir, int timeout_ms)
 {
     long long deadline = gs_now_ms() + timeout_ms;
+    gs_state_t st;
+    gs_error_t ignored;
+    /* After a node-wide error the agent stays until the launcher is gone (for
+     * ranks yet to read the error): waiting for it here would hold both. */
+    if (gs_state_read(node_dir, &st, &ignored) == 0 && st.kind == GS_STATE_ERROR) {
+        return;
+    }
     int fd = open(node_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) {
         return;

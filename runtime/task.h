@@ -27,7 +27,9 @@ int gs_task_step_dir(const char *tmpdir, unsigned long job, unsigned long step, 
 
 /* Waits, bounded, until the agent of node_dir has finished (it holds an
  * exclusive lock on the dir until it has cleaned up and reported). Polled
- * every 5 ms: a launcher's daemon must not be disturbed by an alarm. */
+ * every 5 ms: a launcher's daemon must not be disturbed by an alarm. Returns
+ * at once where the node's state is an error: that agent ends only once the
+ * launcher calling this is gone. */
 void gs_task_wait_agent(const char *node_dir, int timeout_ms);
 
 #endif

@@ -162,11 +162,17 @@ job nogpu "$SRUN --mps $PROG"
 check "no GPU, srun --mps (auto): status 0, 8 tasks without MPS" \
     [ $? -eq 0 -a "$(grep -c 'mps=0 pipe=- ' $J/nogpu.out)" -eq 8 ] || diag $J/nogpu.err
 check "  ... each node says why" [ "$(grep -c "host[12]: no NVIDIA GPU found on this node" $J/nogpu.err)" -ge 2 ]
-job nogpuon "$SRUN --mps=on $PROG"
-rc=$?
+# A failed step must end at once: the agent that keeps the error for the
+# node's ranks must neither hold a task's stderr nor be waited for by the
+# plugin's exit hook (both hung the step until Slurm's time limit once).
+slurm_wait_idle
+t0=$(date +%s%N)
+job nogpuon "timeout 30 $SRUN --mps=on $PROG"
+rc=$? ms=$((($(date +%s%N) - t0) / 1000000))
 check "no GPU, srun --mps=on: fails (status $rc) with the reason" eval \
-    '[ $rc -ne 0 -a "$(grep -c "^rank=" $J/nogpuon.out)" -eq 0 ] && grep -qi "error: .*GPU" $J/nogpuon.err' ||
+    '[ $rc -ne 0 -a $rc -ne 124 -a "$(grep -c "^rank=" $J/nogpuon.out)" -eq 0 ] && grep -qi "error: .*GPU" $J/nogpuon.err' ||
     diag $J/nogpuon.err
+check "  ... and srun returns within 5 s ($ms ms)" [ $ms -lt 5000 ]
 JOBENV=$JOBENV_SAVE
 check "  ... nothing left on any node" clean_within 2000 "$(date +%s%N)"
 # A node without the control program (the admin's path is wrong).
@@ -177,10 +183,14 @@ check "no control program, srun --mps (auto): status 0, no MPS, each node says w
     '[ $rc -eq 0 -a "$(grep -c "mps=0 pipe=- " $J/noctl.out)" -eq 8 ] &&
      [ "$(grep -c "MPS control program .*/nonexistent/nvidia-cuda-mps-control.* does not exist" $J/noctl.err)" -eq 2 ]' ||
     diag $J/noctl.err
-job noctlon "$SRUN --mps=on $PROG"
-rc=$?
+slurm_wait_idle
+t0=$(date +%s%N)
+job noctlon "timeout 30 $SRUN --mps=on $PROG"
+rc=$? ms=$((($(date +%s%N) - t0) / 1000000))
 check "no control program, srun --mps=on: fails (status $rc), names the program" eval \
-    '[ $rc -ne 0 ] && grep -q "/nonexistent/nvidia-cuda-mps-control" $J/noctlon.err' || diag $J/noctlon.err
+    '[ $rc -ne 0 -a $rc -ne 124 ] && grep -q "/nonexistent/nvidia-cuda-mps-control" $J/noctlon.err' || diag $J/noctlon.err
+check "  ... and srun returns within 5 s ($ms ms)" [ $ms -lt 5000 ]
+check "  ... nothing left on any node" clean_within 2000 "$(date +%s%N)"
 slurm_plugstack "$PLUG"
 check "slurmd is not wedged: both nodes idle" [ "$(on_slurm host1 "sinfo -h -t idle -o %D")" = 2 ]
 
