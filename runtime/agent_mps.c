@@ -49,16 +49,21 @@ void gs_agent_stop_mps(gs_agent_t *a)
 
 void gs_agent_stop_mps_from(gs_agent_t *a, int first)
 {
+    long long t0 = gs_now_ms();
+    /* Every GPU's daemon is told first, so that their servers end together. */
     for (int g = first; g < a->ndaemons; g++) {
         gs_mps_daemon_t *d = &a->daemon[g];
-        char note[512];
-        long long t0 = gs_now_ms();
-        int was_running = d->daemon_pid > 0;
         gs_error_t ignored;
-        if (!a->prestart && was_running) {
+        if (!a->prestart && d->daemon_pid > 0) {
             /* Servers the clients started: known only now, for the escalation. */
             gs_mps_record_servers(d, a->control, 1000, &ignored);
         }
+        gs_mps_quit_begin(d, a->control, GS_AGENT_QUIT_TIMEOUT_MS);
+    }
+    for (int g = first; g < a->ndaemons; g++) {
+        gs_mps_daemon_t *d = &a->daemon[g];
+        char note[512];
+        int was_running = d->daemon_pid > 0;
         int esc = gs_mps_stop(d, a->control, GS_AGENT_QUIT_TIMEOUT_MS, note, sizeof(note));
         if (esc) {
             gs_agent_report(a, 1, "GPU %d (%s): %s", g, d->uuid, note);

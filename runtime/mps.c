@@ -104,7 +104,7 @@ int gs_mps_spawn(gs_mps_daemon_t *d, const char *control, const cpu_set_t *cpus,
     return 0;
 }
 
-static int daemon_exited(gs_mps_daemon_t *d)
+int gs_mps_daemon_exited(gs_mps_daemon_t *d)
 {
     int st;
     if (d->daemon_reaped) {
@@ -169,7 +169,7 @@ int gs_mps_wait_socket(gs_mps_daemon_t *d, long long deadline_ms, gs_error_t *er
         if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
             break;
         }
-        if (daemon_exited(d)) {
+        if (gs_mps_daemon_exited(d)) {
             describe_exit(d->daemon_status, why, sizeof(why));
             last_output(d, out, sizeof(out));
             rc = gs_error_set(err, ECHILD, "the MPS control daemon %s before it was ready%s", why,
@@ -354,65 +354,6 @@ int gs_mps_record_servers(gs_mps_daemon_t *d, const char *control, int timeout_m
     }
     d->nservers = n;
     return 0;
-}
-
-int gs_mps_stop(gs_mps_daemon_t *d, const char *control, int quit_timeout_ms, char *note,
-                size_t notelen)
-{
-    gs_error_t qerr = {{0}};
-    int escalated = 0, qrc = 0;
-    long long deadline = gs_now_ms() + quit_timeout_ms;
-
-    if (note != NULL && notelen > 0) {
-        note[0] = '\0';
-    }
-    if (d->daemon_pid > 1 && !daemon_exited(d)) {
-        qrc = gs_mps_command(control, d->pipe_dir, "quit", NULL, 0, quit_timeout_ms, &qerr);
-        long long left = deadline - gs_now_ms();
-        if (qrc != 0 && left > 200) {
-            left = 200; /* quit did not reach it (no socket, say): it will not go by itself */
-        }
-        if (gs_proc_wait(d->daemon_pid, left > 0 ? (int)left : 0, &d->daemon_status) == 0) {
-            d->daemon_reaped = 1;
-        } else {
-            escalated = 1;
-            gs_proc_stop_child(d->daemon_pid, 2000, &d->daemon_status);
-            d->daemon_reaped = 1;
-            if (note != NULL) {
-                snprintf(note, notelen, "control daemon did not quit within %d ms%s%s; stopped "
-                         "with SIGTERM/SIGKILL",
-                         quit_timeout_ms, qrc ? ": " : "", qrc ? qerr.text : "");
-            }
-        }
-    }
-    /* The servers exit with their daemon; one that does not is stopped by
-     * the PID we recorded (through its pidfd, so never a recycled PID). */
-    for (int i = 0; i < d->nservers; i++) {
-        int fd = d->server_pidfd[i];
-        pid_t pid = d->server_pid[i];
-        if (pid > 1 && gs_proc_alive(pid, fd) && fd >= 0) {
-            struct pollfd p = {fd, POLLIN, 0};
-            if (poll(&p, 1, 2000) == 0) {
-                escalated = 1;
-                gs_proc_signal(pid, fd, SIGTERM);
-                if (poll(&p, 1, 2000) == 0) {
-                    gs_proc_signal(pid, fd, SIGKILL);
-                }
-                if (note != NULL && note[0] == '\0') {
-                    snprintf(note, notelen, "MPS server %d outlived its control daemon; stopped",
-                             (int)pid);
-                }
-            }
-        }
-        if (fd >= 0) {
-            close(fd);
-        }
-        d->server_pidfd[i] = -1;
-        d->server_pid[i] = 0;
-    }
-    d->nservers = 0;
-    d->daemon_pid = 0;
-    return escalated;
 }
 
 int gs_mps_log_line_is_error(const char *line)

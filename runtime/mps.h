@@ -26,6 +26,8 @@ typedef struct {
     int nservers;
     long long start_ms;       /* spawn time */
     long long ready_ms;       /* time a server was confirmed */
+    int quit_sent, quit_rc;   /* gs_mps_quit_begin's quit, and its outcome */
+    gs_error_t quit_err;
 } gs_mps_daemon_t;
 
 /* Starts the control daemon in the foreground with a clean environment
@@ -53,11 +55,20 @@ int gs_mps_start_server(gs_mps_daemon_t *d, const char *control, uid_t uid, long
 int gs_mps_record_servers(gs_mps_daemon_t *d, const char *control, int timeout_ms,
                           gs_error_t *err);
 
-/* quit, then bounded waits: the daemon gets SIGTERM, then SIGKILL, and the
- * servers it reported the same, only through the PIDs recorded. Idempotent.
- * Returns 0 when quit alone sufficed, 1 when escalation was needed. */
+/* Sends quit without waiting for the daemon to go, so that the daemons of
+ * several GPUs (and their servers) end at the same time; gs_mps_stop then
+ * waits. */
+void gs_mps_quit_begin(gs_mps_daemon_t *d, const char *control, int timeout_ms);
+
+/* quit (unless gs_mps_quit_begin sent it), then bounded waits: the daemon
+ * gets SIGTERM, then SIGKILL, and the servers it reported the same, only
+ * through the PIDs recorded. Idempotent. Returns 0 when quit alone
+ * sufficed, 1 when escalation was needed (note says why). */
 int gs_mps_stop(gs_mps_daemon_t *d, const char *control, int quit_timeout_ms, char *note,
                 size_t notelen);
+
+/* Whether our child daemon has exited (reaps it, keeping its status). */
+int gs_mps_daemon_exited(gs_mps_daemon_t *d);
 
 /* Parses get_server_list's reply: one PID per line. Returns the count. */
 int gs_mps_parse_server_list(const char *reply, pid_t *pids, int max);

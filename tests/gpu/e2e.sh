@@ -133,6 +133,10 @@ for i in $(seq 1 "$runs"); do
     n_daemons=$(grep -c "MPS control daemon [0-9]* on" "$out")
     [ "$n_daemons" -eq 1 ] && ok "run $i: exactly one MPS control daemon for the GPU" \
         || notok "run $i: $n_daemons MPS control daemons reported"
+    # MPS's own log errors and any escalation of the stop come as problems.
+    problems=$(grep -c "problem" "$out")
+    [ "$problems" -eq 0 ] && ok "run $i: no problem reported (MPS logs, stop)" \
+        || notok "run $i: $problems problem lines"
     after=$(mps_procs)
     [ "$after" = "$before" ] && ok "run $i: no MPS process left" || notok "run $i: MPS processes left: $after"
     left=$(ls -d "${TMPDIR:-/tmp}"/gsrun.* 2>/dev/null | tr '\n' ' ')

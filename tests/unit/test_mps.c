@@ -177,6 +177,61 @@ static void test_hangs_on_quit(void **state)
     assert_false(kill(server, 0) == 0 && errno != ESRCH);
 }
 
+static int log_has(const gs_mps_daemon_t *d, const char *what)
+{
+    char path[600], buf[8192];
+    snprintf(path, sizeof(path), "%s/control.log", d->log_dir);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f) {
+        fclose(f);
+    }
+    buf[n] = '\0';
+    return strstr(buf, what) != NULL;
+}
+
+static void start_with_server(gs_mps_daemon_t *d)
+{
+    gs_error_t err;
+    init_daemon(d);
+    assert_int_equal(gs_mps_spawn(d, fake, NULL, &err), 0);
+    assert_int_equal(gs_mps_wait_socket(d, gs_now_ms() + 5000, &err), 0);
+    assert_int_equal(gs_mps_start_server(d, fake, getuid(), gs_now_ms() + 5000, &err), 0);
+    assert_int_equal(gs_mps_record_servers(d, fake, 5000, &err), 0);
+}
+
+/* Two GPUs' daemons: both told to quit first, then each waited for. */
+static void test_quit_begin_then_stop(void **state)
+{
+    gs_mps_daemon_t d[2];
+    char note[256];
+    (void)state;
+    start_with_server(&d[0]);
+    memset(&d[1], 0, sizeof(d[1]));
+    snprintf(d[1].uuid, sizeof(d[1].uuid), "GPU-test1");
+    snprintf(d[1].pipe_dir, sizeof(d[1].pipe_dir), "%s/g1", base);
+    snprintf(d[1].log_dir, sizeof(d[1].log_dir), "%s/g1.log", base);
+    assert_int_equal(gs_rundir_ensure(d[1].pipe_dir, NULL), 0);
+    assert_int_equal(gs_rundir_ensure(d[1].log_dir, NULL), 0);
+    gs_error_t err;
+    assert_int_equal(gs_mps_spawn(&d[1], fake, NULL, &err), 0);
+    assert_int_equal(gs_mps_wait_socket(&d[1], gs_now_ms() + 5000, &err), 0);
+    pid_t pids[2] = {d[0].daemon_pid, d[1].daemon_pid}, server = d[0].server_pid[0];
+    for (int i = 0; i < 2; i++) {
+        gs_mps_quit_begin(&d[i], fake, 2000);
+        assert_int_equal(d[i].quit_sent, 1);
+        assert_int_equal(d[i].quit_rc, 0);
+    }
+    for (int i = 0; i < 2; i++) {
+        assert_true(log_has(&d[i], "User command: quit"));
+        assert_int_equal(gs_mps_stop(&d[i], fake, 2000, note, sizeof(note)), 0);
+        assert_string_equal(note, "");
+        assert_false(kill(pids[i], 0) == 0);
+        assert_int_equal(d[i].quit_sent, 0);
+    }
+    assert_false(kill(server, 0) == 0);
+}
+
 int main(void)
 {
     const char *b = getenv("GS_TOP_BUILDDIR");
@@ -190,6 +245,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fails_to_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_never_ready, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hangs_on_quit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_quit_begin_then_stop, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
