@@ -102,7 +102,7 @@ stop() { # stop DIR SERVER WAY: records ms to server gone and to daemon gone
     waitgone "$dpid"
     td=$(now)
     echo "$way $(((ts - t0) / 1000)) $(((td - t0) / 1000))" >>"$res.$4"
-    tail -n +$((mark + 1)) "$d"/l/control.log 2>/dev/null | sed "s/^/    $4 $way: /" >>"$res.log"
+    [ "$i" = 1 ] && [ "$4" != scratch ] && tail -n +$((mark + 1)) "$d"/l/control.log 2>/dev/null | head -4 | sed "s/^/    $4 $way: /" >>"$res.log"
 }
 
 ways=${WAYS:-quit shutdown kill shut term termonly}
@@ -152,6 +152,6 @@ done
 awk '{ n[$1]++; v[$1] = v[$1] " " $2; m[$1] = $3 }
      END { for (p in n) printf "  first kernel, %d ranks, server %s (cpus %s): first_s%s\n", '"$np"', p, m[p], v[p] }' "$res.first"
 echo "control.log lines after the first command (first rep of each way):"
-awk '!seen[$1 $2]++ { n = 0 } { if (n++ < 4 && !done[$1 $2 n]++) print }' "$res.log"
+cat "$res.log"
 [ -n "${RAW:-}" ] && cat "$res".idle "$res".used "$res".first >"$RAW"
 rm -f "$res".*

@@ -82,14 +82,20 @@ static int teardown(void **state)
     return gs_rundir_remove(base);
 }
 
-static void init_daemon(gs_mps_daemon_t *d)
+/* Daemon g's dirs under base (g0, g0.log; g1 ...). */
+static void init_daemon_at(gs_mps_daemon_t *d, int g)
 {
     memset(d, 0, sizeof(*d));
-    snprintf(d->uuid, sizeof(d->uuid), "GPU-test");
-    snprintf(d->pipe_dir, sizeof(d->pipe_dir), "%s/g0", base);
-    snprintf(d->log_dir, sizeof(d->log_dir), "%s/g0.log", base);
+    snprintf(d->uuid, sizeof(d->uuid), "GPU-test%d", g);
+    snprintf(d->pipe_dir, sizeof(d->pipe_dir), "%s/g%d", base, g);
+    snprintf(d->log_dir, sizeof(d->log_dir), "%s/g%d.log", base, g);
     assert_int_equal(gs_rundir_ensure(d->pipe_dir, NULL), 0);
     assert_int_equal(gs_rundir_ensure(d->log_dir, NULL), 0);
+}
+
+static void init_daemon(gs_mps_daemon_t *d)
+{
+    init_daemon_at(d, 0);
 }
 
 static void test_lifecycle(void **state)
@@ -190,10 +196,10 @@ static int log_has(const gs_mps_daemon_t *d, const char *what)
     return strstr(buf, what) != NULL;
 }
 
-static void start_with_server(gs_mps_daemon_t *d)
+static void start_with_server(gs_mps_daemon_t *d, int g)
 {
     gs_error_t err;
-    init_daemon(d);
+    init_daemon_at(d, g);
     assert_int_equal(gs_mps_spawn(d, fake, NULL, &err), 0);
     assert_int_equal(gs_mps_wait_socket(d, gs_now_ms() + 5000, &err), 0);
     assert_int_equal(gs_mps_start_server(d, fake, getuid(), gs_now_ms() + 5000, &err), 0);
@@ -206,17 +212,10 @@ static void test_quit_begin_then_stop(void **state)
     gs_mps_daemon_t d[2];
     char note[256];
     (void)state;
-    start_with_server(&d[0]);
-    memset(&d[1], 0, sizeof(d[1]));
-    snprintf(d[1].uuid, sizeof(d[1].uuid), "GPU-test1");
-    snprintf(d[1].pipe_dir, sizeof(d[1].pipe_dir), "%s/g1", base);
-    snprintf(d[1].log_dir, sizeof(d[1].log_dir), "%s/g1.log", base);
-    assert_int_equal(gs_rundir_ensure(d[1].pipe_dir, NULL), 0);
-    assert_int_equal(gs_rundir_ensure(d[1].log_dir, NULL), 0);
-    gs_error_t err;
-    assert_int_equal(gs_mps_spawn(&d[1], fake, NULL, &err), 0);
-    assert_int_equal(gs_mps_wait_socket(&d[1], gs_now_ms() + 5000, &err), 0);
+    start_with_server(&d[0], 0);
+    start_with_server(&d[1], 1);
     pid_t pids[2] = {d[0].daemon_pid, d[1].daemon_pid}, server = d[0].server_pid[0];
+    pid_t server1 = d[1].server_pid[0];
     for (int i = 0; i < 2; i++) {
         gs_mps_quit_begin(&d[i], fake, 2000);
         assert_int_equal(d[i].quit_sent, 1);
@@ -230,6 +229,7 @@ static void test_quit_begin_then_stop(void **state)
         assert_int_equal(d[i].quit_sent, 0);
     }
     assert_false(kill(server, 0) == 0);
+    assert_false(kill(server1, 0) == 0);
 }
 
 int main(void)
