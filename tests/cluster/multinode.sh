@@ -29,6 +29,9 @@ job() { # job OUTNAME GSRUN-ARGS... : runs gsrun on host1, output in $J/OUTNAME.
 bg_job() { # bg_job OUTNAME ARGS...: the same in the background; gsrun's PID in $J/OUTNAME.pid
     local name=$1
     shift
+    # An earlier job's files must not stand for this one's: a wait on them
+    # would end at once, before this job has even started.
+    rm -f "$J/$name.out" "$J/$name.err" "$J/$name.pid"
     on_host host1 "$JOBENV echo \$\$ >$J/$name.pid; exec $GSRUN --mps-control=$FAKE_CONTROL $* \
         >$J/$name.out 2>$J/$name.err" &
 }
@@ -103,6 +106,7 @@ done
 kill_pid() { # kill_pid HOST PGREP-ARGS|gsrun NAME: SIGKILLs it; T0 is when
     local pid
     if [ "$2" = gsrun ]; then pid=$(cat $J/$3.pid); else pid=$(on_host $1 "pgrep $2"); fi
+    case "$pid" in ""|*[!0-9]*) echo "no single process to kill on $1 ($2): '$pid'" | diag; pid=0 ;; esac
     T0=$(date +%s%N)
     on_host "$1" "kill -KILL $pid"
     KILLED=$pid

@@ -117,6 +117,7 @@ done
 kill_case() { # kill_case WHAT FRONT: FRONT runs the step; WHAT ends it
     local what=$1 front=$2 jobid t0
     slurm_wait_idle
+    rm -f $J/k.out $J/k.err # the last case's 8 lines must not count for this one
     on_slurm host1 "$JOBENV exec $front $PROG --sleep 60000 >$J/k.out 2>$J/k.err" &
     local bg=$!
     for _ in $(seq 200); do [ "$(cat $J/k.out 2>/dev/null | grep -c '^rank=')" -ge 8 ] && break; sleep 0.1; done
@@ -249,6 +250,7 @@ daemon_uids() { # the uids of the MPS control daemons on both hosts, during a jo
 user_case() { # user_case WHAT FRONT
     local what=$1 front=$2 bg uids=""
     slurm_wait_idle
+    rm -f $U/u.out $U/u.err # the last case's lines must not count for this one
     as_nobody u "$front $PROG --sleep 3000" &
     bg=$!
     for _ in $(seq 100); do
