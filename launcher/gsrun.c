@@ -352,9 +352,11 @@ static int run_job(const gs_opts_t *o, char *launcher, char **cmd, const char *a
                 t_launch, t_exited, t_agents);
     }
     gs_rundir_remove(job_dir);
-    while (waitpid(-1, NULL, WNOHANG) > 0) {
-        /* reap agents and orphans handed to us as subreaper */
-    }
+    /* The agents, adopted by us as subreaper, release their lock just before
+     * they exit: wait for that exit too, or each would stay a zombie where
+     * PID 1 does not reap (a container). Bounded: a stuck one is reported
+     * by gs_wait_for_agents already. */
+    gs_proc_reap_all(GS_REAP_WAIT_MS);
     return gs_exit_like(status);
 }
 

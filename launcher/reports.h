@@ -6,6 +6,8 @@
 /* How long gsrun waits, after mpirun, for node agents to stop MPS: their
  * own bounds (quit, SIGTERM, SIGKILL) add up to less. */
 #define GS_AGENT_WAIT_MS 20000
+/* How long gsrun waits for its adopted children to exit after that. */
+#define GS_REAP_WAIT_MS 2000
 
 /* Waits until every node agent of the job has released its node dir: a
  * blocking lock, interrupted by an alarm at the deadline. */

@@ -93,6 +93,37 @@ int gs_proc_wait(pid_t pid, int timeout_ms, int *status)
     return -ETIMEDOUT;
 }
 
+int gs_proc_reap_all(int timeout_ms)
+{
+    long long deadline = gs_now_ms() + timeout_ms;
+    sigset_t chld, old;
+    int rc = 0;
+
+    /* Blocked, a child's SIGCHLD stays pending between the check and the
+     * wait, so no exit is missed and nothing sleeps a fixed time. */
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, &old);
+    for (;;) {
+        pid_t r = waitpid(-1, NULL, WNOHANG);
+        if (r > 0) {
+            continue;
+        }
+        if (r < 0) {
+            break; /* ECHILD: none left */
+        }
+        long long left = deadline - gs_now_ms();
+        if (left <= 0) {
+            rc = -ETIMEDOUT;
+            break;
+        }
+        struct timespec ts = {(time_t)(left / 1000), (long)(left % 1000) * 1000000L};
+        sigtimedwait(&chld, NULL, &ts);
+    }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
 int gs_proc_stop_child(pid_t pid, int term_wait_ms, int *status)
 {
     if (pid <= 1) {

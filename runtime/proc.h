@@ -17,6 +17,11 @@ int gs_proc_pidfd_open(pid_t pid);
  * Returns 0 (status filled if not NULL) or -ETIMEDOUT. */
 int gs_proc_wait(pid_t pid, int timeout_ms, int *status);
 
+/* Reaps every child, waiting up to timeout_ms for those still running (a
+ * subreaper's adopted daemons). Returns 0 once none is left, or
+ * -ETIMEDOUT. */
+int gs_proc_reap_all(int timeout_ms);
+
 /* Stops our child: SIGTERM, up to term_wait_ms, then SIGKILL, and reaps it.
  * Refuses pid <= 1. Returns 0 once reaped. */
 int gs_proc_stop_child(pid_t pid, int term_wait_ms, int *status);

@@ -9,11 +9,14 @@
  *   FAKE_NVML_CORES=C,C      per GPU, its CUDA cores (default: not supported)
  *   FAKE_NVML_MIG=G:N,G:N    GPU G is in MIG mode with N instances
  *   FAKE_NVML_COMPUTE_MODE=M every GPU's compute mode (0 Default, 3 Exclusive_Process)
+ *   FAKE_NVML_EXIT_DELAY_MS=N a process that loaded the library takes N ms to exit
+ *                            (after its last own step), as on a loaded machine
  *
  * A MIG instance's handle is 0x10000 + 0x100 * GPU + instance. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define NVML_SUCCESS 0
 #define NVML_ERROR_INVALID_ARGUMENT 2
@@ -28,6 +31,17 @@ typedef struct {
     unsigned int domain, bus, device, pci_device_id, pci_subsystem_id;
     char bus_id[32];
 } pci_info_t;
+
+/* Runs at exit, after everything the program did itself. */
+__attribute__((destructor)) static void slow_exit(void)
+{
+    const char *v = getenv("FAKE_NVML_EXIT_DELAY_MS");
+    long ms = v ? atol(v) : 0;
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    if (ms > 0) {
+        nanosleep(&ts, NULL);
+    }
+}
 
 static int ngpus(void)
 {

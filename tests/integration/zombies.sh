@@ -1,0 +1,52 @@
+#!/bin/bash
+# No zombie of gsrun's own processes is left on gsrun's node, even where PID 1
+# never reaps (a container's init): gsrun is a subreaper for its node agent
+# and waits for it to exit, not only for its lock. The job runs in a PID
+# namespace of its own whose PID 1 is a perl script that waits only for gsrun
+# (waitpid of that one PID), then lists the namespace's zombies.
+. "$GS_TOP_SRCDIR/tests/integration/lib.sh"
+
+if [ "$(id -u)" != 0 ] || ! unshare --pid --fork --mount --mount-proc true 2>/dev/null; then
+    echo "1..0 # SKIP needs root and PID namespaces"
+    rm -rf "$TEST_TMP"
+    exit 77
+fi
+
+# PID 1: runs its arguments, waits for that one child only, then waits (3 s at
+# most) until no other live process is left and prints each zombie it sees.
+PID1='
+    my $pid = fork() // die "fork: $!";
+    if ($pid == 0) { exec(@ARGV) or exit 127; }
+    waitpid($pid, 0);
+    my $rc = $? >> 8;
+    sub state { open(my $f, "<", "/proc/$_[0]/stat") or return ""; my $s = <$f>; $s =~ /\) (\S)/ ? $1 : "" }
+    sub others { grep { $_ != 1 } map { m{/(\d+)$} ? $1 : () } glob("/proc/[0-9]*") }
+    for (1 .. 60) { last unless grep { state($_) ne "Z" && state($_) ne "" } others(); select(undef, undef, undef, 0.05) }
+    for my $p (others()) {
+        open(my $c, "<", "/proc/$p/comm") or next;
+        chomp(my $comm = <$c>);
+        print "left: pid $p ($comm) state ", state($p), "\n";
+    }
+    exit $rc;'
+
+run_in_ns() { # run_in_ns ARGS...: gsrun ARGS under the non-reaping PID 1
+    # The agent (which loads NVML) takes 300 ms to exit after it released its
+    # lock, as on a loaded machine: gsrun must wait for the exit itself.
+    LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=1 FAKE_NVML_EXIT_DELAY_MS=300 unshare --pid --fork --mount --mount-proc --kill-child \
+        perl -e "$PID1" "$GSRUN" --mps-control="$FAKE_CONTROL" "$@"
+}
+
+run_in_ns -np 4 "$PROG" >"$OUT" 2>"$ERR"
+rc=$?
+check "a job under a PID 1 that does not reap: status 0, 4 ranks under MPS" \
+    [ $rc -eq 0 -a "$(grep -c '^rank=.* mps=1 ' "$OUT")" -eq 4 ] || diag "$ERR"
+check "  ... no process left in its PID namespace, not even a zombie" [ -z "$(grep '^left: ' "$OUT")" ] ||
+    diag "$OUT"
+
+# A rank that fails: the agent still ends and is reaped.
+run_in_ns -np 4 "$PROG" --exit 1 3 >"$OUT" 2>"$ERR"
+rc=$?
+check "a rank exits 3: status $rc (3)" [ $rc -eq 3 ]
+check "  ... nothing left, not even a zombie" [ -z "$(grep '^left: ' "$OUT")" ] || diag "$OUT"
+check_clean "non-reaping PID 1"
+finish
