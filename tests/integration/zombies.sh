@@ -41,12 +41,13 @@ rc=$?
 check "a job under a PID 1 that does not reap: status 0, 4 ranks under MPS" \
     [ $rc -eq 0 -a "$(grep -c '^rank=.* mps=1 ' "$OUT")" -eq 4 ] || diag "$ERR"
 check "  ... no process left in its PID namespace, not even a zombie" [ -z "$(grep '^left: ' "$OUT")" ] ||
-    diag "$OUT"
+    grep '^left: ' "$OUT" | diag
 
 # A rank that fails: the agent still ends and is reaped.
 run_in_ns -np 4 "$PROG" --exit 1 3 >"$OUT" 2>"$ERR"
 rc=$?
 check "a rank exits 3: status $rc (3)" [ $rc -eq 3 ]
-check "  ... nothing left, not even a zombie" [ -z "$(grep '^left: ' "$OUT")" ] || diag "$OUT"
+check "  ... nothing left, not even a zombie" [ -z "$(grep '^left: ' "$OUT")" ] ||
+    grep '^left: ' "$OUT" | diag
 check_clean "non-reaping PID 1"
 finish
