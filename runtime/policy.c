@@ -105,6 +105,16 @@ int gs_plan_compute(const gs_config_t *cfg, int local_size, int ngpus, int have_
             break;
         }
     }
+    if (most > GS_MPS_MAX_CLIENTS && cfg->mps == GS_MPS_AUTO) {
+        /* auto means MPS where it helps: a job MPS cannot serve runs as
+         * under plain mpirun (time-sliced), with a notice. */
+        snprintf(why, sizeof(why),
+                 "%d ranks share GPU %d, more than the %d clients MPS serves per GPU; running "
+                 "without MPS (start at most %d ranks per GPU on this node to use it)",
+                 most, busiest, GS_MPS_MAX_CLIENTS, GS_MPS_MAX_CLIENTS * used);
+        off(plan, 1, why);
+        return 0;
+    }
     if (most > GS_MPS_MAX_CLIENTS) {
         return gs_error_set(err, E2BIG,
                             "%d ranks would share GPU %d, but MPS serves at most %d clients per "

@@ -41,8 +41,10 @@ void gs_policy_format_percentage(double pct, char *buf, size_t len);
 /* Computes the plan for local_size ranks on a node with ngpus visible GPUs.
  * have_control: the MPS control binary was found (with its error text in
  * control_error otherwise). Returns -EINVAL for impossible inputs and
- * -ENODEV when MPS is required (--mps=on) or the client limit is exceeded:
- * the job must not start; err says why and what to do. */
+ * -ENODEV or -E2BIG when MPS is required (--mps=on) but there is no GPU or
+ * control program, or more ranks share a GPU than MPS serves: the job must
+ * not start; err says why and what to do. Under auto those cases give a
+ * plan without MPS and a notice. */
 int gs_plan_compute(const gs_config_t *cfg, int local_size, int ngpus, int have_control,
                     const char *control_error, gs_plan_t *plan, gs_error_t *err);
 

@@ -59,13 +59,22 @@ FAKE_MPS_RECORD=$REC gsrun_fake 1 --mps=on -np 1 "$PROG" >"$OUT" 2>"$ERR"
 check "--mps=on with one rank: MPS at 100 %" [ "$(grep -c 'mps=1 .*pct=100 ' "$OUT")" -eq 1 ]
 check_clean "one rank"
 
-# More ranks on a GPU than MPS serves: refused before the program runs.
+# More ranks on a GPU than MPS serves: auto runs the job without MPS, with
+# one notice; on refuses it before the program runs.
 gsrun_fake 1 -np 49 "$PROG" >"$OUT" 2>"$ERR"
 rc=$?
-check "49 ranks on one GPU: status 69" [ $rc -eq 69 ]
+check "49 ranks on one GPU, auto: status $rc (0), every rank ran without MPS" \
+    [ $rc -eq 0 -a "$(grep -c '^rank=.* mps=0 ' "$OUT")" -eq 49 ] || diag "$ERR"
+check "  ... one notice naming the limit" \
+    [ "$(grep -c '49 ranks share GPU 0, more than the 48 clients MPS serves per GPU; running without MPS' "$ERR")" -eq 1 ] ||
+    diag "$ERR"
+check_clean "client limit, auto"
+gsrun_fake 1 --mps=on -np 49 "$PROG" >"$OUT" 2>"$ERR"
+rc=$?
+check "49 ranks on one GPU, --mps=on: status 69" [ $rc -eq 69 ]
 check "  ... and no rank ran the program" [ "$(grep -c '^rank=' "$OUT")" -eq 0 ]
 check "  ... with one message naming the limit" [ "$(grep -c 'MPS serves at most 48 clients per GPU' "$ERR")" -eq 1 ]
-check_clean "client limit"
+check_clean "client limit, on"
 
 # Concurrent jobs of one user: separate daemons and directories.
 rm -f "$REC"

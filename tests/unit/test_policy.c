@@ -127,11 +127,23 @@ static void test_client_limit(void **state)
     gs_error_t err;
     (void)state;
     assert_int_equal(gs_plan_compute(&c, GS_MPS_MAX_CLIENTS, 1, 1, NULL, &p, &err), 0);
+    assert_true(p.use_mps);
+    /* auto over the limit: the job runs without MPS, with a notice. */
+    assert_int_equal(gs_plan_compute(&c, GS_MPS_MAX_CLIENTS + 1, 1, 1, NULL, &p, &err), 0);
+    assert_false(p.use_mps);
+    assert_true(p.notice);
+    assert_non_null(strstr(p.reason, "49 ranks share GPU 0, more than the 48 clients"));
+    assert_non_null(strstr(p.reason, "running without MPS"));
+    assert_int_equal(gs_plan_compute(&c, 60, 1, 1, NULL, &p, &err), 0);
+    assert_false(p.use_mps);
+    /* on over the limit: an error that says what to do. */
+    c.mps = GS_MPS_ON;
     assert_true(gs_plan_compute(&c, GS_MPS_MAX_CLIENTS + 1, 1, 1, NULL, &p, &err) < 0);
-    assert_non_null(strstr(err.text, "at most"));
+    assert_non_null(strstr(err.text, "at most 48 clients"));
     assert_true(gs_plan_compute(&c, 60, 1, 1, NULL, &p, &err) < 0);
     /* 60 ranks over 2 GPUs is 30 each: fine. */
     assert_int_equal(gs_plan_compute(&c, 60, 2, 1, NULL, &p, &err), 0);
+    assert_true(p.use_mps);
     /* --mps=off never hits the limit. */
     c.mps = GS_MPS_OFF;
     assert_int_equal(gs_plan_compute(&c, 60, 1, 1, NULL, &p, &err), 0);
