@@ -71,8 +71,12 @@ int gs_print_reports(const char *job_dir, int verbose)
         char path[4200], line[1024];
         int p = 0;
         snprintf(path, sizeof(path), "%s/%s", job_dir, e->d_name);
-        FILE *f = fopen(path, "re");
+        int fd = gs_rundir_open_regular(path);
+        FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
         if (f == NULL) {
+            if (fd >= 0) {
+                close(fd);
+            }
             continue;
         }
         if (fgets(line, sizeof(line), f) != NULL) {

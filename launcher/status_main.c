@@ -26,8 +26,10 @@ int gs_status_main(int argc, char **argv)
             json = 1;
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             printf("Usage: gsrun status [--json]\n"
-                   "Lists the gsrun jobs on this node that run in $TMPDIR (default /tmp): the\n"
-                   "caller's, or every user's for root. See gsrun(1) for the JSON fields.\n");
+                   "Lists the gsrun jobs on this node that run in $TMPDIR (default /tmp), and\n"
+                   "batch jobs and Slurm steps in " GS_ROOT_RUNDIR " and /tmp/gsrun-<uid>: the\n"
+                   "caller's, or every user's for root (the caller's first). See gsrun(1)\n"
+                   "for the JSON fields.\n");
             return 0;
         } else {
             fprintf(stderr, "gsrun status: unknown argument '%s'; usage: gsrun status [--json]\n",
@@ -36,14 +38,26 @@ int gs_status_main(int argc, char **argv)
         }
     }
     gs_rundir_node_name(node, sizeof(node));
-    int n = gs_status_scan(gs_rundir_tmpdir(), geteuid() == 0, jobs, GS_STATUS_MAX_JOBS);
+    /* Per-job dirs in TMPDIR; batch jobs' and Slurm steps' in root's base
+     * and in the caller's own base. */
+    char own[64], where[600];
+    const char *const dirs[] = {gs_rundir_tmpdir(), GS_ROOT_RUNDIR, own};
+    int n = 0;
+    snprintf(own, sizeof(own), "/tmp/gsrun-%u", (unsigned)getuid());
+    snprintf(where, sizeof(where), "%s, %s or %s", dirs[0], dirs[1], dirs[2]);
+    for (int i = 0; i < 3; i++) {
+        if (i > 0 && strcmp(dirs[i], dirs[0]) == 0) {
+            continue;
+        }
+        n += gs_status_scan(dirs[i], geteuid() == 0, jobs + n, GS_STATUS_MAX_JOBS - n);
+    }
+    gs_status_clean(where);
     if (json) {
         gs_status_print_json(stdout, node, jobs, n, gs_wall_ms());
     } else if (n == 0) {
-        printf("gsrun status: node %s: no gsrun job in %s\n", node, gs_rundir_tmpdir());
+        printf("gsrun status: node %s: no gsrun job in %s\n", node, where);
     } else {
-        printf("gsrun status: node %s: %d job%s in %s\n", node, n, n == 1 ? "" : "s",
-               gs_rundir_tmpdir());
+        printf("gsrun status: node %s: %d job%s in %s\n", node, n, n == 1 ? "" : "s", where);
         gs_status_print_text(stdout, jobs, n, gs_wall_ms());
     }
     return fflush(stdout) == 0 ? 0 : 1;

@@ -15,24 +15,68 @@
 #include "policy.h"
 #include "proc.h"
 #include "rundir.h"
+#include "rundir_root.h"
 #include "task.h"
 
-int gs_provision_job_dir(const char *dir, const char *job, char *out, size_t len,
-                         gs_error_t *err)
+int gs_provision_job_name(const char *job, char *out, size_t len, gs_error_t *err)
 {
-    if (job == NULL || *job == '\0' || strlen(job) > 64 ||
-        strspn(job, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
-            strlen(job) ||
-        job[0] == '.') {
+    if (job == NULL || strlen(job) + 4 > 64 || !gs_rootdir_name_ok(job)) {
         return gs_error_set(err, EINVAL,
                             "job id '%s' is not usable: give --job with letters, digits, '.', "
                             "'_' or '-' (Slurm sets SLURM_JOB_ID)",
                             job ? job : "");
     }
-    if ((size_t)snprintf(out, len, "%s/gsrun.job-%s", dir, job) >= len) {
-        return gs_error_set(err, ENAMETOOLONG, "directory '%s' is too long", dir);
-    }
+    snprintf(out, len, "job-%s", job);
     return 0;
+}
+
+int gs_provision_user_base(const char *dir, char *out, size_t len, gs_error_t *err)
+{
+    int rc;
+    if (dir == NULL) {
+        if ((rc = gs_rundir_check_parent("/tmp", err)) != 0) {
+            return rc;
+        }
+        snprintf(out, len, "/tmp/gsrun-%u", (unsigned)getuid());
+    } else {
+        char parent[512];
+        const char *slash = strrchr(dir, '/');
+        if ((size_t)snprintf(out, len, "%s", dir) >= len || slash == NULL ||
+            (size_t)(slash - dir) >= sizeof(parent)) {
+            return gs_error_set(err, ENAMETOOLONG, "--dir '%s' is not usable", dir);
+        }
+        snprintf(parent, sizeof(parent), "%.*s", slash == dir ? 1 : (int)(slash - dir), dir);
+        if ((rc = gs_rundir_check_parent(parent, err)) != 0) {
+            return rc;
+        }
+    }
+    /* Made by us, or refused: a directory another user made first under
+     * this guessable name is never used. */
+    return gs_rundir_ensure(out, err);
+}
+
+int gs_provision_make_dir(const char *base, const char *name, uid_t uid, gid_t gid, char *out,
+                          size_t len, gs_error_t *err)
+{
+    char own[512];
+    int kept, rc;
+
+    if (geteuid() == 0) {
+        if (base == NULL) {
+            base = GS_ROOT_RUNDIR;
+        }
+        if ((rc = gs_rootdir_check_base(base, 1, err)) != 0) {
+            return rc;
+        }
+        return gs_rootdir_make(base, name, uid, gid, out, len, &kept, err);
+    }
+    if ((rc = gs_provision_user_base(base, own, sizeof(own), err)) != 0) {
+        return rc;
+    }
+    if (!gs_rootdir_name_ok(name) || (size_t)snprintf(out, len, "%s/%s", own, name) >= len) {
+        return gs_error_set(err, ENAMETOOLONG, "'%s/%s' is not a usable directory", own, name);
+    }
+    return gs_rundir_ensure(out, err);
 }
 
 /* Whether an agent holds the node dir's lock (0: none; -1: no dir). */
@@ -47,16 +91,53 @@ static int agent_running(const char *node_dir)
     return held;
 }
 
+/* Two prologs of one job at once (a retry while the first still runs): the
+ * second waits, bounded, for the first, then finds its agent. */
+static int lock_job_dir(const char *job_dir, int timeout_ms)
+{
+    long long deadline = gs_now_ms() + timeout_ms;
+    int fd = open(job_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        return -1;
+    }
+    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (gs_now_ms() >= deadline) {
+            close(fd);
+            return -1;
+        }
+        usleep(5000);
+    }
+    return fd;
+}
+
+static int start_locked(const gs_config_t *cfg, const char *job_dir, const char *agent_path,
+                        gs_state_t *st, int *already, gs_error_t *err);
+
 int gs_provision_start(const gs_config_t *cfg, const char *job_dir, const char *agent_path,
                        gs_state_t *st, int *already, gs_error_t *err)
 {
-    char node_dir[600];
-    gs_node_req_t req;
-    int rc;
-
     *already = 0;
     memset(st, 0, sizeof(*st));
-    if ((rc = gs_node_dir(job_dir, node_dir, sizeof(node_dir), err)) != 0) {
+    if (gs_rundir_ensure(job_dir, err) != 0) {
+        return GS_EXIT_RUNDIR;
+    }
+    int lock = lock_job_dir(job_dir, (cfg->timeout_s + 15) * 1000);
+    if (lock < 0) {
+        gs_error_set(err, EBUSY, "another gsrun prolog for %s did not finish in time", job_dir);
+        return GS_EXIT_SETUP;
+    }
+    int code = start_locked(cfg, job_dir, agent_path, st, already, err);
+    close(lock);
+    return code;
+}
+
+static int start_locked(const gs_config_t *cfg, const char *job_dir, const char *agent_path,
+                        gs_state_t *st, int *already, gs_error_t *err)
+{
+    char node_dir[600];
+    gs_node_req_t req;
+
+    if (gs_node_dir(job_dir, node_dir, sizeof(node_dir), err) != 0) {
         return GS_EXIT_RUNDIR;
     }
     int running = agent_running(node_dir);
@@ -82,7 +163,7 @@ int gs_provision_start(const gs_config_t *cfg, const char *job_dir, const char *
         gs_error_t ignored;
         FILE *null = fopen("/dev/null", "w");
         if (null != NULL) {
-            gs_provision_stop(job_dir, null, 0, &ignored);
+            gs_provision_stop(job_dir, null, 0, 0, &ignored);
             fclose(null);
         }
         return st->exit_code ? st->exit_code : GS_EXIT_SETUP;
@@ -119,7 +200,8 @@ static int ask_stop(const char *node_dir, FILE *out, int verbose)
     return 0;
 }
 
-int gs_provision_stop(const char *job_dir, FILE *out, int verbose, gs_error_t *err)
+int gs_provision_stop(const char *job_dir, FILE *out, int verbose, int keep_dir,
+                      gs_error_t *err)
 {
     char node_dir[600];
 
@@ -139,6 +221,9 @@ int gs_provision_stop(const char *job_dir, FILE *out, int verbose, gs_error_t *e
                             job_dir, GS_AGENT_QUIT_TIMEOUT_MS / 1000 + 2);
     }
     /* Nothing holds it now: whatever is left is a dead agent's. */
+    if (keep_dir) {
+        return 0; /* root removes it (its base is root's) */
+    }
     if (access(job_dir, F_OK) == 0 && gs_rundir_remove(job_dir) != 0) {
         return gs_error_set(err, errno, "cannot remove %s: %s", job_dir, strerror(errno));
     }

@@ -2,22 +2,37 @@
  * the batch system's prolog instead of per job step (gsrun prolog, gsrun
  * epilog, gsrun task-prolog): the node agent runs MPS on every visible GPU
  * for the job, each task works out its GPU and share from the state the
- * agent publishes, and the epilog stops it. The job dir has a fixed name,
- * "<dir>/gsrun.job-<job id>", so that every command finds it again. */
+ * agent publishes, and the epilog stops it. Every command finds the job's
+ * dir again by its name, "job-<job id>", in a base no other user can write:
+ * as root, a root-only base (runtime/rundir_root.h) where root makes the
+ * dir for the job's user; as a user, a private base of the user's own. */
 #ifndef GS_PROVISION_H
 #define GS_PROVISION_H
 
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "clientenv.h"
 #include "config.h"
 #include "gs_error.h"
 #include "state.h"
 
-/* The job dir of job (letters, digits, '.', '_', '-') under dir. */
-int gs_provision_job_dir(const char *dir, const char *job, char *out, size_t len,
-                         gs_error_t *err);
+/* The job dir's name for job (letters, digits, '.', '_', '-'): "job-<id>". */
+int gs_provision_job_name(const char *job, char *out, size_t len, gs_error_t *err);
+
+/* A user's own base for batch job dirs: dir, or /tmp/gsrun-<uid> without
+ * one; made private (0700) or accepted only if it already is the caller's
+ * private directory (never one another user made first). */
+int gs_provision_user_base(const char *dir, char *out, size_t len, gs_error_t *err);
+
+/* The dir <base>/<name> for a job or step of uid:gid, made by whoever runs
+ * this: as root in a root-only base (base, or GS_ROOT_RUNDIR) for the user;
+ * as the user in the user's own base (gs_provision_user_base). A dir that
+ * already is the user's is kept; a name someone else took is refused (user)
+ * or replaced (root). */
+int gs_provision_make_dir(const char *base, const char *name, uid_t uid, gid_t gid, char *out,
+                          size_t len, gs_error_t *err);
 
 /* Starts the job's agent (agent_path) on this node, or finds it running
  * (*already = 1; a dir left by a dead one is removed first), and reads its
@@ -29,9 +44,11 @@ int gs_provision_start(const gs_config_t *cfg, const char *job_dir, const char *
 
 /* Stops the job's agent on this node, copying its report to out (all of it
  * with verbose, else its problems), and waits (bounded) until its dirs are
- * gone; removes what a dead agent left. Nothing to stop is success (the
- * epilog may run twice). */
-int gs_provision_stop(const char *job_dir, FILE *out, int verbose, gs_error_t *err);
+ * gone; removes what a dead agent left, and the job dir unless keep_dir
+ * (root removes a dir in its base). Nothing to stop is success (the epilog
+ * may run twice). */
+int gs_provision_stop(const char *job_dir, FILE *out, int verbose, int keep_dir,
+                      gs_error_t *err);
 
 /* A task's environment: local_rank of local_size tasks of a step on this
  * node, placed and shared over the job's GPUs as gsrun would. *on is 0

@@ -92,6 +92,22 @@ int gs_rundir_ensure(const char *dir, gs_error_t *err)
     return 0;
 }
 
+int gs_rundir_open_regular(const char *path)
+{
+    struct stat st;
+    /* O_NONBLOCK: opening a FIFO put in place of the file returns at once
+     * instead of waiting for a writer that never comes. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) {
+        return -errno;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return -EINVAL;
+    }
+    return fd;
+}
+
 int gs_rundir_socket_fits(const char *dir)
 {
     return strlen(dir) + 1 + GS_RUNDIR_SOCKET_ROOM < GS_SUN_PATH_MAX;

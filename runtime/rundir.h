@@ -31,6 +31,11 @@ int gs_rundir_create_job(const char *tmpdir, char *out, size_t outlen, gs_error_
  * owned by us with no group or other access; refuses symlinks. */
 int gs_rundir_ensure(const char *dir, gs_error_t *err);
 
+/* Opens path for reading only if it is a regular file (no link, FIFO or
+ * device: what another user may have put there never blocks or misleads
+ * the reader). Returns the descriptor or -errno (-EINVAL: not a file). */
+int gs_rundir_open_regular(const char *path);
+
 /* Whether dir + '/' + a socket name of GS_RUNDIR_SOCKET_ROOM bytes fits. */
 int gs_rundir_socket_fits(const char *dir);
 

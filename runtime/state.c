@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "proc.h"
+#include "rundir.h"
 
 static const char *kind_name(gs_state_kind_t k)
 {
@@ -205,9 +206,10 @@ int gs_state_read(const char *dir, gs_state_t *st, gs_error_t *err)
     long n;
 
     snprintf(path, sizeof(path), "%s/%s", dir, GS_STATE_FILE);
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    fd = gs_rundir_open_regular(path);
     if (fd < 0) {
-        return gs_error_set(err, errno, "cannot read '%s': %s", path, strerror(errno));
+        return gs_error_set(err, -fd, "cannot read '%s': %s", path,
+                            fd == -EINVAL ? "not a regular file" : strerror(-fd));
     }
     n = gs_read_all(fd, buf, sizeof(buf), gs_now_ms() + 2000);
     close(fd);

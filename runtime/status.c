@@ -114,9 +114,9 @@ int gs_status_read(const char *node_dir, gs_status_t *s, gs_error_t *err)
     FILE *f;
 
     snprintf(path, sizeof(path), "%s/%s", node_dir, GS_STATUS_FILE);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = gs_rundir_open_regular(path);
     if (fd < 0 || (f = fdopen(fd, "r")) == NULL) {
-        int e = errno;
+        int e = fd < 0 ? -fd : errno;
         if (fd >= 0) {
             close(fd);
         }
@@ -140,6 +140,52 @@ int gs_status_read(const char *node_dir, gs_status_t *s, gs_error_t *err)
     }
     fclose(f);
     return ended ? 0 : gs_error_set(err, EINVAL, "'%s' is truncated", path);
+}
+
+/* Length of the valid UTF-8 sequence at p (1 to 4), or 0. */
+static int utf8_len(const unsigned char *p)
+{
+    int n = p[0] < 0x80 ? 1 : (p[0] & 0xe0) == 0xc0 ? 2 : (p[0] & 0xf0) == 0xe0 ? 3
+                                                       : (p[0] & 0xf8) == 0xf0 ? 4 : 0;
+    if (n == 0 || (n == 2 && p[0] < 0xc2) || (n == 4 && p[0] > 0xf4)) {
+        return 0;
+    }
+    for (int i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80) {
+            return 0;
+        }
+    }
+    return n;
+}
+
+void gs_status_clean(char *s)
+{
+    /* What a status file says was written by its job's user: root's
+     * terminal gets no control sequence and JSON no invalid UTF-8. */
+    for (unsigned char *p = (unsigned char *)s; *p != '\0';) {
+        int n = utf8_len(p);
+        if (n == 0 || (n == 1 && (*p < 0x20 || *p == 0x7f))) {
+            *p++ = '?';
+        } else {
+            p += n;
+        }
+    }
+}
+
+static void clean_all(gs_status_t *s)
+{
+    gs_status_clean(s->job);
+    gs_status_clean(s->job_dir);
+    gs_status_clean(s->mps);
+    gs_status_clean(s->message);
+    for (int g = 0; g < s->ngpus; g++) {
+        gs_status_gpu_t *x = &s->gpu[g];
+        gs_status_clean(x->uuid);
+        gs_status_clean(x->name);
+        gs_status_clean(x->core);
+        gs_status_clean(x->pct);
+        gs_status_clean(x->ranks);
+    }
 }
 
 static int pid_gone(int pid)
@@ -173,30 +219,55 @@ static int read_job(const char *tmpdir, const char *name, const char *node, int 
         /* No status yet: an agent starting, or one killed before it wrote. */
         snprintf(s->mps, sizeof(s->mps), "starting");
         s->stale = time(NULL) - sb.st_mtime > 60;
+        clean_all(s);
         return 1;
     }
     s->stale = pid_gone(s->agent_pid);
+    clean_all(s);
     return 1;
 }
 
-int gs_status_scan(const char *tmpdir, int all_users, gs_status_t *out, int max)
+/* A job dir's name: gsrun's and the component's (mkdtemp), and the
+ * guessable names of a Slurm step's or batch job's, old and current. */
+static int is_job_name(const char *n)
 {
-    char node[64];
+    return (strncmp(n, "gsrun.", 6) == 0 && strlen(n) == 12) || strncmp(n, "gsrun.slurm-", 12) == 0 ||
+           strncmp(n, "gsrun.job-", 10) == 0 || strncmp(n, "job-", 4) == 0 ||
+           strncmp(n, "slurm-", 6) == 0;
+}
+
+static int scan_pass(const char *tmpdir, const char *node, int others, gs_status_t *out,
+                     int max)
+{
     int n = 0;
     DIR *d = opendir(tmpdir);
 
     if (d == NULL) {
         return 0;
     }
-    gs_rundir_node_name(node, sizeof(node));
     for (struct dirent *e; n < max && (e = readdir(d)) != NULL;) {
-        /* gsrun's and the component's (mkdtemp), a Slurm step's (the SPANK
-         * plugin), a batch job's (gsrun prolog). */
-        if ((strncmp(e->d_name, "gsrun.", 6) == 0 && strlen(e->d_name) == 12) ||
-            strncmp(e->d_name, "gsrun.slurm-", 12) == 0 || strncmp(e->d_name, "gsrun.job-", 10) == 0) {
-            n += read_job(tmpdir, e->d_name, node, all_users, &out[n]);
+        struct stat sb;
+        char path[512];
+        if (!is_job_name(e->d_name) ||
+            (size_t)snprintf(path, sizeof(path), "%s/%s", tmpdir, e->d_name) >= sizeof(path) ||
+            lstat(path, &sb) != 0 || (sb.st_uid == getuid()) == others) {
+            continue;
         }
+        n += read_job(tmpdir, e->d_name, node, 1, &out[n]);
     }
     closedir(d);
+    return n;
+}
+
+int gs_status_scan(const char *tmpdir, int all_users, gs_status_t *out, int max)
+{
+    char node[64];
+    gs_rundir_node_name(node, sizeof(node));
+    /* The caller's own jobs first: others' (root sees every user's) can
+     * never crowd them out of the list. */
+    int n = scan_pass(tmpdir, node, 0, out, max);
+    if (all_users) {
+        n += scan_pass(tmpdir, node, 1, out + n, max - n);
+    }
     return n;
 }

@@ -48,8 +48,13 @@ typedef struct {
 int gs_status_write(const char *node_dir, const gs_status_t *s, gs_error_t *err);
 int gs_status_read(const char *node_dir, gs_status_t *s, gs_error_t *err);
 
-/* The jobs in tmpdir with a node dir for this node: the caller's, or every
- * user's (root). Returns how many were put in out (at most max). */
+/* Makes s safe to show: control characters and bytes that are not UTF-8
+ * become '?'. */
+void gs_status_clean(char *s);
+
+/* The jobs in tmpdir with a node dir for this node: the caller's, then
+ * (all_users, for root) every other user's. Every string in them is clean
+ * (gs_status_clean). Returns how many were put in out (at most max). */
 int gs_status_scan(const char *tmpdir, int all_users, gs_status_t *out, int max);
 
 void gs_status_print_text(FILE *f, const gs_status_t *s, int n, long long now_ms);

@@ -25,31 +25,29 @@ int gs_task_join(const gs_node_req_t *req, gs_state_t *st, gs_clientenv_t *env, 
     return 0;
 }
 
-int gs_task_step_dir(const char *tmpdir, unsigned long job, unsigned long step, char *out,
-                     size_t len, gs_error_t *err)
+int gs_task_step_name(unsigned long job, unsigned long step, char *out, size_t len)
 {
-    if ((size_t)snprintf(out, len, "%s/gsrun.slurm-%lu.%lu", tmpdir, job, step) >= len) {
-        return gs_error_set(err, ENAMETOOLONG, "TMPDIR '%s' is too long", tmpdir);
-    }
-    return 0;
+    return (size_t)snprintf(out, len, "slurm-%lu.%lu", job, step) < len ? 0 : -ENAMETOOLONG;
 }
 
-void gs_task_wait_agent(const char *node_dir, int timeout_ms)
+int gs_task_wait_agent(const char *node_dir, int timeout_ms)
 {
     long long deadline = gs_now_ms() + timeout_ms;
     gs_state_t st;
     gs_error_t ignored;
+    int locked;
     /* After a node-wide error the agent stays until the launcher is gone (for
      * ranks yet to read the error): waiting for it here would hold both. */
     if (gs_state_read(node_dir, &st, &ignored) == 0 && st.kind == GS_STATE_ERROR) {
-        return;
+        return -EAGAIN;
     }
     int fd = open(node_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) {
-        return;
+        return 0;
     }
-    while (flock(fd, LOCK_EX | LOCK_NB) != 0 && gs_now_ms() < deadline) {
+    while (!(locked = flock(fd, LOCK_EX | LOCK_NB) == 0) && gs_now_ms() < deadline) {
         usleep(5000);
     }
     close(fd);
+    return locked ? 0 : -ETIMEDOUT;
 }

@@ -19,17 +19,17 @@
 int gs_task_join(const gs_node_req_t *req, gs_state_t *st, gs_clientenv_t *env, int *keep_fd,
                  int *node_wide, gs_error_t *err);
 
-/* The job dir of a Slurm job step on a node: "<tmpdir>/gsrun.slurm-<job>.<step>"
- * (the same name on every node; each node's in its own TMPDIR). Job and
- * step are the decimal ids. */
-int gs_task_step_dir(const char *tmpdir, unsigned long job, unsigned long step, char *out,
-                     size_t len, gs_error_t *err);
+/* The name of a Slurm job step's dir on a node, "slurm-<job>.<step>" (the
+ * decimal ids); root makes it for the step's user in its own base (see
+ * gs_provision_make_dir), so no user can take the guessable name first. */
+int gs_task_step_name(unsigned long job, unsigned long step, char *out, size_t len);
 
 /* Waits, bounded, until the agent of node_dir has finished (it holds an
  * exclusive lock on the dir until it has cleaned up and reported). Polled
  * every 5 ms: a launcher's daemon must not be disturbed by an alarm. Returns
- * at once where the node's state is an error: that agent ends only once the
- * launcher calling this is gone. */
-void gs_task_wait_agent(const char *node_dir, int timeout_ms);
+ * at once (-EAGAIN) where the node's state is an error: that agent ends
+ * only once the launcher calling this is gone. 0: the agent is done (or
+ * there is none); -ETIMEDOUT: it still runs. */
+int gs_task_wait_agent(const char *node_dir, int timeout_ms);
 
 #endif

@@ -3,16 +3,18 @@
  *
  *   init      (srun and slurmstepd): the admin's defaults from plugstack.conf
  *             (mps=, percentage=, control=, timeout=, memory_limit=,
- *             gpu_bind=, verbose=, agent=) and the options srun --mps[=MODE]
- *             and --mps-percentage=N;
- *   user_init (slurmstepd, once per step and node): the step's run dir;
+ *             gpu_bind=, verbose=, agent=, rundir=) and the options srun
+ *             --mps[=MODE] and --mps-percentage=N;
+ *   init_post_opt (slurmstepd, as root, once per step and node): makes the
+ *             step's run dir for the job's user in root's base (rundir=,
+ *             default /run/gsrun), where no user can take its name first;
  *   task_init (each task's own process, as the job's user, just before it
  *             execs the program): joins the node for the task (the node's
  *             first task starts the node agent, which plans the node and
  *             starts MPS as that user) and puts the client environment into
  *             the task's;
  *   exit      (slurmstepd, after the step's tasks have ended): waits, bounded,
- *             until the agent has shut MPS down and removed its dirs.
+ *             until the agent has shut MPS down, then removes the step's dir.
  * The agent follows each task through a pidfd and slurmstepd through its
  * PID, so a killed task or step still ends MPS. Steps started by gsrun
  * (GSRUN_JOB_DIR in their environment), batch and extern steps are left
@@ -30,6 +32,7 @@
 
 #include "agent.h"
 #include "config.h"
+#include "provision.h"
 #include "rundir.h"
 #include "task.h"
 
@@ -41,7 +44,7 @@
 #pragma GCC visibility push(default)
 SPANK_PLUGIN(gsrun, 1);
 int slurm_spank_init(spank_t sp, int ac, char **av);
-int slurm_spank_user_init(spank_t sp, int ac, char **av);
+int slurm_spank_init_post_opt(spank_t sp, int ac, char **av);
 int slurm_spank_task_init(spank_t sp, int ac, char **av);
 int slurm_spank_exit(spank_t sp, int ac, char **av);
 #pragma GCC visibility pop
@@ -52,6 +55,7 @@ int slurm_spank_exit(spank_t sp, int ac, char **av);
 static gs_config_t cfg;
 static char bad[GS_ERROR_LEN];
 static char agent_path[4096] = GS_PKGLIBEXECDIR "/gsrun-agent";
+static char rundir_base[512] = GS_ROOT_RUNDIR;
 static char opt_mps[64], opt_pct[64];
 static int opt_mps_set, opt_pct_set;
 /* This step on this node (slurmstepd's copy, set in user_init). */
@@ -89,6 +93,10 @@ static void admin_defaults(int ac, char **av)
             snprintf(agent_path, sizeof(agent_path), "%s", eq + 1);
             continue;
         }
+        if (n == 6 && strncmp(av[i], "rundir", 6) == 0 && eq != NULL && eq[1] == '/') {
+            snprintf(rundir_base, sizeof(rundir_base), "%s", eq + 1);
+            continue;
+        }
         for (int k = 0; keys[k].arg != NULL; k++) {
             if (strlen(keys[k].arg) == n && strncmp(av[i], keys[k].arg, n) == 0 && eq != NULL) {
                 known = 1;
@@ -104,7 +112,8 @@ static void admin_defaults(int ac, char **av)
         if (!known && bad[0] == '\0') {
             snprintf(bad, sizeof(bad),
                      "gsrun_spank.so in plugstack.conf: unknown argument '%s'; accepted: mps=, "
-                     "percentage=, control=, timeout=, memory_limit=, gpu_bind=, verbose=, agent=",
+                     "percentage=, control=, timeout=, memory_limit=, gpu_bind=, verbose=, agent=, "
+                     "rundir=",
                      av[i]);
         }
     }
@@ -165,10 +174,12 @@ static void apply_options(void)
     }
 }
 
-int slurm_spank_user_init(spank_t sp, int ac, char **av)
+int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 {
     uint32_t job = 0, step = 0;
-    char tmpdir[256], mark[8];
+    uid_t uid = 0;
+    gid_t gid = 0;
+    char mark[8], name[64];
     gs_error_t err;
 
     if (!spank_remote(sp)) {
@@ -181,14 +192,23 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
         spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS || step >= SLURM_INTERACTIVE_STEP) {
         return 0;
     }
-    if (spank_getenv(sp, "TMPDIR", tmpdir, sizeof(tmpdir)) != ESPANK_SUCCESS || tmpdir[0] != '/') {
-        snprintf(tmpdir, sizeof(tmpdir), "/tmp");
+    active = 1;
+    if (bad[0] != '\0') {
+        return 0; /* every task says why (task_init) */
     }
-    if (gs_task_step_dir(tmpdir, job, step, job_dir, sizeof(job_dir), &err) != 0 ||
+    /* Made here, by root, for the job's user: a name built from job and
+     * step ids must not be one that a user could have made first. */
+    if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS) {
+        snprintf(bad, sizeof(bad), "cannot learn the job's user from Slurm");
+        return 0;
+    }
+    if (gs_task_step_name(job, step, name, sizeof(name)) != 0 ||
+        gs_provision_make_dir(rundir_base, name, uid, gid, job_dir, sizeof(job_dir), &err) != 0 ||
         gs_node_dir(job_dir, node_dir, sizeof(node_dir), &err) != 0) {
         note_bad(&err);
+        job_dir[0] = node_dir[0] = '\0';
     }
-    active = 1;
     return 0;
 }
 
@@ -262,7 +282,10 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 int slurm_spank_exit(spank_t sp, int ac, char **av)
 {
     if (spank_remote(sp) && active && node_dir[0] != '\0') {
+        /* An agent in the error state, or one past its time, needs its dir
+         * no more: the step's tasks are gone. */
         gs_task_wait_agent(node_dir, GS_AGENT_QUIT_TIMEOUT_MS + 2000);
+        gs_rundir_remove(job_dir);
     }
     return 0;
 }

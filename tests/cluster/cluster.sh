@@ -1,7 +1,8 @@
 # A simulated cluster on one Linux machine, for tests (source this file).
 #
 # Each host is a set of namespaces of its own: PID (its init is gs-hostd),
-# UTS (hostname), mount (a private tmpfs on /tmp, its own /etc/hosts), IPC
+# UTS (hostname), mount (private tmpfs on /tmp and /run/gsrun, its own
+# /etc/hosts), IPC
 # and network (eth0 on a bridge that lives in a switch namespace of its own).
 # Nothing is added to the machine's own network namespace or mount table, so
 # killing the hosts' inits removes everything: the kernel ends every process
@@ -20,8 +21,9 @@
 #   cluster_down        ends every host and removes the cluster's files (also
 #                       done by the kernel if the calling shell dies: see below)
 #   cluster_leftovers H lists what is left on H: processes other than its init,
-#                       and entries in its /tmp other than Open MPI's own (and
-#                       a checkout carried there, see cluster_up)
+#                       entries in its /tmp other than Open MPI's own (and a
+#                       checkout carried there, see cluster_up), and in its
+#                       /run/gsrun
 set -u
 GSC_HOSTD=${GSC_HOSTD:-${GS_TOP_BUILDDIR:-}/tests/cluster/gs-hostd}
 GSC_DIR=""
@@ -71,6 +73,12 @@ cluster_up() { # cluster_up N
         esac
     done
     echo "$keep" >"$GSC_DIR/keep"
+    # Each host's own /run/gsrun (where root makes users' batch and step
+    # dirs), as on real nodes: a tmpfs on a mount point made here if the
+    # machine has none, and removed again by cluster_down.
+    if [ ! -d /run/gsrun ]; then
+        mkdir -m 0755 /run/gsrun && touch "$GSC_DIR/made-run-gsrun"
+    fi
     for i in $(seq "$n"); do
         carry="" k=0
         for top in $keep; do
@@ -78,7 +86,7 @@ cluster_up() { # cluster_up N
             mkdir -p "$GSC_DIR/carry$i.$k"
             carry="$carry mount --bind '$top' '$GSC_DIR/carry$i.$k' &&"
         done
-        carry="$carry mount -t tmpfs -o mode=1777 tmpfs /tmp &&"
+        carry="$carry mount -t tmpfs -o mode=1777 tmpfs /tmp && mount -t tmpfs -o mode=0755 tmpfs /run/gsrun &&"
         k=0
         for top in $keep; do
             k=$((k + 1))
@@ -128,7 +136,7 @@ cluster_leftovers() { # cluster_leftovers HOST: what is left there (empty: nothi
             echo "process $n: $c"
         done
         keep=" $(cat '"$GSC_DIR"'/keep) "
-        for f in /tmp/* /tmp/.[!.]*; do
+        for f in /tmp/* /tmp/.[!.]* /run/gsrun/*; do
             [ -e "$f" ] || continue
             case "$f" in /tmp/ompi.*) continue;; esac
             case "$keep" in *" $f "*) continue;; esac
@@ -142,6 +150,7 @@ cluster_down() {
     # and with it the whole PID namespace.
     for p in $GSC_PIDS; do kill -KILL "$p" 2>/dev/null; done
     for p in $GSC_PIDS; do wait "$p" 2>/dev/null; done
+    [ -f "$GSC_DIR/made-run-gsrun" ] && rmdir /run/gsrun 2>/dev/null
     rm -rf "$GSC_DIR"
     GSC_DIR=""
     GSC_PIDS=""

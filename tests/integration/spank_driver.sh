@@ -14,19 +14,22 @@ if [ ! -f "$PLUGIN" ] || [ ! -x "$DRIVER" ]; then
 fi
 export LD_LIBRARY_PATH=$FAKE_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} FAKE_NVML_GPUS=1
 export SPANK_DRIVER_JOB=77 SPANK_DRIVER_STEP=3
-ARGS="--arg agent=$B/launcher/gsrun-agent --arg control=$FAKE_CONTROL"
+# The step dirs' base (root's /run/gsrun on a real node): made by the
+# plugin, as root, or as the user when the test runs as one.
+BASE=$TEST_TMP/base
+ARGS="--arg agent=$B/launcher/gsrun-agent --arg control=$FAKE_CONTROL --arg rundir=$BASE"
 node=$(hostname | cut -d. -f1)
 
 mpirun -x LD_LIBRARY_PATH -x FAKE_NVML_GPUS -x SPANK_DRIVER_JOB -x SPANK_DRIVER_STEP -np 4 \
     "$DRIVER" "$PLUGIN" $ARGS --arg verbose=1 --opt mps=on -- "$PROG" >"$OUT" 2>"$ERR"
 check "4 tasks through the plugin's task_init: status 0, each under MPS at 50% in the step's dir" \
-    [ $? -eq 0 -a "$(grep -c "mps=1 pipe=$TMPDIR/gsrun.slurm-77.3/$node/g0 .*pct=50 " "$OUT")" -eq 4 ] ||
+    [ $? -eq 0 -a "$(grep -c "mps=1 pipe=$BASE/slurm-77.3/$node/g0 .*pct=50 " "$OUT")" -eq 4 ] ||
     diag "$OUT" "$ERR"
 t0=$(date +%s%N)
 "$DRIVER" "$PLUGIN" $ARGS --opt mps=on --exit
 ms=$((($(date +%s%N) - t0) / 1000000))
-check "the exit hook returns once the agent is done ($ms ms), nothing left" \
-    [ $ms -lt 3000 -a -z "$(leftover_procs)" -a -z "$(ls -A "$TMPDIR")" ]
+check "the exit hook returns once the agent is done ($ms ms), nothing left, the step's dir removed" \
+    [ $ms -lt 3000 -a -z "$(leftover_procs)" -a -z "$(ls -A "$TMPDIR")" -a -z "$(ls -A "$BASE")" ]
 check "  ... one MPS control daemon, reported to the first task's stderr" \
     [ "$(grep -c "MPS control daemon [0-9]* on" "$ERR")" -eq 1 ]
 
@@ -43,5 +46,22 @@ rc=$?
 check "a bad plugstack.conf value: the step runs without MPS and says why" eval \
     '[ $rc -eq 0 ] && grep -q "gsrun_spank.so in plugstack.conf: invalid value .sometimes." "$ERR"' ||
     diag "$ERR"
+# As root: a step dir planted under the step's name (a stale one of another
+# uid, or a link to another user's dir) is replaced, never used or followed.
+if [ "$(id -u)" = 0 ]; then
+    mkdir -p "$TEST_TMP/victim" && echo keep >"$TEST_TMP/victim/file"
+    mkdir "$BASE/slurm-77.4" && chown 65534:65534 "$BASE/slurm-77.4"
+    ln -s "$TEST_TMP/victim" "$BASE/slurm-77.5"
+    for st in 4 5; do
+        SPANK_DRIVER_STEP=$st mpirun -x LD_LIBRARY_PATH -x FAKE_NVML_GPUS -x SPANK_DRIVER_JOB -x SPANK_DRIVER_STEP \
+            -np 2 "$DRIVER" "$PLUGIN" $ARGS --opt mps=on -- "$PROG" >"$OUT" 2>"$ERR"
+        rc=$?
+        SPANK_DRIVER_STEP=$st "$DRIVER" "$PLUGIN" $ARGS --opt mps=on --exit
+        check "a planted $([ $st = 4 ] && echo "dir of uid 65534" || echo "link") at step 77.$st's name: status $rc (0), both tasks under MPS in a new dir" \
+            [ $rc -eq 0 -a "$(grep -c "mps=1 pipe=$BASE/slurm-77.$st/$node/g0 " "$OUT")" -eq 2 ] || diag "$ERR"
+    done
+    check "  ... the link's target untouched, nothing left in the base" \
+        [ "$(cat "$TEST_TMP/victim/file")" = keep -a -z "$(ls -A "$BASE")" ]
+fi
 check_clean "the plugin's jobs"
 finish

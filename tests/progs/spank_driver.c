@@ -5,11 +5,12 @@
  *
  *   spank_driver PLUGIN [--arg A]... [--opt NAME=VALUE]... -- PROGRAM [ARGS]
  *       one task: init (plugstack.conf's arguments A), the srun options,
- *       user_init, task_init, then exec PROGRAM with the task's environment,
+ *       init_post_opt, user_init, task_init (the hooks the plugin has), then
+ *       exec PROGRAM with the task's environment,
  *       so that the task's PID is the program's, as under slurmstepd
  *   spank_driver PLUGIN [--arg A]... [--opt NAME=VALUE]... --exit
- *       the step's end on this node: init, options, user_init, exit (waits
- *       for the node agent to finish)
+ *       the step's end on this node: init, options, init_post_opt,
+ *       user_init, exit (waits for the node agent to finish)
  * The task's local id and the node's task count come from the launcher that
  * runs the driver (OMPI_COMM_WORLD_LOCAL_RANK/_SIZE under mpirun); the job
  * and step ids from SPANK_DRIVER_JOB and SPANK_DRIVER_STEP. */
@@ -65,6 +66,12 @@ spank_err_t spank_get_item(spank_t sp, spank_item_t item, ...)
         break;
     case S_TASK_ID:
         *va_arg(ap, int *) = env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0);
+        break;
+    case S_JOB_UID:
+        *va_arg(ap, uid_t *) = getuid();
+        break;
+    case S_JOB_GID:
+        *va_arg(ap, gid_t *) = getgid();
         break;
     case S_JOB_ENV:
         *va_arg(ap, char ***) = environ;
@@ -170,7 +177,15 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    hook(h, "slurm_spank_user_init")(sp, nargs, args);
+    /* Hooks a plugin may leave out. */
+    static const char *const optional[] = {"slurm_spank_init_post_opt", "slurm_spank_user_init",
+                                           NULL};
+    for (const char *const *o = optional; *o != NULL; o++) {
+        spank_f *f = (spank_f *)dlsym(h, *o);
+        if (f != NULL) {
+            f(sp, nargs, args);
+        }
+    }
     if (at_exit) {
         return hook(h, "slurm_spank_exit")(sp, nargs, args);
     }

@@ -70,12 +70,13 @@ clean_within() { # clean_within MS T0
     [ -z "$left" ] || { echo "$left" | diag; return 1; }
 }
 # Each host's 4 tasks: local ranks 0-3, under MPS at 50 % with a pipe dir of
-# the given job dir pattern in the host's own /tmp.
+# the given job dir pattern on the host (its own /tmp, or its own /run/gsrun
+# where root made the dir).
 tasks_ok() { # tasks_ok OUTFILE DIR-PATTERN
     local h lines
     for h in $HOSTS; do
         lines=$(grep "host=$h " "$1")
-        [ "$(echo "$lines" | grep -c "local=[0-3]/4 mps=1 pipe=/tmp/$2/$h/g0 .* pct=50 ")" -eq 4 ] || return 1
+        [ "$(echo "$lines" | grep -c "local=[0-3]/4 mps=1 pipe=$2/$h/g0 .* pct=50 ")" -eq 4 ] || return 1
         [ "$(echo "$lines" | sed -n 's/.*local=\([0-9]*\).*/\1/p' | sort -u | wc -l)" -eq 4 ] || return 1
     done
 }
@@ -92,12 +93,15 @@ job spank "$SRUN --mps $PROG"
 rc=$?
 check "srun --mps -N2 -n8: status 0, 8 tasks" [ $rc -eq 0 -a "$(grep -c '^rank=' $J/spank.out)" -eq 8 ]
 check "  ... every task: its local rank of 4, MPS at 50%, its host's own pipe dir" \
-    tasks_ok $J/spank.out 'gsrun\.slurm-[0-9]*\.0' || diag $J/spank.out
+    tasks_ok $J/spank.out '/run/gsrun/slurm-[0-9]*\.0' || diag $J/spank.out
 check "  ... one MPS control daemon per node (host1 host2: $(daemons_per_host $J/spank.err))" \
     [ "$(daemons_per_host $J/spank.err)" = "1 1" ] || diag $J/spank.err
 check "  ... each node's agent reports the end of its 4 tasks" \
     [ "$(grep -c 'served 4 of 4 ranks; stopping MPS: every rank has exited' $J/spank.err)" -eq 2 ]
-check "  ... nothing left on any node when srun returns" clean_within 0 "$(date +%s%N)"
+# srun returns once the tasks have ended; slurmstepd runs the plugin's exit
+# hook (which waits for the agent) after that: once seen still there when
+# srun had returned, on a loaded machine (1 run in 9).
+check "  ... nothing left on any node within 2 s of srun's return" clean_within 2000 "$(date +%s%N)"
 
 job pct "$SRUN --mps=on --mps-percentage=30 $PROG"
 check "srun --mps=on --mps-percentage=30: every task at 30%" \
@@ -200,12 +204,12 @@ job g "$GSRUN -v --mps-control=$FAKE_CONTROL $SRUN $PROG"
 rc=$?
 check "gsrun srun -N2 -n8: status 0, 8 tasks" [ $rc -eq 0 -a "$(grep -c '^rank=' $J/g.out)" -eq 8 ] || diag $J/g.err
 check "  ... every task: its local rank of 4, MPS at 50%, its host's own pipe dir" \
-    tasks_ok $J/g.out 'gsrun\.[A-Za-z0-9]*' || diag $J/g.out
+    tasks_ok $J/g.out '/tmp/gsrun\.[A-Za-z0-9]*' || diag $J/g.out
 check "  ... one MPS control daemon per node (host1 host2: $(daemons_per_host $J/g.err))" \
     [ "$(daemons_per_host $J/g.err)" = "1 1" ] || diag $J/g.err
 check "  ... the summary names both nodes" \
     [ "$(grep -c 'served 4 of 4 ranks' $J/g.err)" -eq 2 ]
-check "  ... nothing left on any node" clean_within 0 "$(date +%s%N)"
+check "  ... nothing left on any node within 2 s" clean_within 2000 "$(date +%s%N)"
 # gsrun on a node with no task of the step (a login node, say).
 job gw "$GSRUN -v --mps-control=$FAKE_CONTROL srun -N1 -n4 -w host2 --mpi=pmix $PROG"
 rc=$?
@@ -276,7 +280,7 @@ rc=$?
 check "prolog mode, plain srun -N2 -n8: status 0, 8 tasks" [ $rc -eq 0 -a "$(grep -c '^rank=' $J/pro.out)" -eq 8 ] ||
     diag $J/pro.err $GSS_DIR/prolog-*.log
 check "  ... every task: its local rank of 4, MPS at 50%, the job's pipe dir on its host" \
-    tasks_ok $J/pro.out 'gsrun\.job-[0-9]*' || diag $J/pro.out
+    tasks_ok $J/pro.out '/run/gsrun/job-[0-9]*' || diag $J/pro.out
 pro_clean() { # the epilog runs after the job, on its own time
     clean_within 5000 "$(date +%s%N)"
 }
@@ -302,7 +306,7 @@ check "gsrun prolog twice: status $rc, one MPS control daemon ($(cluster_count_e
     [ $rc -eq 0 -a "$(cluster_count_exe host2 "$FAKE_CONTROL")" -eq 1 ]
 on_slurm host2 "$GSRUN status" >$J/st.out 2>&1
 check "  ... gsrun status shows the job, MPS on, its daemon" eval \
-    'grep -q "^job gsrun.job-4711 (uid 0): agent [0-9]*, .*MPS on" $J/st.out && grep -q "GPU 0 .*daemon [0-9]* on core" $J/st.out' ||
+    'grep -q "^job job-4711 (uid 0): agent [0-9]*, .*MPS on" $J/st.out && grep -q "GPU 0 .*daemon [0-9]* on core" $J/st.out' ||
     diag $J/st.out
 on_slurm host2 "$P SLURM_LOCALID=0 SLURM_NODEID=0 SLURM_TASKS_PER_NODE=3 $GSRUN task-prolog" >$J/tp.out 2>&1
 check "gsrun task-prolog for a batch script (no step): status 0, nothing printed" [ $? -eq 0 -a ! -s $J/tp.out ]

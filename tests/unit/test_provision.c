@@ -24,18 +24,19 @@ static const char *find(const gs_clientenv_t *env, const char *name)
     return NULL;
 }
 
-static void test_job_dir(void **state)
+static void test_job_name(void **state)
 {
     char out[256];
     gs_error_t err;
     (void)state;
-    assert_int_equal(gs_provision_job_dir("/tmp", "4711", out, sizeof(out), &err), 0);
-    assert_string_equal(out, "/tmp/gsrun.job-4711");
-    assert_int_equal(gs_provision_job_dir("/tmp", "12.pbs-server", out, sizeof(out), &err), 0);
-    assert_true(gs_provision_job_dir("/tmp", "../etc", out, sizeof(out), &err) < 0);
-    assert_true(gs_provision_job_dir("/tmp", "a/b", out, sizeof(out), &err) < 0);
-    assert_true(gs_provision_job_dir("/tmp", "", out, sizeof(out), &err) < 0);
-    assert_true(gs_provision_job_dir("/tmp", NULL, out, sizeof(out), &err) < 0);
+    assert_int_equal(gs_provision_job_name("4711", out, sizeof(out), &err), 0);
+    assert_string_equal(out, "job-4711");
+    assert_int_equal(gs_provision_job_name("12.pbs-server", out, sizeof(out), &err), 0);
+    assert_true(gs_provision_job_name("../etc", out, sizeof(out), &err) < 0);
+    assert_true(gs_provision_job_name("a/b", out, sizeof(out), &err) < 0);
+    assert_true(gs_provision_job_name(".hidden", out, sizeof(out), &err) < 0);
+    assert_true(gs_provision_job_name("", out, sizeof(out), &err) < 0);
+    assert_true(gs_provision_job_name(NULL, out, sizeof(out), &err) < 0);
     assert_non_null(strstr(err.text, "--job"));
 }
 
@@ -90,7 +91,7 @@ static void test_task_env(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_job_dir),
+        cmocka_unit_test(test_job_name),
         cmocka_unit_test(test_task_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

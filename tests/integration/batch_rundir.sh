@@ -1,0 +1,145 @@
+#!/bin/bash
+# Root's batch commands (gsrun prolog, epilog, task-prolog; gsrun status)
+# against what other local users plant: the job's dir lives in a base only
+# root can write and is made by root for the job's user; nothing a user put
+# anywhere is followed, trusted, removed by root, or makes root's prolog or
+# epilog fail or hang. Users: nobody (65534) and daemon (1), a job's user
+# each; root's own jobs too. Stand-in MPS daemon and NVML. Needs root.
+. "$GS_TOP_SRCDIR/tests/integration/lib.sh"
+
+if [ "$(id -u)" != 0 ] || ! getent passwd nobody daemon >/dev/null; then
+    echo "1..0 # SKIP needs root and the users nobody and daemon"
+    rm -rf "$TEST_TMP"
+    exit 77
+fi
+chmod 755 "$TEST_TMP"  # the jobs' users must reach the base
+chmod 1777 "$TMPDIR"   # a shared /tmp, where anyone may plant a name
+BASE=$TEST_TMP/base             # root's base (GS_ROOT_RUNDIR on a real node)
+node=$(hostname | cut -d. -f1)
+export LD_LIBRARY_PATH=$FAKE_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} FAKE_NVML_GPUS=1
+G="$GSRUN" # shorter lines below
+CTL=--mps-control=$FAKE_CONTROL
+as() { # as UID CMD...: CMD as that uid (its own group), with this environment
+    local u=$1
+    shift
+    setpriv --reuid="$u" --regid="$u" --clear-groups "$@"
+}
+agent_of() { # the pid of job dir $1's running agent on this node (not its guard), or nothing
+    local p
+    for p in $(pgrep -f -- "gsrun-agent --job-dir $1 "); do
+        [ "$(cat /proc/$p/comm 2>/dev/null)" = gsrun-agent ] && echo $p
+    done
+}
+
+# --- the job's dir: made by root, for the job's user, where only root writes --
+"$G" prolog --job 777 --user nobody --dir "$BASE" $CTL 2>"$ERR"
+rc=$?
+check "root's prolog for nobody's job: status $rc (0)" [ $rc -eq 0 ] || diag "$ERR"
+check "  ... the base is root's, 0755; the job's dir nobody's, 0700" \
+    [ "$(stat -c '%u %a' "$BASE")" = "0 755" -a "$(stat -c '%u %a' "$BASE/job-777")" = "65534 700" ]
+check "  ... its agent runs as nobody" [ "$(stat -c %u /proc/$(agent_of "$BASE/job-777")/status 2>/dev/null)" = 65534 ]
+as 65534 mkdir "$BASE/job-778" 2>/dev/null
+check "a user cannot make a name in the base" [ $? -ne 0 -a ! -e "$BASE/job-778" ]
+as 65534 mv "$BASE/job-777" "$BASE/x" 2>/dev/null
+check "  ... nor move its own job's dir away (to swap in a link)" [ $? -ne 0 -a -d "$BASE/job-777" ]
+SLURM_JOB_ID=777 SLURM_STEP_ID=0 SLURM_LOCALID=1 SLURM_STEP_TASKS_PER_NODE=4 SLURM_NODEID=0 \
+    as 65534 "$G" task-prolog --dir "$BASE" >"$OUT" 2>"$ERR"
+check "nobody's task prolog: export lines with its job's pipe dir, 50%" eval \
+    'grep -qx "export CUDA_MPS_PIPE_DIRECTORY=$BASE/job-777/$node/g0" "$OUT" &&
+     grep -qx "export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50" "$OUT"' || diag "$OUT" "$ERR"
+
+# --- S2: a task never takes another user's dir --------------------------------
+SLURM_JOB_ID=777 SLURM_STEP_ID=0 SLURM_LOCALID=1 SLURM_STEP_TASKS_PER_NODE=4 SLURM_NODEID=0 \
+    as 1 "$G" task-prolog --dir "$BASE" >"$OUT" 2>"$ERR"
+rc=$?
+check "another user's task prolog for that job id: status $rc (0), nothing exported, says why" eval \
+    '[ $rc -eq 0 ] && [ ! -s "$OUT" ] && grep -q "not a private directory of uid 1" "$ERR"' || diag "$ERR"
+SLURM_JOB_ID=777 SLURM_STEP_ID=0 SLURM_LOCALID=1 SLURM_STEP_TASKS_PER_NODE=4 SLURM_NODEID=0 \
+    as 1 "$G" task-prolog --mps=on --dir "$BASE" >"$OUT" 2>"$ERR"
+check "  ... with --mps=on: status 71" [ $? -eq 71 -a ! -s "$OUT" ]
+
+# --- the old predictable names are nobody's business now ----------------------
+as 65534 mkdir -m 777 "$TMPDIR/gsrun.job-779" "/tmp/gsrun.job-779.$$"
+"$G" prolog --job 779 --user root --dir "$BASE" $CTL 2>"$ERR"
+rc=$?
+check "dirs planted at the old names: root's prolog status $rc (0), they are left alone" eval \
+    '[ $rc -eq 0 ] && [ "$(stat -c %u "$TMPDIR/gsrun.job-779")" = 65534 ]' || diag "$ERR"
+rm -rf "$TMPDIR/gsrun.job-779" "/tmp/gsrun.job-779.$$"
+
+# --- S1: a link planted in one's own job dir is never followed by root --------
+as 65534 "$G" epilog --job 777 --dir "$BASE" 2>"$ERR"
+rc=$?
+check "nobody's own epilog: status $rc (0), its agent gone, the dir stays for root" \
+    [ $rc -eq 0 -a -z "$(agent_of "$BASE/job-777")" -a -d "$BASE/job-777" ] || diag "$ERR"
+as 65534 ln -s "$BASE/job-779/$node" "$BASE/job-777/$node"
+as 65534 ln -s "$BASE/job-779" "$BASE/job-777/deep"
+"$G" epilog --job 777 --dir "$BASE" -v 2>"$ERR"
+rc=$?
+check "root's epilog of that job: status $rc (0), its dir gone" [ $rc -eq 0 -a ! -e "$BASE/job-777" ] || diag "$ERR"
+check "  ... root's job 779 the links pointed at: still running, its dir whole" eval \
+    '[ -n "$(agent_of "$BASE/job-779")" ] && [ -d "$BASE/job-779/$node/g0" ]'
+
+# --- S3: a FIFO and a held lock do not hang root --------------------------------
+"$G" prolog --job 780 --user nobody --dir "$BASE" $CTL 2>"$ERR"
+as 65534 "$G" epilog --job 780 --dir "$BASE" 2>"$ERR"
+as 65534 sh -c "mkdir '$BASE/job-780/$node' && mkfifo '$BASE/job-780/$node/state' '$BASE/job-780/$node/status'"
+as 65534 flock "$BASE/job-780/$node" sleep 30 &
+holder=$!
+t0=$(date +%s%N)
+timeout 60 "$G" status >"$OUT" 2>&1
+check "root's gsrun status with a FIFO as a job's status: returns ($?)" [ $? -ne 124 ]
+timeout 60 "$G" epilog --job 780 --dir "$BASE" 2>"$ERR"
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+check "root's epilog with a FIFO as state and the dir's lock held: status $rc (0) after $ms ms, dir gone" \
+    [ $rc -eq 0 -a $ms -lt 15000 -a ! -e "$BASE/job-780" ] || diag "$ERR"
+kill $holder 2>/dev/null
+wait $holder 2>/dev/null
+
+# --- S5: what a user writes reaches root's terminal and JSON clean ---------------
+fake=$TMPDIR/gsrun.Fake01
+as 65534 mkdir -p "$fake/$node"
+printf 'gsrun-status 1\nmps on\nmessage \033[31mred\033]0;title\007 \377bad\nagent_pid %d\ngpu.0.name \377\033[2J\nend\n' $$ |
+    as 65534 tee "$fake/$node/status" >/dev/null
+"$G" status >"$OUT" 2>&1
+check "a user's status with escape sequences: root's gsrun status prints no control byte" eval \
+    '! LC_ALL=C grep -q "[[:cntrl:]]" <(tr -d "\n" <"$OUT") && grep -q "?\[31mred" "$OUT"' || diag "$OUT"
+"$G" status --json >"$OUT" 2>&1
+check "  ... and its --json is valid JSON in UTF-8" python3 -c \
+    'import json,sys; json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))' "$OUT" || diag "$OUT"
+rm -rf "$fake"
+
+# --- a user running prolog mode for itself: its own base, checked before use ----
+mkdir -m 1777 "$TEST_TMP/pub"
+as 65534 mkdir -m 700 "$TEST_TMP/pub/taken"
+as 1 "$G" prolog --job 781 --dir "$TEST_TMP/pub/taken" $CTL 2>"$ERR"
+rc=$?
+check "a user's prolog in a base another user made first: status $rc (0), runs without MPS, says why" eval \
+    '[ $rc -eq 0 ] && grep -q "owned by uid 65534, not by you.*the job runs without MPS" "$ERR"' || diag "$ERR"
+as 1 "$G" prolog --mps=on --job 781 --dir "$TEST_TMP/pub/taken" $CTL 2>"$ERR"
+check "  ... with --mps=on: status 71" [ $? -eq 71 ]
+as 1 "$G" prolog --job 781 --dir "$TEST_TMP/pub/own" $CTL 2>"$ERR"
+rc=$?
+check "  ... in a base of its own: status $rc (0), private" \
+    [ $rc -eq 0 -a "$(stat -c '%u %a' "$TEST_TMP/pub/own/job-781")" = "1 700" ] || diag "$ERR"
+as 1 "$G" epilog --job 781 --dir "$TEST_TMP/pub/own" 2>"$ERR"
+check "  ... its epilog: status 0, nothing left in its base" [ $? -eq 0 -a -z "$(ls -A "$TEST_TMP/pub/own")" ]
+rm -rf "$TEST_TMP/pub"
+
+# --- F7: two prologs of one job at once ------------------------------------------
+"$G" prolog --job 782 --user nobody --dir "$BASE" $CTL 2>"$ERR.1" &
+p1=$!
+"$G" prolog --job 782 --user nobody --dir "$BASE" $CTL 2>"$ERR.2" &
+p2=$!
+wait $p1
+r1=$?
+wait $p2
+r2=$?
+check "two prologs of one job at once: both status 0 ($r1, $r2), one agent" eval \
+    '[ $r1 -eq 0 ] && [ $r2 -eq 0 ] && [ "$(agent_of "$BASE/job-782" | wc -l)" -eq 1 ]' || diag "$ERR.1" "$ERR.2"
+
+for j in 779 782; do "$G" epilog --job $j --dir "$BASE" 2>>"$ERR"; done
+check "every epilog done: nothing left in the base" [ -z "$(ls -A "$BASE")" ] || ls -la "$BASE" | diag
+rm -rf "$BASE"
+check_clean "batch jobs of several users"
+finish
