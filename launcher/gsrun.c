@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "discover.h"
 #include "helpers.h"
 #include "reports.h"
 #include "batch_main.h"
@@ -143,7 +144,10 @@ static void print_command(char **cmd)
  * on this node count from it too, through GSRUN_T0). */
 static long long gsrun_t0_ms;
 
-static void prepare_job(const gs_opts_t *o, char *job_dir, size_t len)
+/* The job's run dir on gsrun's node, and the ranks' GSRUN_* variables.
+ * Returns 0, or -1 with rd_err saying why there can be no run dir here
+ * (the caller decides: under auto the job runs without MPS). */
+static int prepare_job(const gs_opts_t *o, char *job_dir, size_t len, gs_error_t *rd_err)
 {
     gs_error_t err;
     char msgs[8][256], pidbuf[16], node_id[160], t0buf[24];
@@ -155,10 +159,19 @@ static void prepare_job(const gs_opts_t *o, char *job_dir, size_t len)
         for (int i = 0; i < n; i++) {
             fprintf(stderr, "gsrun: warning: %s\n", msgs[i]);
         }
-        if (gs_rundir_create_job(gs_rundir_tmpdir(), job_dir, len, &err) != 0) {
-            die(GS_EXIT_RUNDIR, err.text);
+        if (gs_rundir_create_job(gs_rundir_tmpdir(), job_dir, len, rd_err) != 0) {
+            return -1;
         }
-        gs_rundir_claim(job_dir);
+        int rc = gs_rundir_check_usable(job_dir, rd_err);
+        if (rc == 0 && (rc = gs_rundir_claim(job_dir)) != 0) {
+            gs_error_set(rd_err, -rc, "cannot write in the run directory '%s': %s%s", job_dir,
+                         strerror(-rc), rc == -ENOSPC ? "; free space in TMPDIR or set TMPDIR "
+                                                        "elsewhere" : "");
+        }
+        if (rc != 0) {
+            gs_rundir_remove(job_dir);
+            return -1;
+        }
         n = gs_rundir_clean_stale(gs_rundir_tmpdir(), msgs, 8);
         for (int i = 0; i < n && o->cfg.verbose; i++) {
             fprintf(stderr, "gsrun: removed the run directory of a job that crashed: %s\n",
@@ -174,6 +187,7 @@ static void prepare_job(const gs_opts_t *o, char *job_dir, size_t len)
         gs_rundir_remove(job_dir);
         die(GS_EXIT_SETUP, "cannot set the environment for the ranks");
     }
+    return 0;
 }
 
 /* mpirun --mca orte_fork_agent <shim> --mca odls_base_exec_agent <shim>
@@ -294,7 +308,7 @@ static int check_programs(gs_opts_t *o, char *launcher, size_t len)
     char path[4096];
 
     if (gs_config_find_executable(o->cfg.launcher, NULL, "launcher", launcher, len, &err) != 0) {
-        fprintf(stderr, "gsrun: %s: %s\n", o->launcher_word ? "launcher" : "--launcher", err.text);
+        fprintf(stderr, "gsrun: %s: %s\n", o->launcher_origin, err.text);
         return errno == EACCES || strstr(err.text, "not an executable") ? GS_EXIT_NOEXEC
                                                                         : GS_EXIT_NOTFOUND;
     }
@@ -302,7 +316,7 @@ static int check_programs(gs_opts_t *o, char *launcher, size_t len)
     if (o->control_given && strchr(o->cfg.control, '/') != NULL &&
         gs_config_find_executable(o->cfg.control, NULL, "MPS control program", path,
                                   sizeof(path), &err) != 0) {
-        fprintf(stderr, "gsrun: --mps-control: %s\n", err.text);
+        fprintf(stderr, "gsrun: %s: %s\n", o->control_origin, err.text);
         return GS_EXIT_USAGE;
     }
     /* gsrun may run setuid or setgid only by a mistake of the admin; then an
@@ -314,7 +328,7 @@ static int check_programs(gs_opts_t *o, char *launcher, size_t len)
         o->control_given = 0;
     }
     if (o->launcher_given && !is_srun(launcher) && check_open_mpi(launcher, &err) != 0) {
-        fprintf(stderr, "gsrun: %s: %s\n", o->launcher_word ? "launcher" : "--launcher", err.text);
+        fprintf(stderr, "gsrun: %s: %s\n", o->launcher_origin, err.text);
         return GS_EXIT_USAGE;
     }
     return 0;
@@ -330,6 +344,10 @@ static int run_job(const gs_opts_t *o, char *launcher, char **cmd, const char *a
     /* Node agents are daemons; on this node they become our children when
      * their first parent exits, so that we can reap them. */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
+    /* A reader of gsrun's stderr that went away (`gsrun -v ... | head`)
+     * must not kill gsrun before it has waited for the job and removed its
+     * run dir: a failed write is just lost. */
+    signal(SIGPIPE, SIG_IGN);
     /* srun's tasks may not run on gsrun's node (a login node): no early
      * agent there. */
     int launcher_pipe = srun ? -1 : start_agent_early(o, agent, job_dir);
@@ -360,6 +378,18 @@ static int run_job(const gs_opts_t *o, char *launcher, char **cmd, const char *a
     return gs_exit_like(status);
 }
 
+/* The launcher as the user gave it, nothing of gsrun's (--mps=off). */
+static int run_plain(const gs_opts_t *o, char *launcher, char **args, int nargs)
+{
+    memmove(args + 1, args, (size_t)nargs * sizeof(*args));
+    args[0] = launcher;
+    if (o->cfg.dry_run) {
+        print_command(args);
+        return 0;
+    }
+    return gs_exec_launcher(launcher, args);
+}
+
 int main(int argc, char **argv)
 {
     gs_opts_t o;
@@ -386,6 +416,9 @@ int main(int argc, char **argv)
         printf("gsrun %s\n", PACKAGE_VERSION);
         return 0;
     }
+    if (gs_discover_check_env(&err) != 0) {
+        die(GS_EXIT_USAGE, err.text); /* else every rank would fail alike */
+    }
     if ((rc = check_programs(&o, launcher, sizeof(launcher))) != 0) {
         return rc;
     }
@@ -397,14 +430,7 @@ int main(int argc, char **argv)
     memcpy(args, argv + o.first_arg, (size_t)nargs * sizeof(*args));
 
     if (o.cfg.mps == GS_MPS_OFF) {
-        /* Nothing to set up: this is plain mpirun. */
-        memmove(args + 1, args, (size_t)nargs * sizeof(*args));
-        args[0] = launcher;
-        if (o.cfg.dry_run) {
-            print_command(args);
-            return 0;
-        }
-        return gs_exec_launcher(launcher, args);
+        return run_plain(&o, launcher, args, nargs);
     }
     int srun = is_srun(launcher);
     if (gs_helper_path(srun ? "gsrun-task-prolog" : "gsrun-shim", shim, sizeof(shim), &err) != 0 ||
@@ -419,10 +445,20 @@ int main(int argc, char **argv)
                 shim);
         return GS_EXIT_SETUP;
     }
+    if (prepare_job(&o, job_dir, sizeof(job_dir), &err) != 0) {
+        if (o.cfg.mps == GS_MPS_ON) {
+            die(GS_EXIT_RUNDIR, err.text);
+        }
+        /* auto means MPS where it can work: without a run dir here (TMPDIR
+         * unsafe, full or too long) the job runs as under plain mpirun. */
+        char node[64];
+        gs_rundir_node_name(node, sizeof(node));
+        fprintf(stderr, "gsrun: node %s: warning: %s; running without MPS\n", node, err.text);
+        return run_plain(&o, launcher, args, nargs);
+    }
     if (!srun && take_user_fork_agent(args, &nargs, fork_agent, sizeof(fork_agent))) {
         setenv("GSRUN_FORK_AGENT", fork_agent, 1);
     }
-    prepare_job(&o, job_dir, sizeof(job_dir));
     cmd = srun ? build_srun_command(launcher, shim, args, nargs)
                : build_command(launcher, shim, args, nargs);
     if (o.cfg.dry_run) {

@@ -103,6 +103,7 @@ static int take_launcher_word(int argc, char **argv, gs_opts_t *o, int launcher_
     }
     o->launcher_given = 1;
     o->launcher_word = 1;
+    snprintf(o->launcher_origin, sizeof(o->launcher_origin), "launcher");
     o->first_arg++;
     return 0;
 }
@@ -110,15 +111,18 @@ static int take_launcher_word(int argc, char **argv, gs_opts_t *o, int launcher_
 int gs_opts_parse(int argc, char **argv, gs_opts_t *o, gs_error_t *err)
 {
     int i, rc, launcher_cli = 0;
+    gs_error_t env_err;
 
     memset(o, 0, sizeof(*o));
     gs_config_init(&o->cfg);
-    rc = gs_config_load_env(&o->cfg, err);
-    if (rc != 0) {
-        return rc;
-    }
+    /* A bad GSRUN_* value fails the job, but not --help or --version. */
+    int env_rc = gs_config_load_env(&o->cfg, &env_err);
     o->control_given = getenv("GSRUN_MPS_CONTROL") != NULL;
     o->launcher_given = getenv("GSRUN_LAUNCHER") != NULL;
+    snprintf(o->launcher_origin, sizeof(o->launcher_origin), "%s",
+             o->launcher_given ? "GSRUN_LAUNCHER" : "launcher (the default)");
+    snprintf(o->control_origin, sizeof(o->control_origin), "%s",
+             o->control_given ? "GSRUN_MPS_CONTROL" : "MPS control program (the default)");
 
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -185,17 +189,26 @@ int gs_opts_parse(int argc, char **argv, gs_opts_t *o, gs_error_t *err)
         }
         if (strcmp(name, "mps-control") == 0) {
             o->control_given = 1;
+            snprintf(o->control_origin, sizeof(o->control_origin), "--mps-control");
         }
         if (strcmp(name, "launcher") == 0) {
             o->launcher_given = 1;
             launcher_cli = 1;
+            snprintf(o->launcher_origin, sizeof(o->launcher_origin), "--launcher");
         }
     }
     o->first_arg = i;
+    if (o->help || o->version) {
+        return 0;
+    }
+    if (env_rc != 0) {
+        *err = env_err;
+        return env_rc;
+    }
     if ((rc = take_launcher_word(argc, argv, o, launcher_cli, err)) != 0) {
         return rc;
     }
-    if (!o->help && !o->version && o->first_arg >= argc) {
+    if (o->first_arg >= argc) {
         return gs_error_set(err, EINVAL,
                             "no program given: usage is gsrun [gsrun options] <mpirun arguments> "
                             "program [args] (see gsrun --help)");

@@ -18,6 +18,8 @@ typedef struct {
     int control_given;  /* --mps-control or GSRUN_MPS_CONTROL was set */
     int launcher_given; /* --launcher, GSRUN_LAUNCHER or a launcher word was given */
     int launcher_word;  /* the launcher came as the first word (gsrun mpirun ...) */
+    char launcher_origin[40]; /* where the launcher came from, for messages */
+    char control_origin[40];  /* where the control program came from */
     int first_arg;     /* index in argv of the first launcher argument */
 } gs_opts_t;
 

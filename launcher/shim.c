@@ -63,7 +63,7 @@ int main(int argc, char **argv)
     static gs_state_t st;
     gs_clientenv_t env;
     gs_node_req_t req;
-    char agent[4096], node[64];
+    char agent[4096], node[64], chain[4096] = "";
     const char *job_dir = getenv("GSRUN_JOB_DIR");
     int first = 1, keep_fd = -1, leader;
 
@@ -80,14 +80,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "gsrun-shim: %s\n", err.text);
         return GS_EXIT_USAGE;
     }
+    /* Read before the client environment is applied: that removes every
+     * GSRUN_* variable, so that the program does not see them. */
+    if (getenv("GSRUN_FORK_AGENT") != NULL) {
+        snprintf(chain, sizeof(chain), "%s", getenv("GSRUN_FORK_AGENT"));
+    }
     if (job_dir == NULL || job_dir[0] != '/') {
         fprintf(stderr, "gsrun-shim: GSRUN_JOB_DIR is not set; gsrun-shim is started by gsrun, "
                         "not on its own\n");
         return GS_EXIT_USAGE;
     }
-    if (gs_discover(&loc, &err) != 0) {
+    int drc = gs_discover(&loc, &err);
+    if (drc != 0) {
         fprintf(stderr, "gsrun: node %s: error: %s\n", node, err.text);
-        return GS_EXIT_SETUP;
+        return drc == -EINVAL && gs_discover_check_env(NULL) != 0 ? GS_EXIT_USAGE : GS_EXIT_SETUP;
     }
     leader = loc.local_rank == 0;
     /* Only the node leader starts the agent; the other ranks skip the lookup. */
@@ -98,11 +104,22 @@ int main(int argc, char **argv)
     gs_helper_job_req(&req, &cfg, job_dir, loc.local_rank, loc.local_size, leader ? agent : NULL);
     req.launcher_pid = getppid();
     int node_wide, code = gs_task_join(&req, &st, &env, &keep_fd, &node_wide, &err);
-    if (code != 0) {
+    if (code == GS_EXIT_RUNDIR && cfg.mps == GS_MPS_AUTO) {
+        /* No usable run directory on this node (TMPDIR too long, full,
+         * unsafe): auto runs the rank as plain mpirun would, said once. */
+        if (leader) {
+            fprintf(stderr, "gsrun: node %s: warning: %s; running without MPS\n", node, err.text);
+        }
+        memset(&st, 0, sizeof(st));
+        st.kind = GS_STATE_OFF;
+        st.rank_gpu = -1;
+        if (gs_clientenv_build(&st, loc.local_rank, loc.local_size, &env, &err) != 0) {
+            return fail_rank(loc.local_rank, GS_EXIT_SETUP, node, err.text);
+        }
+    } else if (code != 0) {
         return node_wide ? fail_node(leader, code, node, err.text)
                          : fail_rank(loc.local_rank, code, node, err.text);
-    }
-    if (leader) {
+    } else if (leader) {
         gs_node_print_plan(stderr, node, &st, loc.source, cfg.verbose);
     }
     if (gs_clientenv_apply(&env, &err) != 0) {
@@ -110,13 +127,10 @@ int main(int argc, char **argv)
     }
 
     char **exec_argv = argv + first;
-    const char *chain = getenv("GSRUN_FORK_AGENT");
-    char chainbuf[4096];
     char *words[64 + 1024];
-    if (chain != NULL && *chain != '\0') {
+    if (chain[0] != '\0') {
         /* The user's own fork agent runs between us and the program. */
-        snprintf(chainbuf, sizeof(chainbuf), "%s", chain);
-        int n = split_words(chainbuf, words, 64);
+        int n = split_words(chain, words, 64);
         int m = 0;
         for (int i = first; i < argc && m < 1023; i++) {
             words[n + m++] = argv[i];
@@ -125,6 +139,13 @@ int main(int argc, char **argv)
         exec_argv = words;
     }
     execvp(exec_argv[0], exec_argv);
+    /* Open MPI also runs a bare program name found in the working
+     * directory; so must the rank it hands to us. */
+    if (errno == ENOENT && strchr(exec_argv[0], '/') == NULL && access(exec_argv[0], X_OK) == 0) {
+        char local[4200];
+        snprintf(local, sizeof(local), "./%s", exec_argv[0]);
+        execv(local, exec_argv);
+    }
     fprintf(stderr, "gsrun: node %s: cannot run '%s': %s\n", node, exec_argv[0], strerror(errno));
     return errno == ENOENT ? GS_EXIT_NOTFOUND : GS_EXIT_NOEXEC;
 }

@@ -65,6 +65,7 @@ int gs_supervise(const char *launcher, char **cmd, gs_error_t *err)
         for (const int *s = forwarded; *s != 0; s++) {
             signal(*s, SIG_DFL);
         }
+        signal(SIGPIPE, SIG_DFL); /* ignored by gsrun itself, not by mpirun */
         /* If gsrun is killed (SIGKILL: nothing to forward), mpirun dies too;
          * its orteds then end their ranks, and every node agent ends what is
          * left of its node. SIGKILL rather than SIGTERM: on the simulated

@@ -66,10 +66,10 @@ int gs_discover(gs_local_t *loc, gs_error_t *err)
     const char *how = getenv("GSRUN_DISCOVERY");
     int have_vars = getenv("OMPI_COMM_WORLD_LOCAL_RANK") != NULL &&
                     getenv("OMPI_COMM_WORLD_LOCAL_SIZE") != NULL;
+    int rc = gs_discover_check_env(err);
 
-    if (how != NULL && strcmp(how, "env") != 0 && strcmp(how, "pmix") != 0) {
-        return gs_error_set(err, EINVAL, "GSRUN_DISCOVERY: invalid value '%s'; accepted: env, pmix",
-                            how);
+    if (rc != 0) {
+        return rc;
     }
 #ifdef GS_HAVE_PMIX
     /* Open MPI gives every rank its local rank and size; PMIx then adds

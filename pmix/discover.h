@@ -21,6 +21,9 @@ typedef struct {
  * GSRUN_DISCOVERY=pmix or =env forces one way. */
 int gs_discover(gs_local_t *loc, gs_error_t *err);
 
+/* Checks GSRUN_DISCOVERY (unset, "env" or "pmix"): -EINVAL with err. */
+int gs_discover_check_env(gs_error_t *err);
+
 /* This node's task count from SLURM_TASKS_PER_NODE ("2(x3),1"), or <0. */
 int gs_discover_slurm_tasks(const char *spec, int node_id);
 

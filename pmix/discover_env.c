@@ -96,3 +96,13 @@ int gs_discover_from_env(gs_local_t *loc, gs_error_t *err)
     loc->local_size = size;
     return 0;
 }
+
+int gs_discover_check_env(gs_error_t *err)
+{
+    const char *how = getenv("GSRUN_DISCOVERY");
+    if (how != NULL && strcmp(how, "env") != 0 && strcmp(how, "pmix") != 0) {
+        return gs_error_set(err, EINVAL, "GSRUN_DISCOVERY: invalid value '%s'; accepted: env, pmix",
+                            how);
+    }
+    return 0;
+}

@@ -305,6 +305,7 @@ static int reach_agent(const gs_node_req_t *req, char *node_dir, size_t len, gs_
 
     memset(st, 0, sizeof(*st));
     if ((rc = gs_node_job_dir(req, job_dir, sizeof(job_dir), &here, err)) != 0 ||
+        (rc = gs_rundir_check_usable(job_dir, err)) != 0 ||
         (rc = gs_node_dir(job_dir, node_dir, len, err)) != 0 ||
         (rc = gs_rundir_ensure(job_dir, err)) != 0 ||
         (rc = gs_rundir_ensure(node_dir, err)) != 0) {

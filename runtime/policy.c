@@ -67,16 +67,6 @@ int gs_plan_compute(const gs_config_t *cfg, int local_size, int ngpus, int have_
         off(plan, 1, "no NVIDIA GPU found on this node; running without MPS");
         return 0;
     }
-    if (!have_control) {
-        if (cfg->mps == GS_MPS_ON) {
-            return gs_error_set(err, ENODEV, "%s=on: %s", mps,
-                                control_error ? control_error : "no MPS control binary");
-        }
-        snprintf(why, sizeof(why), "%s; running without MPS",
-                 control_error ? control_error : "no MPS control binary");
-        off(plan, 1, why);
-        return 0;
-    }
 
     /* Blocks of consecutive local ranks, sizes differing by at most one. */
     used = ngpus < local_size ? ngpus : local_size;
@@ -105,6 +95,23 @@ int gs_plan_compute(const gs_config_t *cfg, int local_size, int ngpus, int have_
             break;
         }
     }
+    if (cfg->mps == GS_MPS_AUTO && most < 2) {
+        snprintf(why, sizeof(why), "every rank has a GPU of its own; MPS not needed (%s=on forces it)",
+                 mps);
+        off(plan, 0, why);
+        return 0;
+    }
+    /* Only where MPS would run does a missing control program matter. */
+    if (!have_control) {
+        if (cfg->mps == GS_MPS_ON) {
+            return gs_error_set(err, ENODEV, "%s=on: %s", mps,
+                                control_error ? control_error : "no MPS control binary");
+        }
+        snprintf(why, sizeof(why), "%s; running without MPS",
+                 control_error ? control_error : "no MPS control binary");
+        off(plan, 1, why);
+        return 0;
+    }
     if (most > GS_MPS_MAX_CLIENTS && cfg->mps == GS_MPS_AUTO) {
         /* auto means MPS where it helps: a job MPS cannot serve runs as
          * under plain mpirun (time-sliced), with a notice. */
@@ -120,12 +127,6 @@ int gs_plan_compute(const gs_config_t *cfg, int local_size, int ngpus, int have_
                             "%d ranks would share GPU %d, but MPS serves at most %d clients per "
                             "GPU; start at most %d ranks per GPU on this node, or use %s=off",
                             most, busiest, GS_MPS_MAX_CLIENTS, GS_MPS_MAX_CLIENTS * used, mps);
-    }
-    if (cfg->mps == GS_MPS_AUTO && most < 2) {
-        snprintf(why, sizeof(why), "every rank has a GPU of its own; MPS not needed (%s=on forces it)",
-                 mps);
-        off(plan, 0, why);
-        return 0;
     }
     plan->use_mps = 1;
     return 0;

@@ -53,8 +53,17 @@ int gs_rundir_claim(const char *job_dir)
     if (fd < 0) {
         return -errno;
     }
-    dprintf(fd, "%d\n", (int)getpid());
-    close(fd);
+    /* Also a probe: a full TMPDIR shows here, before any agent needs it. */
+    int ok = dprintf(fd, "%d\n", (int)getpid()) > 0;
+    int e = errno;
+    if (close(fd) != 0 && ok) {
+        ok = 0;
+        e = errno;
+    }
+    if (!ok) {
+        unlink(path);
+        return -e;
+    }
     return 0;
 }
 

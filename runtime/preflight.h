@@ -16,7 +16,8 @@ int gs_preflight_warnings(const char *shm_dir, char (*out)[256], int max);
 /* The file in a job dir that names the gsrun process that owns it. */
 #define GS_OWNER_FILE "owner"
 
-/* Writes <job_dir>/owner with this process's PID. */
+/* Writes <job_dir>/owner with this process's PID. Returns 0 or -errno
+ * (-ENOSPC: the file system is full). */
 int gs_rundir_claim(const char *job_dir);
 
 /* Removes <tmpdir>/gsrun.* directories of ours whose owner process is gone

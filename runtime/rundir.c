@@ -108,6 +108,35 @@ int gs_rundir_open_regular(const char *path)
     return fd;
 }
 
+int gs_rundir_check_usable(const char *job_dir, gs_error_t *err)
+{
+    char node[64], longest[600];
+    for (const unsigned char *p = (const unsigned char *)job_dir; *p != '\0'; p++) {
+        if (*p < 0x20 || *p == 0x7f) {
+            char shown[512];
+            snprintf(shown, sizeof(shown), "%s", job_dir);
+            for (char *q = shown; *q != '\0'; q++) {
+                *q = ((unsigned char)*q < 0x20 || *q == 0x7f) ? '?' : *q;
+            }
+            return gs_error_set(err, EINVAL,
+                                "the run directory '%s' has a control character (a newline?) "
+                                "that gsrun's state file cannot carry; set TMPDIR to a plain "
+                                "path",
+                                shown);
+        }
+    }
+    /* The deepest socket: MPS's in the pipe dir of the 64th GPU. */
+    gs_rundir_node_name(node, sizeof(node));
+    snprintf(longest, sizeof(longest), "%s/%s/g63", job_dir, node);
+    if (!gs_rundir_socket_fits(longest)) {
+        return gs_error_set(err, ENAMETOOLONG,
+                            "the run directory '%s' is too long for MPS's unix sockets (%d bytes "
+                            "with their names); set TMPDIR to a shorter directory",
+                            job_dir, GS_SUN_PATH_MAX);
+    }
+    return 0;
+}
+
 int gs_rundir_socket_fits(const char *dir)
 {
     return strlen(dir) + 1 + GS_RUNDIR_SOCKET_ROOM < GS_SUN_PATH_MAX;

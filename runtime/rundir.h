@@ -36,6 +36,11 @@ int gs_rundir_ensure(const char *dir, gs_error_t *err);
  * the reader). Returns the descriptor or -errno (-EINVAL: not a file). */
 int gs_rundir_open_regular(const char *path);
 
+/* Whether a job dir can hold this node's dirs: no control character (the
+ * state file is line-based) and short enough for the deepest unix socket
+ * in it. Returns 0 or a negative errno with err saying what to do. */
+int gs_rundir_check_usable(const char *job_dir, gs_error_t *err);
+
 /* Whether dir + '/' + a socket name of GS_RUNDIR_SOCKET_ROOM bytes fits. */
 int gs_rundir_socket_fits(const char *dir);
 

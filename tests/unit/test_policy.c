@@ -163,6 +163,13 @@ static void test_no_gpu_and_no_control(void **state)
     assert_int_equal(gs_plan_compute(&c, 16, 1, 0, "control missing", &p, &err), 0);
     assert_false(p.use_mps);
     assert_non_null(strstr(p.reason, "control missing"));
+    assert_true(p.notice);
+    /* One rank per GPU needs no MPS under auto: no control program is no
+     * news then. */
+    assert_int_equal(gs_plan_compute(&c, 1, 1, 0, "control missing", &p, &err), 0);
+    assert_false(p.use_mps);
+    assert_false(p.notice);
+    assert_null(strstr(p.reason, "control missing"));
     c.mps = GS_MPS_ON;
     assert_true(gs_plan_compute(&c, 16, 0, 1, NULL, &p, &err) < 0);
     assert_non_null(strstr(err.text, "--mps=on"));
