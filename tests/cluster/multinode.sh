@@ -90,7 +90,7 @@ check "  ... one job dir name on every host" [ "$(sed -n 's|.*pipe=/tmp/\(gsrun\
 check "  ... nothing left on any host" [ -z "$(leftovers)" ]
 
 job quiet $MPIARGS $PROG
-check "without -v: no gsrun line at all" [ $? -eq 0 -a ! -s $J/quiet.err ]
+check "without -v: no gsrun line at all" [ $? -eq 0 -a ! -s $J/quiet.err ] || diag $J/quiet.err
 
 # --- exit status as with plain mpirun -----------------------------------------
 for case in "--exit 5 3" "--kill 6" "--segv 10"; do
