@@ -139,7 +139,7 @@ for i in $(seq 1 "$runs"); do
         || notok "run $i: $problems problem lines"
     after=$(mps_procs)
     [ "$after" = "$before" ] && ok "run $i: no MPS process left" || notok "run $i: MPS processes left: $after"
-    left=$(ls -d "${TMPDIR:-/tmp}"/gsrun.* 2>/dev/null | tr '\n' ' ')
+    left=$(ls -d "${TMPDIR:-/tmp}"/gsrun.* /run/gsrun/* 2>/dev/null | tr '\n' ' ')
     [ -z "$left" ] && ok "run $i: no run directory left" || notok "run $i: left: $left"
     rm -f "$out"
 done

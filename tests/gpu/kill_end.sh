@@ -1,0 +1,95 @@
+#!/bin/bash
+# How long the end of a killed job takes with real MPS (GPU machine; not run
+# by CI). 8 ranks of examples/small_kernels keep the GPU busy under MPS; then
+# one process is SIGKILLed and the script polls (every 10 ms) until no rank,
+# node agent or guard, MPS process or run directory is left, noting when each
+# of them went. The floor: every rank SIGKILLed at once (what is left is
+# CUDA's own teardown and MPS's quit).
+#
+#   tests/gpu/kill_end.sh BUILD_DIR [REPS]     (default 3 repetitions)
+#
+# Cases: mpirun, gsrun, the node agent, one rank, mpirun with the Open MPI
+# component (if built), all ranks (the floor). Prints one line per run and
+# the agents' -vv timelines; ends with "N passed, N failed": a case passes
+# when everything was gone within GSRUN_KILL_BOUND_MS (default 1500).
+set -u
+b=$1
+reps=${2:-3}
+bound=${GSRUN_KILL_BOUND_MS:-1500}
+np=8
+pass=0 fail=0
+[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+prog=$b/examples/small_kernels
+[ -x "$prog" ] || { echo "1..0 # SKIP $prog is not built (no nvcc?)"; exit 77; }
+
+procs_of() { # live processes whose executable path matches the pattern
+    local p
+    for p in /proc/[0-9]*; do
+        case "$(readlink "$p/exe" 2>/dev/null)" in $1) printf '%s ' "${p#/proc/}" ;; esac
+    done
+}
+dirs_left() { ls -d "${TMPDIR:-/tmp}"/gsrun.* /run/gsrun/* 2>/dev/null | tr '\n' ' '; }
+
+run_case() { # run_case CASE REP
+    local what=$1 rep=$2 g victim t0 ms t_r="" t_a="" t_m="" t_d="" t_l="" r a m d l
+    local rtc=""
+    if [ "$what" = component ]; then
+        rtc="--mca mca_base_component_path SYS_DEFAULT:$b/ompi/mca --mca rtc_gsrun_agent $b/launcher/gsrun-agent --mca rtc_gsrun_mps on --mca rtc_gsrun_verbose 2"
+        mpirun $rtc -np $np "$prog" --kernels 200000 >/tmp/gsk.out 2>&1 &
+    else
+        "$b/launcher/gsrun" -vv --mps=on -np $np "$prog" --kernels 200000 >/tmp/gsk.out 2>&1 &
+    fi
+    g=$!
+    for _ in $(seq 300); do [ "$(pgrep -xc small_kernels)" -ge $np ] && break; sleep 0.05; done
+    sleep 2 # every rank has its context and runs kernels
+    case $what in
+    mpirun | component) victim=$(pgrep -x mpirun | head -1) ;;
+    gsrun) victim=$g ;;
+    agent) victim=$(for p in $(pgrep -f launcher/gsrun-agent); do
+        [ "$(cat /proc/$p/comm 2>/dev/null)" = gsrun-agent ] && echo $p; done | head -1) ;;
+    rank) victim=$(pgrep -x small_kernels | sort -n | sed -n 3p) ;;
+    ranks) victim=$(pgrep -x small_kernels | tr '\n' ' ') ;;
+    esac
+    t0=$(date +%s%N)
+    kill -KILL $victim
+    while :; do
+        ms=$((($(date +%s%N) - t0) / 1000000))
+        r=$(procs_of '*/small_kernels') a=$(procs_of '*/gsrun-agent') m=$(procs_of '*nvidia-cuda-mps-*')
+        d=$(dirs_left) l=$(procs_of '*/mpirun')
+        [ -z "$r" ] && [ -z "$t_r" ] && t_r=$ms
+        [ -z "$a" ] && [ -z "$t_a" ] && t_a=$ms
+        [ -z "$m" ] && [ -z "$t_m" ] && t_m=$ms
+        [ -z "$d" ] && [ -z "$t_d" ] && t_d=$ms
+        [ -z "$l" ] && [ -z "$t_l" ] && t_l=$ms
+        [ -z "$r$a$m$d" ] && break
+        [ $ms -ge 10000 ] && break
+        sleep 0.01
+    done
+    wait $g 2>/dev/null
+    echo "$what run $rep: all gone after $ms ms (ranks ${t_r:--} ms, agents ${t_a:--}, MPS ${t_m:--}, run dirs ${t_d:--}, mpirun ${t_l:--})"
+    grep -E "timeline|problem" /tmp/gsk.out | sed 's/^/#   /'
+    if [ -z "$r$a$m$d" ] && [ $ms -le $bound ]; then
+        pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+        echo "#   left: ranks [$r] agents [$a] MPS [$m] dirs [$d]"
+    fi
+    pkill -KILL -x small_kernels 2>/dev/null
+    pkill -KILL -x mpirun 2>/dev/null
+    for p in $(procs_of '*nvidia-cuda-mps-control'); do
+        # Never left by a passing run; a failing one's daemon is quit here.
+        d=$(tr '\0' '\n' </proc/$p/environ | sed -n 's/^CUDA_MPS_PIPE_DIRECTORY=//p')
+        [ -n "$d" ] && echo quit | CUDA_MPS_PIPE_DIRECTORY=$d nvidia-cuda-mps-control >/dev/null 2>&1
+    done
+    rm -rf "${TMPDIR:-/tmp}"/gsrun.* /run/gsrun/* 2>/dev/null
+    sleep 1
+}
+
+cases="ranks mpirun gsrun agent rank"
+[ -f "$b/ompi/mca/mca_rtc_gsrun.so" ] && cases="$cases component"
+for rep in $(seq "$reps"); do
+    for c in $cases; do run_case $c $rep; done
+done
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
