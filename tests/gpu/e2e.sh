@@ -100,11 +100,8 @@ echo "# front end: $front"
 
 nvidia-smi --query-gpu=name,uuid,driver_version,compute_mode,mig.mode.current --format=csv,noheader
 # Live MPS processes, by executable (command lines and zombies do not count).
-mps_procs() {
-    for p in /proc/[0-9]*; do
-        case "$(readlink "$p/exe" 2>/dev/null)" in *nvidia-cuda-mps-*) printf '%s ' "${p#/proc/}" ;; esac
-    done
-}
+. "$(dirname "$0")/procs.sh"
+mps_procs() { live_procs 'nvidia-cuda-mps*'; }
 before=$(mps_procs)
 [ -z "$before" ] || echo "# note: MPS processes already running before the test: $before"
 expect_pct=$(awk -v n="$np" 'BEGIN { p = 200 / n; if (p > 100) p = 100; print p }')

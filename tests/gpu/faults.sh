@@ -20,16 +20,9 @@ ok() { pass=$((pass + 1)); echo "ok - $*"; }
 notok() { fail=$((fail + 1)); echo "not ok - $*"; }
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
-mps_procs() {
-    for p in /proc/[0-9]*; do
-        case "$(readlink "$p/exe" 2>/dev/null)" in *nvidia-cuda-mps-*) printf '%s ' "${p#/proc/}" ;; esac
-    done
-}
-live_ranks() { # live small_kernels processes (zombies have no exe link)
-    for p in /proc/[0-9]*; do
-        case "$(readlink "$p/exe" 2>/dev/null)" in */small_kernels) printf '%s ' "${p#/proc/}" ;; esac
-    done
-}
+. "$(dirname "$0")/procs.sh"
+mps_procs() { live_procs 'nvidia-cuda-mps*'; }
+live_ranks() { live_procs small_kernels; }
 clean() { # clean "what": waits up to 10 s for MPS and run dirs to go
     local i
     for i in $(seq 100); do

@@ -23,12 +23,7 @@ export OMPI_MCA_rmaps_base_oversubscribe=1
 prog=$b/examples/small_kernels
 [ -x "$prog" ] || { echo "1..0 # SKIP $prog is not built (no nvcc?)"; exit 77; }
 
-procs_of() { # live processes whose executable path matches the pattern
-    local p
-    for p in /proc/[0-9]*; do
-        case "$(readlink "$p/exe" 2>/dev/null)" in $1) printf '%s ' "${p#/proc/}" ;; esac
-    done
-}
+. "$(dirname "$0")/procs.sh"
 dirs_left() { ls -d "${TMPDIR:-/tmp}"/gsrun.* /run/gsrun/* 2>/dev/null | tr '\n' ' '; }
 
 run_case() { # run_case CASE REP
@@ -55,8 +50,8 @@ run_case() { # run_case CASE REP
     kill -KILL $victim
     while :; do
         ms=$((($(date +%s%N) - t0) / 1000000))
-        r=$(procs_of '*/small_kernels') a=$(procs_of '*/gsrun-agent') m=$(procs_of '*nvidia-cuda-mps-*')
-        d=$(dirs_left) l=$(procs_of '*/mpirun')
+        r=$(live_procs small_kernels) a=$(live_procs 'gsrun-*') m=$(live_procs 'nvidia-cuda-mps*')
+        d=$(dirs_left) l=$(live_procs mpirun)
         [ -z "$r" ] && [ -z "$t_r" ] && t_r=$ms
         [ -z "$a" ] && [ -z "$t_a" ] && t_a=$ms
         [ -z "$m" ] && [ -z "$t_m" ] && t_m=$ms
@@ -77,11 +72,13 @@ run_case() { # run_case CASE REP
     fi
     pkill -KILL -x small_kernels 2>/dev/null
     pkill -KILL -x mpirun 2>/dev/null
-    for p in $(procs_of '*nvidia-cuda-mps-control'); do
-        # Never left by a passing run; a failing one's daemon is quit here.
-        d=$(tr '\0' '\n' </proc/$p/environ | sed -n 's/^CUDA_MPS_PIPE_DIRECTORY=//p')
-        [ -n "$d" ] && echo quit | CUDA_MPS_PIPE_DIRECTORY=$d nvidia-cuda-mps-control >/dev/null 2>&1
+    # Never needed after a passing run: a failing one's daemons are quit
+    # through their pipe dirs, then whatever still runs is killed.
+    for d in "${TMPDIR:-/tmp}"/gsrun.*/*/g[0-9]* /run/gsrun/*/*/g[0-9]*; do
+        [ -S "$d/control" ] && echo quit | CUDA_MPS_PIPE_DIRECTORY=$d timeout 10 nvidia-cuda-mps-control >/dev/null 2>&1
     done
+    m=$(live_procs 'nvidia-cuda-mps*')
+    [ -n "$m" ] && kill -KILL $m 2>/dev/null
     rm -rf "${TMPDIR:-/tmp}"/gsrun.* /run/gsrun/* 2>/dev/null
     sleep 1
 }

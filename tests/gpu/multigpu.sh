@@ -31,11 +31,8 @@ GSRUN=$build/launcher/gsrun
 PROBE=$build/examples/mps_probe
 nvidia-smi --query-gpu=index,name,uuid,pci.bus_id,mig.mode.current --format=csv,noheader
 nvidia-smi topo -m 2>/dev/null | sed 's/^/# topo: /'
-mps_procs() {
-    for p in /proc/[0-9]*; do
-        case "$(readlink "$p/exe" 2>/dev/null)" in *nvidia-cuda-mps-*) printf '%s ' "${p#/proc/}" ;; esac
-    done
-}
+. "$(dirname "$0")/procs.sh"
+mps_procs() { live_procs 'nvidia-cuda-mps*'; }
 before=$(mps_procs)
 clean() { # clean "context"
     local after left
