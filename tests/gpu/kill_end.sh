@@ -12,6 +12,8 @@
 # component (if built), all ranks (the floor). Prints one line per run and
 # the agents' -vv timelines; ends with "N passed, N failed": a case passes
 # when everything was gone within GSRUN_KILL_BOUND_MS (default 1500).
+# GSRUN_KILL_PROG names another program of examples/ and its arguments
+# (e.g. "jacobi --iters 1000000"); it must run longer than the wait.
 set -u
 b=$1
 reps=${2:-3}
@@ -20,7 +22,11 @@ np=8
 pass=0 fail=0
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
-prog=$b/examples/small_kernels
+set -- ${GSRUN_KILL_PROG:-small_kernels --kernels 200000}
+name=$1
+shift
+prog=$b/examples/$name
+args=("$@")
 [ -x "$prog" ] || { echo "1..0 # SKIP $prog is not built (no nvcc?)"; exit 77; }
 
 . "$(dirname "$0")/procs.sh"
@@ -31,26 +37,26 @@ run_case() { # run_case CASE REP
     local rtc=""
     if [ "$what" = component ]; then
         rtc="--mca mca_base_component_path SYS_DEFAULT:$b/ompi/mca --mca rtc_gsrun_agent $b/launcher/gsrun-agent --mca rtc_gsrun_mps on --mca rtc_gsrun_verbose 2"
-        mpirun $rtc -np $np "$prog" --kernels 200000 >/tmp/gsk.out 2>&1 &
+        mpirun $rtc -np $np "$prog" "${args[@]}" >/tmp/gsk.out 2>&1 &
     else
-        "$b/launcher/gsrun" -vv --mps=on -np $np "$prog" --kernels 200000 >/tmp/gsk.out 2>&1 &
+        "$b/launcher/gsrun" -vv --mps=on -np $np "$prog" "${args[@]}" >/tmp/gsk.out 2>&1 &
     fi
     g=$!
-    for _ in $(seq 300); do [ "$(pgrep -xc small_kernels)" -ge $np ] && break; sleep 0.05; done
+    for _ in $(seq 300); do [ "$(pgrep -xc "$name")" -ge $np ] && break; sleep 0.05; done
     sleep 2 # every rank has its context and runs kernels
     case $what in
     mpirun | component) victim=$(pgrep -x mpirun | head -1) ;;
     gsrun) victim=$g ;;
     agent) victim=$(for p in $(pgrep -f launcher/gsrun-agent); do
         [ "$(cat /proc/$p/comm 2>/dev/null)" = gsrun-agent ] && echo $p; done | head -1) ;;
-    rank) victim=$(pgrep -x small_kernels | sort -n | sed -n 3p) ;;
-    ranks) victim=$(pgrep -x small_kernels | tr '\n' ' ') ;;
+    rank) victim=$(pgrep -x "$name" | sort -n | sed -n 3p) ;;
+    ranks) victim=$(pgrep -x "$name" | tr '\n' ' ') ;;
     esac
     t0=$(date +%s%N)
     kill -KILL $victim
     while :; do
         ms=$((($(date +%s%N) - t0) / 1000000))
-        r=$(live_procs small_kernels) a=$(live_procs 'gsrun-*') m=$(live_procs 'nvidia-cuda-mps*')
+        r=$(live_procs "$name") a=$(live_procs 'gsrun-*') m=$(live_procs 'nvidia-cuda-mps*')
         d=$(dirs_left) l=$(live_procs mpirun)
         [ -z "$r" ] && [ -z "$t_r" ] && t_r=$ms
         [ -z "$a" ] && [ -z "$t_a" ] && t_a=$ms
@@ -70,7 +76,7 @@ run_case() { # run_case CASE REP
         fail=$((fail + 1))
         echo "#   left: ranks [$r] agents [$a] MPS [$m] dirs [$d]"
     fi
-    pkill -KILL -x small_kernels 2>/dev/null
+    pkill -KILL -x "$name" 2>/dev/null
     pkill -KILL -x mpirun 2>/dev/null
     # Never needed after a passing run: a failing one's daemons are quit
     # through their pipe dirs, then whatever still runs is killed.
