@@ -56,9 +56,11 @@ static const char usage[] =
     "SLURM_JOB_ID (or PBS_JOBID), --user to SLURM_JOB_USER. --dir is the base of\n"
     "the job's dir: as root one only root can write (default " GS_ROOT_RUNDIR "),\n"
     "as a user a private one of the user's (default /tmp/gsrun-<uid>).\n"
-    "Exit status: 0 provisioned (or MPS not needed: the job runs without), 2 bad\n"
-    "option, 69 MPS required (--mps=on) but unavailable, 70 MPS failed to start,\n"
-    "71 unsafe directory; epilog: 0 clean, 70 could not stop the agent. See gsrun(1).\n";
+    "Exit status: 0 provisioned (or MPS not needed or not possible under auto: the\n"
+    "job runs without), 2 bad option, 69 MPS required (--mps=on) but unavailable,\n"
+    "70 MPS failed to start, 71 no usable directory (--mps=on); epilog: 0 (as root\n"
+    "also when the agent did not stop cleanly: a warning), 70 a user's epilog could\n"
+    "not stop the agent. See gsrun(1).\n";
 
 int gs_batch_is_command(const char *word)
 {

@@ -104,22 +104,11 @@ int main(int argc, char **argv)
     gs_helper_job_req(&req, &cfg, job_dir, loc.local_rank, loc.local_size, leader ? agent : NULL);
     req.launcher_pid = getppid();
     int node_wide, code = gs_task_join(&req, &st, &env, &keep_fd, &node_wide, &err);
-    if (code == GS_EXIT_RUNDIR && cfg.mps == GS_MPS_AUTO) {
-        /* No usable run directory on this node (TMPDIR too long, full,
-         * unsafe): auto runs the rank as plain mpirun would, said once. */
-        if (leader) {
-            fprintf(stderr, "gsrun: node %s: warning: %s; running without MPS\n", node, err.text);
-        }
-        memset(&st, 0, sizeof(st));
-        st.kind = GS_STATE_OFF;
-        st.rank_gpu = -1;
-        if (gs_clientenv_build(&st, loc.local_rank, loc.local_size, &env, &err) != 0) {
-            return fail_rank(loc.local_rank, GS_EXIT_SETUP, node, err.text);
-        }
-    } else if (code != 0) {
+    if (code != 0) {
         return node_wide ? fail_node(leader, code, node, err.text)
                          : fail_rank(loc.local_rank, code, node, err.text);
-    } else if (leader) {
+    }
+    if (leader) {
         gs_node_print_plan(stderr, node, &st, loc.source, cfg.verbose);
     }
     if (gs_clientenv_apply(&env, &err) != 0) {

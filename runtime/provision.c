@@ -91,46 +91,6 @@ static int agent_running(const char *node_dir)
     return held;
 }
 
-/* Two prologs of one job at once (a retry while the first still runs): the
- * second waits, bounded, for the first, then finds its agent. */
-static int lock_job_dir(const char *job_dir, int timeout_ms)
-{
-    long long deadline = gs_now_ms() + timeout_ms;
-    int fd = open(job_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) {
-        return -1;
-    }
-    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        if (gs_now_ms() >= deadline) {
-            close(fd);
-            return -1;
-        }
-        usleep(5000);
-    }
-    return fd;
-}
-
-static int start_locked(const gs_config_t *cfg, const char *job_dir, const char *agent_path,
-                        gs_state_t *st, int *already, gs_error_t *err);
-
-int gs_provision_start(const gs_config_t *cfg, const char *job_dir, const char *agent_path,
-                       gs_state_t *st, int *already, gs_error_t *err)
-{
-    *already = 0;
-    memset(st, 0, sizeof(*st));
-    if (gs_rundir_ensure(job_dir, err) != 0) {
-        return GS_EXIT_RUNDIR;
-    }
-    int lock = lock_job_dir(job_dir, (cfg->timeout_s + 15) * 1000);
-    if (lock < 0) {
-        gs_error_set(err, EBUSY, "another gsrun prolog for %s did not finish in time", job_dir);
-        return GS_EXIT_SETUP;
-    }
-    int code = start_locked(cfg, job_dir, agent_path, st, already, err);
-    close(lock);
-    return code;
-}
-
 static int start_locked(const gs_config_t *cfg, const char *job_dir, const char *agent_path,
                         gs_state_t *st, int *already, gs_error_t *err)
 {
@@ -169,6 +129,26 @@ static int start_locked(const gs_config_t *cfg, const char *job_dir, const char 
         return st->exit_code ? st->exit_code : GS_EXIT_SETUP;
     }
     return 0;
+}
+
+int gs_provision_start(const gs_config_t *cfg, const char *job_dir, const char *agent_path,
+                       gs_state_t *st, int *already, gs_error_t *err)
+{
+    *already = 0;
+    memset(st, 0, sizeof(*st));
+    if (gs_rundir_ensure(job_dir, err) != 0) {
+        return GS_EXIT_RUNDIR;
+    }
+    /* Two prologs of one job at once (a retry while the first still runs):
+     * the second waits, bounded, for the first, then finds its agent. */
+    int lock = gs_rundir_lock_wait(job_dir, (cfg->timeout_s + 15) * 1000);
+    if (lock < 0) {
+        gs_error_set(err, EBUSY, "another gsrun prolog for %s did not finish in time", job_dir);
+        return GS_EXIT_SETUP;
+    }
+    int code = start_locked(cfg, job_dir, agent_path, st, already, err);
+    close(lock);
+    return code;
 }
 
 /* "stop" to the agent; its report comes back on the connection: all of it

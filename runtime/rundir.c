@@ -8,8 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "proc.h"
 
 int gs_rundir_check_parent(const char *dir, gs_error_t *err)
 {
@@ -90,6 +93,25 @@ int gs_rundir_ensure(const char *dir, gs_error_t *err)
                             (unsigned)(st.st_mode & 0777));
     }
     return 0;
+}
+
+int gs_rundir_lock_wait(const char *dir, int timeout_ms)
+{
+    long long deadline = gs_now_ms() + timeout_ms;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        return -errno;
+    }
+    /* Polled, not a blocking flock under an alarm: a launcher's daemon
+     * (slurmstepd) calls this and must not get signals of ours. */
+    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (gs_now_ms() >= deadline) {
+            close(fd);
+            return -ETIMEDOUT;
+        }
+        usleep(5000);
+    }
+    return fd;
 }
 
 int gs_rundir_open_regular(const char *path)

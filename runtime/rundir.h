@@ -31,6 +31,11 @@ int gs_rundir_create_job(const char *tmpdir, char *out, size_t outlen, gs_error_
  * owned by us with no group or other access; refuses symlinks. */
 int gs_rundir_ensure(const char *dir, gs_error_t *err);
 
+/* Opens dir (no link) and takes its exclusive flock, waiting up to
+ * timeout_ms (polled every 5 ms). Returns the locked descriptor (close it
+ * to unlock), -ENOENT and the like, or -ETIMEDOUT. */
+int gs_rundir_lock_wait(const char *dir, int timeout_ms);
+
 /* Opens path for reading only if it is a regular file (no link, FIFO or
  * device: what another user may have put there never blocks or misleads
  * the reader). Returns the descriptor or -errno (-EINVAL: not a file). */

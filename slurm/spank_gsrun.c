@@ -54,6 +54,7 @@ int slurm_spank_exit(spank_t sp, int ac, char **av);
  * MPS, unless MPS was asked for (mps=on), when it fails. */
 static gs_config_t cfg;
 static char bad[GS_ERROR_LEN];
+static int bad_code = GS_EXIT_USAGE; /* a task's status for bad under mps=on */
 static char agent_path[4096] = GS_PKGLIBEXECDIR "/gsrun-agent";
 static char rundir_base[512] = GS_ROOT_RUNDIR;
 static char opt_mps[64], opt_pct[64];
@@ -207,6 +208,7 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
         gs_provision_make_dir(rundir_base, name, uid, gid, job_dir, sizeof(job_dir), &err) != 0 ||
         gs_node_dir(job_dir, node_dir, sizeof(node_dir), &err) != 0) {
         note_bad(&err);
+        bad_code = GS_EXIT_RUNDIR;
         job_dir[0] = node_dir[0] = '\0';
     }
     return 0;
@@ -237,7 +239,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
             }
         }
         if (cfg.mps == GS_MPS_ON) {
-            _exit(GS_EXIT_USAGE);
+            _exit(bad_code);
         }
         return 0;
     }
