@@ -90,7 +90,12 @@ check "  ... one job dir name on every host" [ "$(sed -n 's|.*pipe=/tmp/\(gsrun\
 check "  ... nothing left on any host" [ -z "$(leftovers)" ]
 
 job quiet $MPIARGS $PROG
-check "without -v: no gsrun line at all" [ $? -eq 0 -a ! -s $J/quiet.err ] || diag $J/quiet.err
+rc=$?
+# Only gsrun's lines count: under load Open MPI's rsh launcher itself may warn
+# ("plm:rsh: Warning: setpgid(...) failed in parent with errno=Permission
+# denied", its race with the child's exec), as under plain mpirun.
+check "without -v: status $rc (0), no gsrun line at all" eval '[ $rc -eq 0 ] && ! grep -q gsrun "$J/quiet.err"' ||
+    diag $J/quiet.err
 
 # --- exit status as with plain mpirun -----------------------------------------
 for case in "--exit 5 3" "--kill 6" "--segv 10"; do
