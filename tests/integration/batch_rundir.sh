@@ -108,6 +108,16 @@ check "a user's status with escape sequences: root's gsrun status prints no cont
 check "  ... and its --json is valid JSON in UTF-8" python3 -c \
     'import json,sys; json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))' "$OUT" || diag "$OUT"
 rm -rf "$fake"
+# F8: a byte that is not UTF-8 in TMPDIR itself.
+odd=$TEST_TMP/$(printf 'odd\377dir')
+mkdir -m 1777 "$odd"
+as 65534 mkdir -p "$odd/gsrun.Fake02/$node"
+printf 'gsrun-status 1\nmps on\nagent_pid %d\nend\n' $$ | as 65534 tee "$odd/gsrun.Fake02/$node/status" >/dev/null
+TMPDIR=$odd "$G" status --json >"$OUT" 2>&1
+check "a TMPDIR with a 0xff byte: gsrun status --json is valid JSON in UTF-8, the job listed" python3 -c \
+    'import json,sys; d=json.loads(open(sys.argv[1], "rb").read().decode("utf-8")); assert len(d["jobs"]) == 1' \
+    "$OUT" || diag "$OUT"
+rm -rf "$odd"
 
 # --- a user running prolog mode for itself: its own base, checked before use ----
 mkdir -m 1777 "$TEST_TMP/pub"
@@ -118,6 +128,15 @@ check "a user's prolog in a base another user made first: status $rc (0), runs w
     '[ $rc -eq 0 ] && grep -q "owned by uid 65534, not by you.*the job runs without MPS" "$ERR"' || diag "$ERR"
 as 1 "$G" prolog --mps=on --job 781 --dir "$TEST_TMP/pub/taken" $CTL 2>"$ERR"
 check "  ... with --mps=on: status 71" [ $? -eq 71 ]
+as 65534 touch "$TEST_TMP/pub/afile"
+as 65534 ln -s "$TEST_TMP/pub/taken" "$TEST_TMP/pub/alink"
+for plant in afile alink; do
+    as 1 "$G" prolog --job 781 --dir "$TEST_TMP/pub/$plant" $CTL 2>"$ERR"
+    rc=$?
+    check "  ... a $plant planted at its base's name: status $rc (0), runs without MPS, nothing followed" eval \
+        '[ $rc -eq 0 ] && grep -q "the job runs without MPS" "$ERR" && [ -z "$(ls -A "$TEST_TMP/pub/taken")" ]' ||
+        diag "$ERR"
+done
 as 1 "$G" prolog --job 781 --dir "$TEST_TMP/pub/own" $CTL 2>"$ERR"
 rc=$?
 check "  ... in a base of its own: status $rc (0), private" \

@@ -62,6 +62,16 @@ if [ "$(id -u)" = 0 ]; then
     done
     check "  ... the link's target untouched, nothing left in the base" \
         [ "$(cat "$TEST_TMP/victim/file")" = keep -a -z "$(ls -A "$BASE")" ]
+    # S3: a FIFO where the exit hook reads the node's state (a task of the
+    # step's user can put one there) must not hang slurmstepd.
+    mkdir -p -m 700 "$BASE/slurm-77.6/$node" && chmod 700 "$BASE/slurm-77.6" &&
+        mkfifo "$BASE/slurm-77.6/$node/state"
+    t0=$(date +%s%N)
+    SPANK_DRIVER_STEP=6 timeout 60 "$DRIVER" "$PLUGIN" $ARGS --opt mps=on --exit
+    rc=$?
+    ms=$((($(date +%s%N) - t0) / 1000000))
+    check "a FIFO as the step's state: the exit hook returns ($rc) in $ms ms, the step's dir removed" \
+        [ $rc -ne 124 -a $ms -lt 5000 -a ! -e "$BASE/slurm-77.6" ]
 fi
 check_clean "the plugin's jobs"
 finish
