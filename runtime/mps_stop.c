@@ -53,11 +53,16 @@ int gs_mps_stop(gs_mps_daemon_t *d, const char *control, int quit_timeout_ms, ch
             escalated = 1;
             gs_proc_stop_child(d->daemon_pid, 2000, &d->daemon_status);
             d->daemon_reaped = 1;
-            if (note != NULL) {
-                snprintf(note, notelen, "control daemon did not quit within %d ms%s%s; stopped "
-                         "with SIGTERM/SIGKILL",
-                         quit_timeout_ms, d->quit_rc ? ": " : "",
-                         d->quit_rc ? d->quit_err.text : "");
+            if (note != NULL && d->quit_rc != 0) {
+                /* Not a slow quit: none reached it (a fork that failed, no
+                 * socket): say what failed. */
+                snprintf(note, notelen, "quit could not be sent to the control daemon (%s); "
+                         "stopped with SIGTERM/SIGKILL",
+                         d->quit_err.text);
+            } else if (note != NULL) {
+                snprintf(note, notelen, "control daemon did not quit within %d ms; stopped with "
+                         "SIGTERM/SIGKILL",
+                         quit_timeout_ms);
             }
         }
     }
