@@ -62,6 +62,30 @@ if [ "$(id -u)" = 0 ] && mkdir "$TEST_TMP/full" && mount -t tmpfs -o size=64k,mo
 fi
 check_clean "unusable TMPDIRs"
 
+# Another node of a gsrun job: the job dir's name (gsrun.XXXXXX, from gsrun's
+# node) taken there by another user first. The shim, as that node's first
+# rank, runs the program without MPS and says why; nothing is used or removed.
+if [ "$(id -u)" = 0 ]; then
+    mkdir -m 1777 "$TEST_TMP/node2" && chmod 755 "$TEST_TMP"
+    setpriv --reuid=65534 --regid=65534 --clear-groups mkdir -m 777 "$TEST_TMP/node2/gsrun.Ab12Cd"
+    shim_env() {
+        env TMPDIR="$TEST_TMP/node2" GSRUN_JOB_DIR=/tmp/gsrun.Ab12Cd GSRUN_NODE_ID=another-node \
+            GSRUN_MPS="$1" OMPI_COMM_WORLD_LOCAL_RANK=0 OMPI_COMM_WORLD_LOCAL_SIZE=2 GSRUN_DISCOVERY=env \
+            LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=1 GSRUN_MPS_CONTROL=$FAKE_CONTROL \
+            "$B/launcher/gsrun-shim" sh -c 'echo "active=${GSRUN_MPS_ACTIVE:-unset} pipe=${CUDA_MPS_PIPE_DIRECTORY:-unset}"'
+    }
+    shim_env auto >"$OUT" 2>"$ERR"
+    rc=$?
+    check "another node's job dir name taken by another user, auto: status $rc (0), the rank runs without MPS" \
+        eval '[ $rc -eq 0 ] && grep -qx "active=0 pipe=unset" "$OUT" &&
+              grep -q "owned by uid 65534.*running without MPS" "$ERR"' || diag "$OUT" "$ERR"
+    shim_env on >"$OUT" 2>"$ERR"
+    check "  ... --mps=on: status 71, the program does not run" [ $? -eq 71 -a ! -s "$OUT" ] || diag "$ERR"
+    check "  ... the planted dir is left alone, nothing else made" \
+        [ "$(stat -c %u "$TEST_TMP/node2/gsrun.Ab12Cd")" = 65534 -a "$(ls -A "$TEST_TMP/node2" | wc -l)" -eq 1 ]
+    rm -rf "$TEST_TMP/node2"
+fi
+
 # --- F6: stderr closed early (gsrun -v ... | head -1) ----------------------------
 # gsrun must not die of SIGPIPE before it has waited for the job and removed
 # its run dir. (Its status is mpirun's, which may itself die of SIGPIPE when
