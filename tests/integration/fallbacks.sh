@@ -18,8 +18,8 @@ OMPI_MCA_orte_fork_agent=$TEST_TMP/fa.sh gsrun_fake 1 -np 2 "$PROG" >"$OUT" 2>"$
 check "  ... the same from OMPI_MCA_orte_fork_agent" [ "$(grep -c "user fork agent ran" "$ERR")" -eq 2 ]
 gsrun_fake 1 --mca orte_fork_agent /nonexistent/agent -np 2 "$PROG" >"$OUT" 2>"$ERR"
 rc=$?
-check "a fork agent that does not exist: status $rc (127), named" eval \
-    '[ $rc -eq 127 ] && grep -q "cannot run ./nonexistent/agent.: No such file" "$ERR"' || diag "$ERR"
+check "a fork agent that does not exist: status $rc (not 0), named" eval \
+    '[ $rc -ne 0 ] && grep -q "cannot run ./nonexistent/agent.: No such file" "$ERR"' || diag "$ERR"
 check_clean "fork agents"
 
 # --- F2: a bare program name found in the working directory, as mpirun does -----
@@ -28,8 +28,12 @@ mkdir "$TEST_TMP/wd" && cp "$PROG" "$TEST_TMP/wd/myprog"
 prc=$?
 (cd "$TEST_TMP/wd" && gsrun_fake 1 -np 2 myprog >"$OUT" 2>"$ERR")
 rc=$?
-check "a program in the working directory by its bare name: status $rc, plain mpirun $prc, both ranks ran" \
-    [ $rc -eq $prc -a $rc -eq 0 -a "$(grep -c '^rank=.* mps=1 ' "$OUT")" -eq 2 ] || diag "$ERR"
+# (Open MPI 4 finds it there; if this mpirun does not, gsrun must not either.)
+check "a program in the working directory by its bare name: status $rc, as plain mpirun ($prc)" \
+    [ $rc -eq $prc ] || diag "$ERR"
+if [ $prc -eq 0 ]; then
+    check "  ... both ranks ran, under MPS" [ "$(grep -c '^rank=.* mps=1 ' "$OUT")" -eq 2 ] || diag "$ERR"
+fi
 check_clean "program in the working directory"
 
 # --- F3/F4/F5: no usable run directory: auto runs without MPS, on fails --------
