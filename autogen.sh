@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Generates configure and Makefile.in (they are not committed).
 set -e
 cd "$(dirname "$0")"

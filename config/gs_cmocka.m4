@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # GS_CHECK_CMOCKA: the unit tests need cmocka; building gsrun does not.
 AC_DEFUN([GS_CHECK_CMOCKA], [
   PKG_CHECK_MODULES([CMOCKA], [cmocka >= 1.0], [gs_have_cmocka=yes], [

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # GS_CHECK_CUDA: --with-cuda[=DIR] locates nvcc for the examples only. gsrun
 # never links CUDA: it loads the driver's NVML at run time.
 AC_DEFUN([GS_CHECK_CUDA], [

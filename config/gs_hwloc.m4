@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # GS_CHECK_HWLOC: --with-hwloc[=DIR]. Without hwloc the MPS daemons are not pinned.
 AC_DEFUN([GS_CHECK_HWLOC], [
   AC_ARG_WITH([hwloc],

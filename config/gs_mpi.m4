@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # GS_CHECK_MPI: MPI is needed only for the test programs and examples (gsrun
 # itself runs mpirun, it does not link MPI). MPICC may be given.
 AC_DEFUN([GS_CHECK_MPI], [

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # GS_CHECK_OMPI: --with-ompi[=DIR]. The Open MPI 4.x (ORTE) run-time control
 # component mca_rtc_gsrun is built when ORTE's development headers are found:
 # Debian's and Ubuntu's libopenmpi-dev have them (pkg-config orte); an Open MPI

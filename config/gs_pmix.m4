@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # GS_CHECK_PMIX: --with-pmix[=DIR]. Default: use PMIx if pkg-config or the
 # system finds it; without it the shim falls back to the launcher's variables.
 # Asked for explicitly and not found: configure stops.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # GS_CHECK_SLURM: --with-slurm[=DIR]. The SPANK plugin gsrun_spank.so is built
 # when Slurm's headers (slurm/spank.h) are found: Debian's libslurm-dev, or DIR
 # (a Slurm installation's prefix, its headers in DIR/include). It uses only the

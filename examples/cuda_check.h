@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // CHECK(call): abort the MPI job with a message naming the failed CUDA call.
 // Used by the CUDA examples; expects an int `rank` in scope.
 #ifndef GS_EXAMPLES_CUDA_CHECK_H

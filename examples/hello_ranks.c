@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A CPU-only MPI program: each rank says where it runs and what gsrun set
  * up for it. Used by the quick start on machines without a GPU. */
 #include <mpi.h>

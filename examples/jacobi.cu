@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // jacobi: a strong-scaling MPI+CUDA mini-app.
 //
 //   jacobi [--nx N] [--ny N] [--iters K]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // mps_probe: an MPI+CUDA program that reports, per rank, whether it really
 // runs under MPS and how many SMs it may use, and checks a computed result.
 //

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Sets everything up and runs a real gsrun job:
 #   installs the build dependencies (Debian/Ubuntu), builds gsrun in _build/,
 #   and runs 4 ranks through gsrun. With an NVIDIA GPU and MPS the ranks run

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // small_kernels: the small-grid microbenchmark.
 //
 //   small_kernels [--kernels K] [--blocks B] [--threads T] [--work W]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gsrun-agent: the node agent, started by the node leader's gsrun-shim.
  *
  *   gsrun-agent --job-dir DIR --node NAME --local-size N --watch-pid PID

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gsrun prolog | epilog | task-prolog: MPS for a whole batch job, for sites
  * that provision nodes in the batch system's prolog (doc/slurm.md).
  *

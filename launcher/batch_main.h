@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The batch-system subcommands: gsrun prolog, gsrun epilog, gsrun
  * task-prolog (a node provisioned with MPS for a whole job). */
 #ifndef GS_BATCH_MAIN_H

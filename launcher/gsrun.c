@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gsrun: runs mpirun (or srun) with a per-rank hook that sets up MPS.
  *
  * gsrun never parses the launcher's arguments. It puts gsrun-shim in front

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What gsrun's helper programs share: locating each other (gsrun-shim,
  * gsrun-agent, gsrun-task-prolog), and a rank's request to join its node. */
 #ifndef GS_HELPERS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gsrun's own command line: [gsrun options] [--] <launcher arguments>.
  *
  * gsrun options come first and all are long options that mpirun does not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* After the launcher: the node agents' end and their reports. */
 #include "gs_autoconf.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* After the launcher: waiting for the node agents of gsrun's node to finish
  * (their node dir locks) and printing every node's report. */
 #ifndef GS_REPORTS_H

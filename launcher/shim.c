@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gsrun-shim: runs in front of every rank (Open MPI's fork agent).
  *
  *   gsrun-shim [--] program [args]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gsrun status [--json]: the gsrun jobs on this node, read from the files
  * their agents keep (runtime/status.c); nothing is asked of the agents. */
 #include "gs_autoconf.h"

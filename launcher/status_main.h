@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The `gsrun status` subcommand. */
 #ifndef GS_STATUS_MAIN_H
 #define GS_STATUS_MAIN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Running the launcher as gsrun's child: signal forwarding, waiting, and
  * gsrun's exit as the launcher's. */
 #include "gs_autoconf.h"

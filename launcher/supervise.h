@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Running the launcher: as gsrun's child, forwarding the signals sent to
  * gsrun, and exiting as it did. */
 #ifndef GS_SUPERVISE_H

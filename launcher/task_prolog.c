@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gsrun-task-prolog: srun's task prolog under `gsrun srun ...`.
  *
  * srun has no fork agent, so gsrun names this program as the step's task

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* mca_rtc_gsrun: automatic MPS for plain `mpirun`, as an Open MPI 4.x (ORTE)
  * run-time control component. A thin adapter over runtime/, like gsrun-shim:
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Discovery of a rank's place on its node: through PMIx when a server is
  * there, else from the launcher's own variables. */
 #ifndef GS_DISCOVER_H

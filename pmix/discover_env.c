@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Discovery from the launchers' own variables (Open MPI's, Slurm's): no
  * PMIx, so that programs that need only these (gsrun task-prolog) do not
  * link it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* CPU placement of the MPS daemons: one core near the GPU they serve. */
 #ifndef GS_AFFINITY_H
 #define GS_AFFINITY_H

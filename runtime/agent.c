@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The node agent's life: lock the node dir, plan, start MPS, publish the
  * node state, serve the ranks, tear down, report. The parts are in
  * agent_mps.c, agent_ranks.c, agent_guard.c and agent_report.c. */

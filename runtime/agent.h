@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The node agent: one per node per job, a daemon of the job's user.
  *
  * It plans the node (GPUs, shares), starts one MPS control daemon per GPU in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The agent gsrun starts on its own node before mpirun, so that finding the
  * GPUs and starting MPS happen while mpirun launches instead of while the
  * first rank waits. The daemons do not depend on how many ranks come (each

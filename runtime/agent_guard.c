@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The guard: a child of the node agent that outlives it only to clean up.
  *
  * The agent tells it every process it is responsible for (ranks, MPS

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The node agent's parts (internal to runtime/): one file per job.
  *
  *   agent.c          the agent's life: lock, plan, start, publish, serve, end

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The agent `gsrun prolog` starts for a whole batch job (a Slurm Prolog, a
  * PBS prologue): no rank registers and the number of tasks is not known, so
  * MPS starts on every visible GPU with no share of its own (each task's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Placement in the agent: which GPU each rank gets (runtime/placement.c
  * decides; this file gathers the ranks' CPUs and answers them), and daemon
  * cores kept clear of the cores the ranks are bound to. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The environment each rank gets: where its GPU's MPS daemon listens, its
  * share of the GPU, and GSRUN_* facts for the program. */
 #ifndef GS_CLIENTENV_H

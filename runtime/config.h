@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gsrun settings: one parser for the command line and the GSRUN_* environment.
  *
  * gsrun parses its options into a gs_config_t, then exports every setting as

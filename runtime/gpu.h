@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* GPU enumeration through NVML, loaded at run time by soname.
  *
  * gsrun never links the driver and never calls cuInit: a process that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Error reporting for libgsrun.
  *
  * Functions that can fail return 0 or a negative errno and, when given a

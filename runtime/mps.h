@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One MPS control daemon per GPU: start, readiness, commands, shutdown.
  *
  * The daemon runs in the foreground (-f) as our child, so we hold its PID,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Stopping an MPS control daemon and its servers, leaving nothing.
  *
  * What bounds it (measured on an H200, tests/bench/mps_teardown.sh and

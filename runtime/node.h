@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The rank side of the node rendezvous, shared by every front end.
  *
  * Each rank of a node calls gs_node_join. The node leader (local rank 0)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Which GPU each node-local rank uses: near its cores when the launcher has
  * bound the ranks, in blocks of consecutive ranks otherwise.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
 #include "policy.h"

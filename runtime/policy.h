@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Policy: which GPU each node-local rank uses, whether MPS runs, and each
  * rank's share of its GPU. Pure functions of their inputs, so every rank and
  * every front end computes the same plan. */

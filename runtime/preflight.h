@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Checks before a job starts that warn rather than fail, and the cleanup of
  * run directories that crashed jobs left behind. */
 #ifndef GS_PREFLIGHT_H

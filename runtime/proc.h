@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Process helpers: bounded waits, signals only to PIDs we started, and
  * environments built from scratch for the processes we spawn. */
 #ifndef GS_PROC_H

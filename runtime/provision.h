@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Provisioning a node for a whole batch job, for sites that start MPS in
  * the batch system's prolog instead of per job step (gsrun prolog, gsrun
  * epilog, gsrun task-prolog): the node agent runs MPS on every visible GPU

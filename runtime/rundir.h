@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Private run directories for a job's MPS daemons.
  *
  * Layout (all 0700, owned by the job's user):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Run directories that root makes for a user: a batch job's (gsrun prolog)
  * and a Slurm step's (the SPANK plugin). Their names come from job and step
  * ids, which anyone can guess, so they live in a base that only root may

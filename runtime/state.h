@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The node state file: what the node agent tells every rank of its node.
  *
  * The agent writes <node dir>/state once (write to a temporary name, then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* `gsrun status`: what each node agent is running, in a file it rewrites
  * (temporary name + rename) whenever something changes, so that readers
  * never talk to the agent or disturb the job. <node dir>/status holds

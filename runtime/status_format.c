@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* `gsrun status` output: text for people, JSON for tools (gsrun(1)). */
 #include "gs_autoconf.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A rank's side of the node for every front end: join the node and compute
  * the rank's environment (gsrun-shim, the Open MPI component, the SPANK
  * plugin, the Slurm task prolog), plus what the Slurm front ends share: the

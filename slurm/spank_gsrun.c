@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gsrun_spank.so: automatic MPS for Slurm job steps, as a SPANK plugin. A
  * thin adapter over runtime/, like gsrun-shim and the Open MPI component:
  *

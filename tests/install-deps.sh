@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs what gsrun needs to build and test on Debian or Ubuntu.
 # Runs apt-get as root, or through sudo.
 set -e

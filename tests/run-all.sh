@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Sets everything up and runs the whole test suite:
 #   installs the build dependencies (Debian/Ubuntu), generates the build
 #   system, configures in _build/, runs `make check` (unit and integration

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Soak: many gsrun jobs back to back, then count what leaked.
 #
 #   tests/soak.sh [--build DIR] [--jobs N]    (default 200 jobs, 8 ranks each)

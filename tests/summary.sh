@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Counts the individual results of every test in a build tree (the TAP
 # driver's .trs files), and the Open MPI 5 suite's closing line in ompi5.out
 # if it ran, and prints one closing line: N passed, N failed.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # gsrun's cost per job as the job spans more hosts, on the simulated cluster
 # (tests/cluster/cluster.sh: one machine, hosts as namespaces; root).
 #

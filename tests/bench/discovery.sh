@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # How the shim finds a rank's place on its node, and what it costs: the same
 # gsrun job (stand-in MPS daemon and NVML from the build, one GPU) with
 # discovery forced through PMIx and through Open MPI's variables,

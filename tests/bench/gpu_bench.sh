@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # GPU benchmark: gsrun against plain mpirun and hand-run MPS, side by side.
 #
 #   tests/bench/gpu_bench.sh --build DIR [--program small_kernels|jacobi] [--np "1 2 4 ..."]

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Launch and teardown cost of gsrun, measured side by side with plain mpirun.
 #
 #   tests/bench/launch_overhead.sh [--build DIR] [--np N] [--pairs K] [--real]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # MPS started and stopped by hand, as NVIDIA documents it, for the
 # benchmarks' reference configurations (sourced; needs $control).
 #   mps_hand_up DIR     nvidia-cuda-mps-control -d with private dirs in DIR,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # How fast can MPS go away, and does pinning its server slow the clients?
 # For a GPU machine (not CI).
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Plots throughput against np per configuration from gpu_bench.sh's CSV
 # (median of the runs), one panel per program, into a PNG. Needs gnuplot.
 # Without a one-rank plain run in the CSV it plots time to solution instead.

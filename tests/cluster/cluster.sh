@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # A simulated cluster on one Linux machine, for tests (source this file).
 #
 # Each host is a set of namespaces of its own: PID (its init is gs-hostd),

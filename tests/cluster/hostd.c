@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gs-hostd: one simulated host's init and remote shell, for the cluster tests.
  *
  *   gs-hostd serve SOCKET        PID 1 of a host (its own PID, UTS, mount and

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs the simulated-cluster suites (multinode.sh and the Slurm tests) many
 # times in a row, optionally while a compile keeps every core busy: a timing
 # bound or a race in them shows up here, not on CI.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A stand-in for nvidia-cuda-mps-control, for machines without a GPU.
  *
  *   -d   daemon mode (forks into the background)

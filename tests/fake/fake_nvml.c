@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A stand-in for libnvidia-ml.so.1, loaded by soname through
  * LD_LIBRARY_PATH, so gsrun's real discovery code runs without a GPU.
  *

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Measures how many MPS clients one GPU accepts (not run by CI).
 #
 #   tests/gpu/client_limit.sh BUILD_DIR [N ...]   (default N: 40 48 56 60 64)

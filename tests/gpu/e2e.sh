@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # GPU end-to-end test, for a machine with an NVIDIA GPU (not run by CI).
 #
 #   tests/gpu/e2e.sh [--component|--spank|--task-prolog|--prolog] [BUILD_DIR]

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Faults with real MPS on a GPU machine (not run by CI).
 #
 #   tests/gpu/faults.sh BUILD_DIR

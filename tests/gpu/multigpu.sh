@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Multi-GPU check, for a machine with two or more NVIDIA GPUs (not run by CI).
 #
 #   tests/gpu/multigpu.sh [BUILD_DIR]   (BUILD_DIR defaults to ./_build)

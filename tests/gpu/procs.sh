@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Helpers for the GPU scripts (source this file).
 #
 # live_procs PATTERN: the PIDs of live (not zombie) processes whose name

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The launch-overhead benchmark's smallest configuration, as a smoke test.
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"
 "$S/tests/bench/launch_overhead.sh" --build "$B" --np 2 --pairs 1 >"$OUT" 2>"$ERR"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The MPS control daemon failing in each way: bounded waits, a clear message,
 # the documented status, and nothing left behind.
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The job's exit status comes through exactly as plain mpirun reports it,
 # and MPS is torn down whatever the ranks did.
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Shared helpers for the integration tests (TAP output).
 #
 # Each test gets its own TMPDIR, so that at the end it can check that no

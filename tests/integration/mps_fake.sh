@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # MPS with the fake control daemon: every rank's environment, one daemon per
 # GPU, the daemon's own environment and pinning, the policies, concurrent jobs.
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Several GPUs (fake NVML: 4 GPUs on 2 NUMA nodes, MIG instances): which GPU
 # each rank gets, daemon cores, one GPU per rank without MPS, the memory
 # limit, and `gsrun status` during a job.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Without a GPU the job still runs, without MPS, with one clear notice.
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"
 

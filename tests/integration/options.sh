@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Bad input is refused before anything starts, with the documented status
 # and a message naming the option; --help, --version and --dry-run work.
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"

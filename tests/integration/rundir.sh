@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Unsafe or unusable places for the run directory are refused up front:
 # --mps=on fails with 71 and a message; auto runs the job without MPS (as
 # plain mpirun would) with one notice that says why. Nothing is created there.

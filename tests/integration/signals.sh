@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Signals to gsrun and mpirun, and ranks that resist: the job ends as it
 # would under plain mpirun, and MPS is torn down every time.
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Run directories left by a crashed job are removed; a live job's never.
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"
 

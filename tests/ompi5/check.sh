@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # gsrun's unit and integration tests against Open MPI 5 (PRRTE), PMIx 5 and
 # hwloc of Debian 13, in a Debian 13 root made here with debootstrap from the
 # machine's own Debian archive. Nothing is installed on the machine itself

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* An MPI program for the integration tests: each rank prints what gsrun
  * gave it, and can fail on request.
  *

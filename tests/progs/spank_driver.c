@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spank_driver: runs gsrun_spank.so's hooks as slurmstepd would, without
  * Slurm, so that the plugin's provisioning path can run where Slurm is not
  * installed (the GPU machine) against real MPS. It provides the SPANK calls

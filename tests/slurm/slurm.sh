@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Slurm on the simulated cluster (source after tests/cluster/cluster.sh).
 #
 # slurmctld on host1 and a slurmd on every host, from the distribution's

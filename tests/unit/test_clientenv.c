@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The environment each rank gets. */
 #include <stdarg.h>
 #include <stddef.h>

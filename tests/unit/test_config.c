@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Settings: every accepted and refused value, from options and variables. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Discovery without a PMIx server: the launchers' own variables. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* GPU discovery through the fake NVML (loaded by soname, as the real one),
  * and CUDA_VISIBLE_DEVICES filtering. */
 #include <stdarg.h>

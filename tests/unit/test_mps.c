@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* MPS control: reply parsing, command validation, the log classifier, and
  * the whole daemon lifecycle against the fake control program (start,
  * readiness, servers, quit, and each way it can fail). */

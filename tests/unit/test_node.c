@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Where a node keeps the job's run dir: gsrun's own dir on gsrun's node,
  * the same name in the node's own TMPDIR elsewhere, nothing else. */
 #include <stdarg.h>

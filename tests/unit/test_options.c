@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gsrun's command line: where gsrun's options end, and a table of bad
  * inputs that each must be refused with a message naming the option. */
 #include <stdarg.h>

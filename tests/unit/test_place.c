@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Placement tables: which GPU each local rank gets, from the ranks' cores
  * and the GPUs' (4 GPUs on 2 NUMA nodes, as the fake NVML describes them). */
 #define _GNU_SOURCE /* CPU_COUNT */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Policy: thread percentages, block placement, the client limit, and when
  * MPS is on, off or refused. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A batch job's node (gsrun prolog): the job dir's name, and each task's
  * environment from the state the job's agent publishes. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Run directories: private, never through a symlink, never another user's,
  * short enough for unix sockets, and removed without following links. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Directories root makes for users (runtime/rundir_root.c): only a base no
  * other user can write is accepted, a name planted in it is never used or
  * followed, and the dir is the user's alone. Most checks need root (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The node state file: format, parse, atomic publication, waiting. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The status file `gsrun status` reads: round trip, and the text and JSON
  * it prints (the JSON is documented in gsrun(1) and must stay stable). */
 #include <stdarg.h>
