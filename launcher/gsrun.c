@@ -414,7 +414,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (o.version) {
-        printf("gsrun %s\n", PACKAGE_VERSION);
+        printf("gsrun %s\n%s\n", PACKAGE_VERSION, GS_FEATURES);
         return 0;
     }
     if (gs_discover_check_env(&err) != 0) {

@@ -43,7 +43,7 @@ const char gs_usage_text[] =
     "                             timeline of the job (ms after gsrun started)\n"
     "                             [GSRUN_VERBOSE=N]\n"
     "  -h, --help                 show this help and exit\n"
-    "  -V, --version              show the version and exit\n"
+    "  -V, --version              show the version and the build's features, and exit\n"
     "  --                         end of gsrun options (use it before an mpirun -v)\n"
     "\n"
     "gsrun status [--json] lists the gsrun jobs on this node (yours; root: everyone's\n"

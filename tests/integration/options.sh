@@ -63,6 +63,9 @@ else
 fi
 "$GSRUN" --version >"$OUT" 2>&1
 check "--version prints the version" grep -q "^gsrun [0-9]" "$OUT"
+check "  ... and the build's features" \
+    grep -Eq "^PMIx discovery: (yes|no); hwloc pinning: (yes|no); Open MPI 4 component: (yes|no); Slurm SPANK plugin: (yes|no); root run dirs in: /" "$OUT" ||
+    diag "$OUT"
 
 "$GSRUN" --dry-run -np 4 "$PROG" arg1 >"$OUT" 2>"$ERR"
 check "--dry-run shows the fork agent and the unchanged arguments" \
