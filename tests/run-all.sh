@@ -37,8 +37,8 @@ grep -E "^(PASS|FAIL|ERROR|SKIP|XFAIL|XPASS):" check.out || true
 if [ $rc -ne 0 ]; then
     # Show the log of every test that did not pass.
     for t in $(grep -E "^(FAIL|ERROR|XPASS):" check.out | awk '{print $2}'); do
-        echo "=== $t.log"
-        cat "$t.log" 2>/dev/null | tail -60
+        echo "=== ${t%.sh}.log"
+        cat "${t%.sh}.log" 2>/dev/null | tail -60
     done
     tail -20 check.out
 fi

@@ -11,7 +11,7 @@
 if [ "$(id -u)" != 0 ] || ! getent passwd nobody daemon >/dev/null; then
     echo "1..0 # SKIP needs root and the users nobody and daemon"
     rm -rf "$TEST_TMP"
-    exit 77
+    exit 0 # a TAP plan of 0 with SKIP; 77 would count as an error
 fi
 chmod 755 "$TEST_TMP"  # the jobs' users must reach the base
 chmod 1777 "$TMPDIR"   # a shared /tmp, where anyone may plant a name

@@ -8,9 +8,9 @@
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"
 
 if [ "$(id -u)" != 0 ] || ! unshare --pid --fork --mount --mount-proc true 2>/dev/null; then
-    echo "1..0 # SKIP needs root and PID namespaces"
+    echo "1..0 # SKIP needs root and a PID namespace with its own /proc (not in a chroot)"
     rm -rf "$TEST_TMP"
-    exit 77
+    exit 0 # a TAP plan of 0 with SKIP; 77 would count as an error
 fi
 
 # PID 1: runs its arguments, waits for that one child only, then waits (3 s at

@@ -27,6 +27,7 @@ mirror=$(sed -n 's/^URIs: *\(http[^ ]*debian\/*\)$/\1/p' /etc/apt/sources.list.d
 mirror=${mirror:-http://deb.debian.org/debian}
 
 root=${keep:-$(mktemp -d /var/tmp/gsrun-ompi5.XXXXXX)}
+chmod 755 "$root" # the root's "/": tests run commands as other users there
 cleanup() { [ -n "$keep" ] || rm -rf --one-file-system "$root"; }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
@@ -69,7 +70,7 @@ unshare --mount --pid --fork --mount-proc="$root/proc" /bin/bash -c '
         rc=\$?
         grep -E \"^(PASS|FAIL|ERROR|SKIP|XFAIL|XPASS):\" check.out
         for t in \$(grep -E \"^(FAIL|ERROR|XPASS):\" check.out | awk \"{print \\\$2}\" | sort -u); do
-            echo \"=== \$t.log\"; tail -40 \"\$t.log\"
+            echo \"=== \${t%.sh}.log\"; tail -40 \"\${t%.sh}.log\"
         done
         exit \$rc"
 ' gsrun-ompi5 "$top" "$root" >"${TMPDIR:-/tmp}/gsrun-ompi5.$$.out" 2>&1
