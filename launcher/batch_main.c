@@ -260,8 +260,8 @@ static int prolog(batch_opts_t *o, const char *name)
     return code;
 }
 
-/* A base to look for a job's dir in: root's (made by a root prolog) or the
- * caller's own private one. 0: usable; -ENOENT: none; else unsafe (err). */
+/* A base to look for a job's dir in: root's (made by a root prolog; 1) or
+ * the caller's own private one (0). -ENOENT: none; else unsafe (err). */
 static int base_ok(const char *base, gs_error_t *err)
 {
     struct stat st;
@@ -269,13 +269,15 @@ static int base_ok(const char *base, gs_error_t *err)
         return errno == ENOENT ? -ENOENT
                                : gs_error_set(err, errno, "'%s': %s", base, strerror(errno));
     }
-    return st.st_uid == 0 ? gs_rootdir_check_base(base, 0, err) : gs_rundir_ensure(base, err);
+    int rc = st.st_uid == 0 ? gs_rootdir_check_base(base, 0, err) : gs_rundir_ensure(base, err);
+    return rc != 0 ? rc : st.st_uid == 0;
 }
 
 /* The job's dir for a user's task prolog or epilog: made by root for us in
- * its base, or in our own base (--dir names the one base to look in). 1:
- * found; 0: none; negative: one that must not be used (err says why). */
-static int find_job_dir(batch_opts_t *o, const char *name, char *job_dir, size_t len,
+ * its base (*roots = 1), or in our own base (--dir names the one base to
+ * look in). 1: found; 0: none; negative: one that must not be used (err
+ * says why). */
+static int find_job_dir(batch_opts_t *o, const char *name, char *job_dir, size_t len, int *roots,
                         gs_error_t *err)
 {
     char own[64];
@@ -291,7 +293,8 @@ static int find_job_dir(batch_opts_t *o, const char *name, char *job_dir, size_t
     }
     for (int i = 0; i < n; i++) {
         int rc = base_ok(bases[i], err);
-        if (rc == 0) {
+        if (rc >= 0) {
+            *roots = rc;
             rc = gs_rootdir_find(bases[i], name, getuid(), job_dir, len, err);
         }
         if (rc != -ENOENT) {
@@ -307,7 +310,7 @@ static int task_prolog(batch_opts_t *o, const char *name)
     gs_clientenv_t env;
     gs_error_t err;
     char job_dir[600];
-    int on, found;
+    int on, found, roots;
 
     /* Slurm runs the TaskProlog for the batch script too, which is no task
      * of a step (no SLURM_STEP_ID): its steps' tasks must not inherit MPS
@@ -315,7 +318,7 @@ static int task_prolog(batch_opts_t *o, const char *name)
     if (o->cfg.mps == GS_MPS_OFF || (getenv("SLURM_JOB_ID") && !getenv("SLURM_STEP_ID"))) {
         return 0;
     }
-    found = find_job_dir(o, name, job_dir, sizeof(job_dir), &err);
+    found = find_job_dir(o, name, job_dir, sizeof(job_dir), &roots, &err);
     if (found <= 0) {
         if (found < 0) {
             /* Not ours: never used. */
@@ -361,13 +364,13 @@ static int epilog(batch_opts_t *o, const char *name)
     int found;
 
     if (geteuid() != 0) {
-        found = find_job_dir(o, name, job_dir, sizeof(job_dir), &err);
+        int roots;
+        found = find_job_dir(o, name, job_dir, sizeof(job_dir), &roots, &err);
         if (found <= 0) {
             return 0; /* nothing of ours to stop */
         }
         /* A dir root made for us stays for root's epilog to remove. */
         snprintf(base, sizeof(base), "%.*s", (int)(strrchr(job_dir, '/') - job_dir), job_dir);
-        int roots = gs_rootdir_owner(base, name, &uid, &gid) == 0 && access(base, W_OK) != 0;
         if (gs_provision_stop(job_dir, stderr, o->cfg.verbose, roots, &err) != 0) {
             fprintf(stderr, "gsrun: epilog: job %s: %s\n", o->job, err.text);
             return GS_EXIT_SETUP;

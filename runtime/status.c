@@ -194,8 +194,9 @@ static int pid_gone(int pid)
     return pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH);
 }
 
-/* One job dir: its node dir for this node, and what it says. */
-static int read_job(const char *tmpdir, const char *name, const char *node, int all_users,
+/* One job dir: its node dir for this node, and what it says; only the
+ * caller's (others = 0) or only other users' (others = 1). */
+static int read_job(const char *tmpdir, const char *name, const char *node, int others,
                     gs_status_t *s)
 {
     char job_dir[256], node_dir[320];
@@ -204,7 +205,7 @@ static int read_job(const char *tmpdir, const char *name, const char *node, int 
 
     if ((size_t)snprintf(job_dir, sizeof(job_dir), "%s/%s", tmpdir, name) >= sizeof(job_dir) ||
         lstat(job_dir, &sb) != 0 || !S_ISDIR(sb.st_mode) ||
-        (!all_users && sb.st_uid != getuid())) {
+        (sb.st_uid == getuid()) == others) {
         return 0;
     }
     snprintf(node_dir, sizeof(node_dir), "%s/%s", job_dir, node);
@@ -247,14 +248,9 @@ static int scan_pass(const char *tmpdir, const char *node, int others, gs_status
         return 0;
     }
     for (struct dirent *e; n < max && (e = readdir(d)) != NULL;) {
-        struct stat sb;
-        char path[512];
-        if (!is_job_name(e->d_name) ||
-            (size_t)snprintf(path, sizeof(path), "%s/%s", tmpdir, e->d_name) >= sizeof(path) ||
-            lstat(path, &sb) != 0 || (sb.st_uid == getuid()) == others) {
-            continue;
+        if (is_job_name(e->d_name)) {
+            n += read_job(tmpdir, e->d_name, node, others, &out[n]);
         }
-        n += read_job(tmpdir, e->d_name, node, 1, &out[n]);
     }
     closedir(d);
     return n;
