@@ -8,7 +8,8 @@ AC_DEFUN([GS_CHECK_PMIX], [
     [], [with_pmix=check])
   gs_have_pmix=no
   gs_pmix_summary=""
-  PMIX_CFLAGS=""; PMIX_LIBS=""
+  # PMIX_CFLAGS and PMIX_LIBS given to configure are used as given (as
+  # PKG_CHECK_MODULES does): a package build drops pmix.pc's rpath that way.
   AS_CASE(["$with_pmix"],
     [no], [],
     [yes|check], [
@@ -33,6 +34,7 @@ AC_DEFUN([GS_CHECK_PMIX], [
     [AC_MSG_ERROR([--with-pmix was given but PMIx (pmix.h, libpmix) was not found there; install libpmix-dev or fix the path])])
   AS_IF([test "$gs_have_pmix" = no && test "$with_pmix" = check],
     [AC_MSG_WARN([PMIx not found: gsrun-shim will discover ranks from launcher variables only])])
+  AS_IF([test "$gs_have_pmix" = no], [PMIX_CFLAGS=""; PMIX_LIBS=""])
   AS_IF([test "$gs_have_pmix" = yes], [
     AC_DEFINE([GS_HAVE_PMIX], [1], [Define if PMIx is available])
     gs_pmix_summary="($($PKG_CONFIG --modversion pmix 2>/dev/null))"])
