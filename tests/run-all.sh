@@ -5,8 +5,11 @@
 #   system, configures in _build/, runs `make check` (unit and integration
 #   tests), `make check-cluster` (multi-node tests on a simulated cluster of
 #   namespaces), the same tests against Open MPI 5 in a Debian 13 root
-#   (tests/ompi5/check.sh) and `make distcheck`, and prints "N passed, N failed".
-# GSRUN_SKIP_OMPI5=1 or GSRUN_SKIP_DISTCHECK=1 leave those steps out.
+#   (tests/ompi5/check.sh), the packaging suite (tests/packaging/check.sh: .debs,
+#   RPMs, Spack recipe, Lmod module, the .debs in a Debian 12 root) and `make
+#   distcheck`, and prints "N passed, N failed".
+# GSRUN_SKIP_OMPI5=1, GSRUN_SKIP_PACKAGING=1 or GSRUN_SKIP_DISTCHECK=1 leave
+# those steps out.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
@@ -32,6 +35,18 @@ if [ "${GSRUN_SKIP_OMPI5:-0}" != 1 ]; then
     77) echo "Open MPI 5 suite: skipped: $(sed -n 's/.*# SKIP //p' ompi5.out)" ;;
     *) cat ompi5.out; echo "Open MPI 5 suite: FAILED"; rc=1 ;;
     esac
+fi
+# The packages a site installs (.debs, RPMs, Spack recipe, Lmod module), and
+# the .debs installed, used and purged in a Debian 12 root (tests/packaging).
+if [ "${GSRUN_SKIP_PACKAGING:-0}" != 1 ]; then
+    bash "$top/tests/packaging/check.sh" . >packaging.out 2>&1
+    if [ $? -eq 0 ]; then
+        echo "Packaging suite: $(tail -2 packaging.out | head -1)"
+    else
+        grep -vE "^ok |^# (PASS|checking)" packaging.out | tail -60
+        echo "Packaging suite: FAILED"
+        rc=1
+    fi
 fi
 grep -E "^(PASS|FAIL|ERROR|SKIP|XFAIL|XPASS):" check.out || true
 if [ $rc -ne 0 ]; then
