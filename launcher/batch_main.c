@@ -31,7 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "protocol.h"
 #include "config.h"
 #include "discover.h"
 #include "helpers.h"

@@ -30,7 +30,7 @@
 #include "orte/mca/rtc/rtc.h"
 #include "orte/runtime/orte_globals.h"
 
-#include "agent.h"
+#include "protocol.h"
 #include "clientenv.h"
 #include "config.h"
 #include "node.h"

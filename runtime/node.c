@@ -10,12 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "affinity.h"
-#include "agent.h"
+#include "protocol.h"
+#include "unixsock.h"
 #include "proc.h"
 #include "rundir.h"
 
@@ -150,50 +150,43 @@ static int spawn_agent(const gs_node_req_t *req, const char *job_dir, int here, 
 static int register_rank(gs_state_t *st, int local_rank, int for_parent, int timeout_s,
                          int *keep_fd, gs_error_t *err)
 {
-    struct sockaddr_un addr;
-    char reply[64], cpus[4096] = "";
+    char line[4200], reply[64], cpus[4096] = "";
     cpu_set_t mine;
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int by_pidfd = 0, fd = gs_unix_connect(st->socket, err);
 
     if (fd < 0) {
-        return gs_error_set(err, errno, "socket: %s", strerror(errno));
-    }
-    memset(&addr, 0, sizeof(addr));
-    addr.sun_family = AF_UNIX;
-    snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", st->socket);
-    if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
-        int e = errno;
-        close(fd);
-        return gs_error_set(err, e, "cannot reach the node agent at '%s': %s", st->socket,
-                            strerror(e));
+        return gs_error_set(err, -fd, "cannot reach the node agent at '%s': %s", st->socket,
+                            strerror(-fd));
     }
     if (sched_getaffinity(0, sizeof(mine), &mine) == 0) {
         gs_cpuset_format(&mine, cpus, sizeof(cpus));
     }
-    /* "-": no CPU list; "parent": the rank is our parent (it inherits our
-     * CPUs, and only a pidfd can follow it). */
-    dprintf(fd, "hello %d %s%s\n", local_rank, cpus[0] ? cpus : "-", for_parent ? " parent" : "");
+    /* "parent": the rank is our parent (it inherits our CPUs, and only a
+     * pidfd can follow it). */
+    int len = gs_proto_hello_format(line, sizeof(line), local_rank, cpus, for_parent);
+    if (len < 0 || write(fd, line, (size_t)len) != len) {
+        close(fd);
+        return gs_error_set(err, EPROTO, "cannot register rank %d with the node agent", local_rank);
+    }
     shutdown(fd, SHUT_WR);
     /* One line: in socket mode the agent keeps the connection open. */
     if (gs_read_line(fd, reply, sizeof(reply), gs_now_ms() + (long long)timeout_s * 1000 + 5000) <=
             0 ||
-        strncmp(reply, "ok ", 3) != 0) {
+        gs_proto_answer_parse(reply, &by_pidfd, &st->rank_gpu) != 0) {
         close(fd);
         return gs_error_set(err, EPROTO, "the node agent refused the registration of rank %d",
                             local_rank);
     }
-    const char *gpu = strstr(reply, " gpu=");
-    st->rank_gpu = gpu != NULL ? atoi(gpu + 5) : -1;
     if (st->rank_gpu >= st->ngpus) {
         st->rank_gpu = -1;
     }
-    if (strncmp(reply, "ok socket", 9) == 0 && for_parent) {
+    if (!by_pidfd && for_parent) {
         close(fd);
         return gs_error_set(err, ENOSYS, "this kernel has no pidfds (Linux 5.3 or later), which "
                                          "a task prolog needs to follow its task; use the SPANK "
                                          "plugin (srun --mps) or gsrun with mpirun here");
     }
-    if (strncmp(reply, "ok socket", 9) == 0) {
+    if (!by_pidfd) {
         /* The agent tracks us through this connection: keep it across exec. */
         int flags = fcntl(fd, F_GETFD);
         fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC);
@@ -247,27 +240,21 @@ static int wait_ready(const gs_node_req_t *req, const char *node_dir, int ready_
 static int tell_size(const char *node_dir, int local_size, pid_t launcher, int timeout_s,
                      gs_error_t *err)
 {
-    struct sockaddr_un addr;
-    char reply[64];
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    char path[300], line[64], reply[64];
+    snprintf(path, sizeof(path), "%s/%s", node_dir, GS_AGENT_SOCKET);
+    int fd = gs_unix_connect(path, err);
 
     if (fd < 0) {
-        return gs_error_set(err, errno, "socket: %s", strerror(errno));
+        return gs_error_set(err, -fd, "cannot reach the node agent gsrun started (%s): %s", path,
+                            strerror(-fd));
     }
-    memset(&addr, 0, sizeof(addr));
-    addr.sun_family = AF_UNIX;
-    snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/%s", node_dir, GS_AGENT_SOCKET);
-    if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
-        int e = errno;
-        close(fd);
-        return gs_error_set(err, e, "cannot reach the node agent gsrun started (%s): %s",
-                            addr.sun_path, strerror(e));
-    }
-    dprintf(fd, "size %d %d\n", local_size, (int)launcher);
+    int len = gs_proto_size_format(line, sizeof(line), local_size, (int)launcher);
     /* The agent answers once its early start of MPS is done or has failed
      * (bounded by the same timeout, plus stopping what it started). */
-    long n = gs_read_line(fd, reply, sizeof(reply),
-                          gs_now_ms() + ((long long)timeout_s + 15) * 1000);
+    long n = len > 0 && write(fd, line, (size_t)len) == len
+                 ? gs_read_line(fd, reply, sizeof(reply),
+                                gs_now_ms() + ((long long)timeout_s + 15) * 1000)
+                 : -1;
     close(fd);
     if (n <= 0 || strncmp(reply, "ok", 2) != 0) {
         return gs_error_set(err, EPROTO, "the node agent gsrun started did not take the node's "
@@ -289,7 +276,7 @@ int gs_node_start_early(const gs_node_req_t *req, gs_error_t *err)
     /* Listening is the agent's first step (a few ms): then mpirun may start. */
     long n = gs_read_line(ready_rd, line, sizeof(line), gs_now_ms() + 5000);
     close(ready_rd);
-    if (n <= 0 || strncmp(line, "listening", 9) != 0) {
+    if (n <= 0 || gs_proto_ready_parse(line) != 0) {
         return gs_error_set(err, ECHILD, "the node agent did not start (%s)",
                             n > 0 ? line : "no answer");
     }

@@ -8,10 +8,10 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "protocol.h"
+#include "unixsock.h"
 #include "node.h"
 #include "policy.h"
 #include "proc.h"
@@ -156,18 +156,14 @@ int gs_provision_start(const gs_config_t *cfg, const char *job_dir, const char *
  * with verbose, else its problems. */
 static int ask_stop(const char *node_dir, FILE *out, int verbose)
 {
-    struct sockaddr_un addr;
-    char buf[4096];
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    char buf[4096], path[700];
+    snprintf(path, sizeof(path), "%s/%s", node_dir, GS_AGENT_SOCKET);
+    int fd = gs_unix_connect(path, NULL);
 
-    if (fd < 0) {
-        return -1;
-    }
-    memset(&addr, 0, sizeof(addr));
-    addr.sun_family = AF_UNIX;
-    snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/%s", node_dir, GS_AGENT_SOCKET);
-    if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 || write(fd, "stop\n", 5) != 5) {
-        close(fd);
+    if (fd < 0 || write(fd, GS_PROTO_STOP, strlen(GS_PROTO_STOP)) != (ssize_t)strlen(GS_PROTO_STOP)) {
+        if (fd >= 0) {
+            close(fd);
+        }
         return -1;
     }
     long long deadline = gs_now_ms() + GS_AGENT_QUIT_TIMEOUT_MS + 2000;

@@ -31,7 +31,7 @@
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 
-#include "agent.h"
+#include "protocol.h"
 #include "config.h"
 #include "provision.h"
 #include "rundir.h"

@@ -7,16 +7,13 @@
  * or the launcher is, or it is told to stop, ends the ranks still
  * alive, shuts MPS down with bounded waits, removes its directories and
  * hands its report to gsrun. A guard process ends the same if the agent
- * itself is killed. Internals: agent_int.h. */
-#ifndef GS_AGENT_H
-#define GS_AGENT_H
+ * itself is killed. Its messages: protocol.h. Internals: agent_int.h. */
+#ifndef GS_AGENT_AGENT_H
+#define GS_AGENT_AGENT_H
 
 #include <sys/types.h>
 
 #include "config.h"
-
-#define GS_AGENT_SOCKET "agent.sock"
-#define GS_AGENT_QUIT_TIMEOUT_MS 5000
 
 typedef struct {
     gs_config_t cfg;

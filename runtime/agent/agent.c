@@ -1,0 +1,564 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The node agent: one loop through a table of states, the only code that
+ * knows every part. Each state's step does its work with the parts and
+ * names the next state; the table says which transitions exist, and a step
+ * that names another is a bug reported as such. The three modes (per job,
+ * early, job-long) are paths through the same table:
+ *
+ *   per job   DISCOVERING > PLANNING > STARTING > SERVING > STOPPING > DONE
+ *   early     DISCOVERING > PRESTARTING > SIZING > PLANNING > STARTING > SERVING > ...
+ *   job-long  DISCOVERING > STARTING > HOLDING > STOPPING > DONE
+ *
+ * and a node-wide error goes to FAILED (report, wait for the launcher). */
+#include "gs_autoconf.h"
+
+#include "agent/agent.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/agent_int.h"
+#include "preflight.h" /* gs_rundir_claim */
+#include "proc.h"
+#include "protocol.h"
+#include "rundir.h"
+
+#define BIT(s) (1u << (s))
+
+static const struct {
+    const char *name;
+    unsigned next; /* the states this one may go to */
+} table[GS_AGENT_NSTATES] = {
+    [GS_AGENT_DISCOVERING] = {"discovering", BIT(GS_AGENT_PRESTARTING) | BIT(GS_AGENT_PLANNING) |
+                                                 BIT(GS_AGENT_STARTING) | BIT(GS_AGENT_FAILED) |
+                                                 BIT(GS_AGENT_DONE)},
+    [GS_AGENT_PRESTARTING] = {"prestarting", BIT(GS_AGENT_SIZING)},
+    [GS_AGENT_SIZING] = {"sizing", BIT(GS_AGENT_PLANNING) | BIT(GS_AGENT_FAILED)},
+    [GS_AGENT_PLANNING] = {"planning", BIT(GS_AGENT_STARTING) | BIT(GS_AGENT_FAILED)},
+    [GS_AGENT_STARTING] = {"starting",
+                           BIT(GS_AGENT_SERVING) | BIT(GS_AGENT_HOLDING) | BIT(GS_AGENT_FAILED)},
+    [GS_AGENT_SERVING] = {"serving", BIT(GS_AGENT_STOPPING)},
+    [GS_AGENT_HOLDING] = {"holding", BIT(GS_AGENT_STOPPING)},
+    [GS_AGENT_STOPPING] = {"stopping", BIT(GS_AGENT_DONE)},
+    [GS_AGENT_FAILED] = {"failed", BIT(GS_AGENT_DONE)},
+    [GS_AGENT_DONE] = {"done", 0},
+};
+
+const char *gs_agent_state_name(gs_agent_state_t s)
+{
+    return s < GS_AGENT_NSTATES ? table[s].name : "?";
+}
+
+int gs_agent_transition_ok(gs_agent_state_t from, gs_agent_state_t to)
+{
+    return from < GS_AGENT_NSTATES && to < GS_AGENT_NSTATES && (table[from].next & BIT(to)) != 0;
+}
+
+int gs_agent_rank_of_pid(const void *agent, pid_t pid)
+{
+    return gs_ranktab_rank_of_pid(&((const gs_agent_t *)agent)->ranks, pid);
+}
+
+const char *gs_agent_read_signals(gs_agent_t *a)
+{
+    struct signalfd_siginfo si;
+    const char *why = NULL;
+    while (read(a->sig_fd, &si, sizeof(si)) == sizeof(si)) {
+        if (si.ssi_signo != SIGCHLD) {
+            why = "the agent was told to stop";
+            continue;
+        }
+        int st;
+        pid_t pid;
+        while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+            if (gs_guard_is(&a->guard, pid)) {
+                a->guard.pid = 0;
+                gs_report_add(&a->report, 1, "the agent's guard exited early; the agent goes on "
+                                             "without it");
+            } else {
+                gs_daemons_reaped(&a->daemons, pid, st);
+            }
+        }
+    }
+    return why;
+}
+
+/* A node-wide error: published for the ranks (they exit with code). */
+static gs_agent_state_t fail(gs_agent_t *a, int code, const char *msg, int publish)
+{
+    if (publish) {
+        gs_agent_publish_without_mps(a, GS_STATE_ERROR, 0, code, msg, 0);
+    }
+    a->code = code;
+    return GS_AGENT_FAILED;
+}
+
+/* --- the steps ----------------------------------------------------------- */
+
+/* Early: one line to gsrun on the ready pipe, which stays open for "ok". */
+static void tell_starter(gs_agent_t *a, int code)
+{
+    char line[64];
+    int len = gs_proto_ready_format(line, sizeof(line), code);
+    if (a->ready_fd >= 0 && len > 0 && write(a->ready_fd, line, (size_t)len) < 0) {
+        /* gsrun is gone: it sees nothing either way */
+    }
+}
+
+static gs_agent_state_t discovering(gs_agent_t *a)
+{
+    gs_error_t err;
+
+    if (a->mode != GS_AGENT_PER_JOB && gs_agent_listen(a, &err) != 0) {
+        if (a->mode == GS_AGENT_EARLY) {
+            tell_starter(a, GS_EXIT_SETUP); /* gsrun reads this */
+            return fail(a, GS_EXIT_SETUP, err.text, 0);
+        }
+        gs_agent_publish_without_mps(a, GS_STATE_ERROR, 0, GS_EXIT_SETUP, err.text, 0);
+        a->code = GS_EXIT_SETUP;
+        return GS_AGENT_DONE;
+    }
+    if (a->mode == GS_AGENT_EARLY) {
+        tell_starter(a, 0); /* now gsrun may start mpirun */
+    }
+    if (gs_gpu_discover(&a->gpus, &err) != 0 ||
+        gs_gpu_filter_visible(&a->gpus, getenv("CUDA_VISIBLE_DEVICES"), &err) != 0) {
+        snprintf(a->gpus.reason, sizeof(a->gpus.reason), "%s", err.text);
+        a->gpus.count = 0;
+    }
+    a->have_control = gs_config_find_executable(a->o->cfg.control, GS_CONTROL_SEARCH_DIRS,
+                                                "MPS control program", a->control,
+                                                sizeof(a->control), &err) == 0;
+    if (!a->have_control) {
+        snprintf(a->control_error, sizeof(a->control_error), "%s", err.text);
+    }
+    gs_daemons_init(&a->daemons, a->node_dir, a->control, a->prestart, a->o->cfg.timeout_s,
+                    &a->report, &a->guard);
+    switch (a->mode) {
+    case GS_AGENT_EARLY:
+        gs_report_mark(&a->report, "discovered");
+        return GS_AGENT_PRESTARTING;
+    case GS_AGENT_JOB_LONG:
+        return GS_AGENT_STARTING;
+    default:
+        return GS_AGENT_PLANNING;
+    }
+}
+
+static int any_exclusive(const gs_gpu_list_t *gpus)
+{
+    int exclusive = 0;
+    for (int g = 0; g < gpus->count; g++) {
+        exclusive |= gpus->gpu[g].exclusive;
+    }
+    return exclusive;
+}
+
+/* Early: the daemons do not depend on how many ranks come (each rank's share
+ * is in its own environment), so they start on every visible GPU while
+ * mpirun launches. A server holds a GPU in an exclusive compute mode: one
+ * that the plan leaves to a rank without MPS must not have one, so there
+ * the servers wait for the plan. */
+static gs_agent_state_t prestarting(gs_agent_t *a)
+{
+    if (a->o->cfg.mps != GS_MPS_OFF && a->gpus.count > 0 && a->have_control) {
+        int n = a->gpus.count < GS_MAX_GPUS ? a->gpus.count : GS_MAX_GPUS;
+        a->daemons.prestart = a->prestart && !any_exclusive(&a->gpus);
+        a->early_rc = gs_daemons_start(&a->daemons, &a->gpus, n, &a->early_err);
+        a->daemons.prestart = a->prestart;
+        a->early_ready_ms = gs_now_ms();
+        gs_report_mark(&a->report, "mps started");
+    }
+    gs_agent_write_status(a); /* `gsrun status` sees the job while mpirun launches */
+    return GS_AGENT_SIZING;
+}
+
+static gs_agent_state_t sizing(gs_agent_t *a)
+{
+    int size = gs_agent_wait_size(a);
+    a->size_ms = gs_now_ms();
+    gs_report_mark(&a->report, "size");
+    if (size == 0) {
+        /* Started by gsrun on its node, which had no rank of the job. */
+        gs_report_mark(&a->report, "planned");
+        gs_daemons_stop_from(&a->daemons, 0, NULL, NULL);
+        gs_report_add(&a->report, 0, "no rank of the job ran on this node");
+        return GS_AGENT_FAILED; /* code 0: nothing failed, nobody to serve */
+    }
+    a->local_size = size;
+    return GS_AGENT_PLANNING;
+}
+
+static gs_agent_state_t planning(gs_agent_t *a)
+{
+    gs_error_t err;
+    int failed = gs_plan_compute(&a->o->cfg, a->local_size, a->gpus.count, a->have_control,
+                                 a->control_error, &a->plan, &err) != 0;
+    gs_report_mark(&a->report, "planned");
+    if (failed) {
+        gs_daemons_stop_from(&a->daemons, 0, NULL, NULL); /* early: nothing to wait for */
+        return fail(a, GS_EXIT_UNAVAILABLE, err.text, 1);
+    }
+    if (a->mode == GS_AGENT_EARLY) {
+        if (!a->plan.use_mps || a->plan.ngpus < a->daemons.n) {
+            /* Daemons the plan does not use stop once the ranks have
+             * registered: stopping a server takes up to 100 ms, which the
+             * ranks must not wait for. */
+            a->stop_from = a->plan.use_mps ? a->plan.ngpus : 0;
+        }
+        if (!a->plan.use_mps) {
+            a->early_rc = 0; /* no MPS wanted: a failed start does not matter */
+        } else if (a->early_rc == 0 && a->prestart && any_exclusive(&a->gpus)) {
+            a->early_rc = gs_daemons_start_servers(&a->daemons, a->plan.ngpus, &a->early_err);
+        }
+    }
+    return GS_AGENT_STARTING;
+}
+
+/* Job-long: MPS on every visible GPU with no share of its own (each task's
+ * share is in its environment: `gsrun task-prolog` works it out per step),
+ * published for the tasks: on, or off (auto: why) or an error (on). */
+static gs_agent_state_t provisioning(gs_agent_t *a)
+{
+    const gs_config_t *cfg = &a->o->cfg;
+    gs_error_t err;
+    char msg[1200];
+    int n = a->gpus.count < GS_MAX_GPUS ? a->gpus.count : GS_MAX_GPUS;
+    int code = cfg->mps == GS_MPS_ON ? GS_EXIT_UNAVAILABLE : 0;
+
+    memset(&a->plan, 0, sizeof(a->plan));
+    if (n == 0) {
+        snprintf(msg, sizeof(msg), "no NVIDIA GPU found on this node (%s)", a->gpus.reason);
+    } else if (!a->have_control) {
+        snprintf(msg, sizeof(msg), "%s", a->control_error);
+    } else if (gs_daemons_start(&a->daemons, &a->gpus, n, &err) != 0) {
+        snprintf(msg, sizeof(msg), "MPS could not start: %s", err.text);
+        code = code != 0 ? GS_EXIT_SETUP : 0;
+    } else {
+        int none[GS_MAX_GPUS] = {0};
+        a->plan.use_mps = 1;
+        a->plan.ngpus = n;
+        /* No ranks: the placer only lists the GPUs for `gsrun status`. */
+        if (gs_placer_init(&a->placer, 0, n, none, a->gpus.gpu, 1, 0) != 0) {
+            gs_report_add(&a->report, 1, "out of memory for the status");
+        }
+        gs_agent_confirm_servers(a, 1);
+        /* The prolog returns on the state: `gsrun status` must show the job by then. */
+        gs_agent_write_status(a);
+        gs_agent_publish_on(a);
+        return GS_AGENT_HOLDING;
+    }
+    snprintf(a->plan.reason, sizeof(a->plan.reason), "%s", msg);
+    if (code == 0) {
+        strncat(msg, "; the job runs without MPS", sizeof(msg) - strlen(msg) - 1);
+    }
+    gs_agent_publish_without_mps(a, code != 0 ? GS_STATE_ERROR : GS_STATE_OFF, 1, code, msg, 1);
+    gs_agent_write_status(a);
+    a->code = code;
+    return GS_AGENT_HOLDING;
+}
+
+/* MPS where the plan wants it (early: what is not running yet), the rank
+ * table and placement, the node state published. */
+static gs_agent_state_t starting(gs_agent_t *a)
+{
+    const gs_config_t *cfg = &a->o->cfg;
+    gs_error_t err;
+    char msg[1200];
+    int mps_failed = 0, rc = 0;
+
+    if (a->mode == GS_AGENT_JOB_LONG) {
+        return provisioning(a);
+    }
+    if (a->early_rc != 0) {
+        rc = a->early_rc; /* MPS was tried before the ranks came, and failed */
+        err = a->early_err;
+    } else if (a->plan.use_mps) {
+        rc = gs_daemons_start(&a->daemons, &a->gpus, a->plan.ngpus, &err);
+    }
+    if (a->plan.use_mps && rc != 0) {
+        if (cfg->mps != GS_MPS_AUTO) {
+            return fail(a, GS_EXIT_SETUP, err.text, 1);
+        }
+        snprintf(msg, sizeof(msg), "MPS could not start: %s; running without MPS", err.text);
+        mps_failed = 1;
+    }
+    a->mps_on = a->plan.use_mps && !mps_failed;
+    int target[GS_MAX_GPUS] = {0}, ngpus = 0;
+    if (a->mps_on) {
+        ngpus = a->plan.ngpus;
+        for (int g = 0; g < ngpus; g++) {
+            target[g] = a->plan.gpu[g].nranks;
+        }
+    } else if (a->gpus.count > 0 && cfg->gpu_bind) {
+        ngpus = a->gpus.count; /* without MPS, one GPU per rank */
+        gs_placer_blocks(a->local_size, ngpus, target);
+    }
+    const char *why = NULL;
+    if (gs_ranktab_init(&a->ranks, a->local_size) != 0 ||
+        gs_placer_init(&a->placer, a->local_size, ngpus, target, a->gpus.gpu,
+                       a->o->in_sequence,
+                       gs_now_ms() + (long long)cfg->timeout_s * 1000) != 0) {
+        why = "out of memory";
+    } else if (a->listen_fd < 0 && gs_agent_listen(a, &err) != 0) {
+        why = err.text;
+    }
+    if (why != NULL) {
+        gs_daemons_stop_from(&a->daemons, 0, NULL, NULL);
+        return fail(a, GS_EXIT_SETUP, why, 1);
+    }
+    if (mps_failed) {
+        gs_agent_publish_without_mps(a, GS_STATE_OFF, 1, 0, msg, 1);
+    } else if (!a->plan.use_mps && a->gpus.count == 0 && cfg->mps != GS_MPS_OFF) {
+        snprintf(msg, sizeof(msg), "no NVIDIA GPU found on this node (%s); running without MPS",
+                 a->gpus.reason);
+        gs_agent_publish_without_mps(a, GS_STATE_OFF, 1, 0, msg, 1);
+    } else if (!a->plan.use_mps) {
+        gs_agent_publish_without_mps(a, GS_STATE_OFF, a->plan.notice, 0, a->plan.reason, 1);
+    } else {
+        gs_report_mark(&a->report, "mps ready");
+        gs_agent_publish_on(a);
+        gs_report_mark(&a->report, "published");
+        if (a->early_ready_ms > 0) {
+            gs_report_add(&a->report, 0, "MPS ready %lld ms after the agent started, %lld ms "
+                                         "before the node's first rank came (started by gsrun "
+                                         "before mpirun)",
+                          a->early_ready_ms - a->t_start, a->size_ms - a->early_ready_ms);
+        } else {
+            gs_report_add(&a->report, 0, "MPS ready for the ranks %lld ms after the agent started",
+                          gs_now_ms() - a->t_start);
+        }
+        gs_agent_confirm_servers(a, 0);
+    }
+    if (cfg->mem_limit_mb > 0 && !a->mps_on) {
+        char opt[64];
+        gs_report_add(&a->report, 0, "%s applies to MPS clients only; not set (MPS is off)",
+                      gs_config_opt(cfg, "mps-memory-limit", opt, sizeof(opt)));
+    }
+    gs_agent_write_status(a);
+    return GS_AGENT_SERVING;
+}
+
+static gs_agent_state_t serving(gs_agent_t *a)
+{
+    gs_agent_serve(a);
+    gs_report_mark(&a->report, "ranks gone");
+    return GS_AGENT_STOPPING;
+}
+
+static gs_agent_state_t holding(gs_agent_t *a)
+{
+    gs_agent_hold(a);
+    return GS_AGENT_STOPPING;
+}
+
+static gs_agent_state_t stopping(gs_agent_t *a)
+{
+    gs_daemons_stop_from(&a->daemons, 0, gs_agent_rank_of_pid, a);
+    if (a->mode != GS_AGENT_JOB_LONG) {
+        gs_report_mark(&a->report, "mps stopped");
+        if (a->o->cfg.verbose >= 2) {
+            gs_report_add(&a->report, 0, "timeline (ms after gsrun started): %s",
+                          a->report.timeline);
+        }
+    }
+    return GS_AGENT_DONE;
+}
+
+/* After a node-wide error the ranks read the state file and exit; it stays
+ * until the launcher, and with it every rank of this node, is gone. The
+ * launcher waits for the leader's stderr to close: the report goes first. */
+static gs_agent_state_t failed(gs_agent_t *a)
+{
+    gs_report_deliver(&a->report);
+    gs_guard_tell(&a->guard, "noreport", 0);
+    gs_agent_wait_launcher(a);
+    return GS_AGENT_DONE;
+}
+
+static gs_agent_state_t (*const step[GS_AGENT_NSTATES])(gs_agent_t *) = {
+    [GS_AGENT_DISCOVERING] = discovering, [GS_AGENT_PRESTARTING] = prestarting,
+    [GS_AGENT_SIZING] = sizing,           [GS_AGENT_PLANNING] = planning,
+    [GS_AGENT_STARTING] = starting,       [GS_AGENT_SERVING] = serving,
+    [GS_AGENT_HOLDING] = holding,         [GS_AGENT_STOPPING] = stopping,
+    [GS_AGENT_FAILED] = failed,
+};
+
+/* --- start and end ------------------------------------------------------- */
+
+static void close_from(int first, int last)
+{
+    if (first > last) {
+        return;
+    }
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, (unsigned)first, (unsigned)last, 0) == 0) {
+        return;
+    }
+#endif
+    for (int fd = first; fd <= last; fd++) {
+        close(fd);
+    }
+}
+
+/* The agent must not hold the rank's stdout/stderr (mpirun waits for them
+ * to close) nor any other descriptor it inherited, except the ready pipe,
+ * the report descriptor and the launcher pipe it was given (-1: none). */
+static void detach_stdio(int k1, int k2, int k3)
+{
+    int keep[3] = {k1, k2, k3}, next = 3;
+    int devnull = open("/dev/null", O_RDWR);
+    if (devnull >= 0) {
+        dup2(devnull, 0);
+        dup2(devnull, 1);
+        dup2(devnull, 2);
+        if (devnull > 2) {
+            close(devnull);
+        }
+    }
+    for (int i = 0; i < 3; i++) { /* in ascending order */
+        for (int j = i + 1; j < 3; j++) {
+            if (keep[j] < keep[i]) {
+                int t = keep[i];
+                keep[i] = keep[j];
+                keep[j] = t;
+            }
+        }
+    }
+    for (int i = 0; i < 3; i++) {
+        if (keep[i] >= next) {
+            close_from(next, keep[i] - 1);
+            next = keep[i] + 1;
+        }
+    }
+    close_from(next, 65535);
+}
+
+static void init_report(gs_agent_t *a)
+{
+    const gs_agent_opts_t *o = a->o;
+    /* The timeline counts from gsrun's start where gsrun runs the job (the
+     * same clock on its node; other nodes' clocks may differ a little). */
+    const char *t0 = getenv("GSRUN_T0");
+    gs_report_init(&a->report, o->node_name, o->cfg.verbose,
+                   t0 != NULL && atoll(t0) > 0 ? atoll(t0) : a->started_ms);
+    if (o->gsrun_pid > 1) {
+        gs_report_to_file(&a->report, o->job_dir); /* gsrun reads it on this node */
+    } else if (o->report_fd >= 0) {
+        gs_report_to_fd(&a->report, GS_REPORT_LEADER_FD, o->report_fd);
+    } else if (o->report_rank0) {
+        gs_report_to_fd(&a->report, GS_REPORT_RANK0, -1);
+    }
+}
+
+static int setup(gs_agent_t *a, int *lockfd)
+{
+    const gs_agent_opts_t *o = a->o;
+    sigset_t mask;
+
+    detach_stdio(o->ready_fd, o->report_fd, o->watch_fd);
+    snprintf(a->node_dir, sizeof(a->node_dir), "%s/%s", o->job_dir, o->node_name);
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGCHLD);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    a->sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    /* gsrun takes this lock after the job to know the agent has finished. */
+    *lockfd = open(a->node_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (*lockfd < 0 || flock(*lockfd, LOCK_EX | LOCK_NB) != 0) {
+        return -1;
+    }
+    if (o->gsrun_pid <= 1) {
+        /* Away from gsrun's node the agent owns the job dir: if agent and
+         * guard are both killed, a later gsrun here sees it is stale. */
+        gs_rundir_claim(o->job_dir);
+    }
+    if (o->watch_fd >= 0) {
+        a->watch_fd = o->watch_fd; /* gsrun holds its other end while mpirun runs */
+    } else if (o->watch_pid > 1) {
+        a->watch_fd = gs_proc_pidfd_open(o->watch_pid);
+    }
+    if (o->gsrun_pid > 1) {
+        a->gsrun_fd = gs_proc_pidfd_open(o->gsrun_pid);
+    }
+    gs_guard_cleanup_t c = {a->node_dir, o->job_dir, o->node_name, o->gsrun_pid, a->gsrun_fd,
+                            a->ready_fd, &a->report};
+    if (gs_guard_start(&a->guard, &c) != 0) {
+        gs_report_add(&a->report, 1, "cannot start the agent's guard; a killed agent would "
+                                     "leave ranks and directories behind");
+    }
+    return 0;
+}
+
+int gs_agent_main(const gs_agent_opts_t *o)
+{
+    static gs_agent_t agent;
+    gs_agent_t *a = &agent;
+    int lockfd = -1;
+
+    memset(a, 0, sizeof(*a));
+    a->o = o;
+    a->mode = o->job_long ? GS_AGENT_JOB_LONG : o->early ? GS_AGENT_EARLY : GS_AGENT_PER_JOB;
+    a->local_size = o->local_size;
+    a->watch_pid = o->watch_pid;
+    a->ready_fd = o->ready_fd;
+    a->stop_from = -1;
+    a->t_start = gs_now_ms();
+    a->started_ms = gs_wall_ms();
+    a->listen_fd = a->sig_fd = a->watch_fd = a->gsrun_fd = -1;
+    a->guard.fd = -1;
+    init_report(a);
+    gs_report_mark(&a->report, "agent");
+    if (setup(a, &lockfd) != 0) {
+        /* Another agent holds this node dir: never share one between jobs,
+         * and leave its state alone. The leader reports the agent's end. */
+        gs_agent_signal_ready(a, "error\n");
+        return GS_EXIT_RUNDIR;
+    }
+    a->prestart = getenv("GSRUN_MPS_PRESTART") == NULL || atoi(getenv("GSRUN_MPS_PRESTART")) != 0;
+
+    for (a->state = GS_AGENT_DISCOVERING; a->state != GS_AGENT_DONE;) {
+        gs_agent_state_t next = step[a->state](a);
+        if (!gs_agent_transition_ok(a->state, next)) {
+            gs_report_add(&a->report, 1, "internal error: no transition from %s to %s; stopping",
+                          gs_agent_state_name(a->state), gs_agent_state_name(next));
+            next = a->state == GS_AGENT_FAILED ? GS_AGENT_DONE : GS_AGENT_FAILED;
+            a->code = a->code != 0 ? a->code : GS_EXIT_SETUP;
+        }
+        a->state = next;
+    }
+
+    if (a->listen_fd >= 0) {
+        close(a->listen_fd);
+    }
+    gs_ranktab_free(&a->ranks);
+    gs_placer_free(&a->placer);
+    if (a->code == 0 && a->report.sink == GS_REPORT_FILE) {
+        gs_report_deliver(&a->report); /* a file, read by gsrun once we unlock */
+    }
+    /* The node dir goes last, while we still hold its lock. */
+    gs_rundir_remove(a->node_dir);
+    if (o->gsrun_pid <= 1 || !gs_proc_alive(o->gsrun_pid, a->gsrun_fd)) {
+        gs_report_drop_job_dir(o->job_dir, o->node_name); /* gsrun is not here to */
+    }
+    gs_guard_release(&a->guard);
+    if (a->code == 0) {
+        /* Lines for gsrun through the launcher; closing the leader's stderr
+         * last lets the launcher finish that rank only now. */
+        gs_report_deliver(&a->report);
+    }
+    close(lockfd);
+    return a->code;
+}

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The node agent's own state, seen only by the agent layer (agent.c, the
+ * state machine and loop; agent_serve.c, the waits on the socket; and
+ * agent_publish.c, the node state and status files). The parts below it
+ * each own their state and know nothing of this struct:
+ *
+ *   report.c   what happened, delivered once         (uses nothing)
+ *   ranks.c    the rank table                        (uses nothing)
+ *   placer.c   which GPU each rank gets (pure)       (uses nothing)
+ *   guard.c    cleans up if the agent is killed      (ranks, report)
+ *   daemons.c  the MPS daemons of the node           (guard, report)
+ *
+ * The order and the state table are in doc/architecture.md;
+ * tests/agent_layers.sh checks the order. */
+#ifndef GS_AGENT_INT_H
+#define GS_AGENT_INT_H
+
+#include "agent/agent.h"
+#include "agent/daemons.h"
+#include "agent/guard.h"
+#include "agent/placer.h"
+#include "agent/ranks.h"
+#include "agent/report.h"
+#include "gpu.h"
+#include "policy.h"
+#include "state.h"
+
+/* The three ways an agent runs: one loop, different paths through it. */
+typedef enum {
+    GS_AGENT_PER_JOB,  /* started by the node's first rank (or a front end) */
+    GS_AGENT_EARLY,    /* started by gsrun on its node before mpirun */
+    GS_AGENT_JOB_LONG, /* a whole batch job's, until `gsrun epilog` */
+} gs_agent_mode_t;
+
+typedef enum {
+    GS_AGENT_DISCOVERING,  /* listening (early, job-long); GPUs, control program */
+    GS_AGENT_PRESTARTING,  /* early: MPS on every visible GPU while mpirun launches */
+    GS_AGENT_SIZING,       /* early: waiting for the node's first rank to say the size */
+    GS_AGENT_PLANNING,     /* shares per GPU for the node's ranks */
+    GS_AGENT_STARTING,     /* MPS where the plan wants it; the node state published */
+    GS_AGENT_SERVING,      /* ranks register and run; until they are gone or the launcher is */
+    GS_AGENT_HOLDING,      /* job-long: MPS up until "stop" or a signal */
+    GS_AGENT_STOPPING,     /* MPS quit, daemons reaped */
+    GS_AGENT_FAILED,       /* node-wide error published (or nobody to serve): report, then
+                            * wait for the launcher, whose ranks read the state and exit */
+    GS_AGENT_DONE,         /* directories removed, report delivered, guard released */
+    GS_AGENT_NSTATES
+} gs_agent_state_t;
+
+typedef struct {
+    const gs_agent_opts_t *o;
+    gs_agent_mode_t mode;
+    gs_agent_state_t state;
+    int code;                /* the agent's exit status */
+    char node_dir[256];
+    char sock[256];          /* the registration socket */
+    int listen_fd, sig_fd;
+    int watch_fd;            /* the launcher: pidfd, or gsrun's pipe (early) */
+    pid_t watch_pid;         /* the launcher's PID (early: from the size message) */
+    int gsrun_fd;            /* pidfd of gsrun on this node */
+    int ready_fd;            /* "ok"/"error" (early: "listening", "error") to the starter */
+    int local_size;
+    int prestart;            /* servers started before any rank (GSRUN_MPS_PRESTART) */
+    long long started_ms;    /* wall clock, for `gsrun status` */
+    long long t_start;       /* monotonic: when the agent started */
+
+    gs_gpu_list_t gpus;
+    char control[4096];
+    int have_control;
+    char control_error[GS_ERROR_LEN];
+    gs_plan_t plan;
+    int mps_on;              /* MPS serves the ranks (planned and started) */
+    int early_rc;            /* early: MPS failed before the size came, with early_err */
+    gs_error_t early_err;
+    long long early_ready_ms, size_ms;
+    int stop_from;           /* early: daemons from this GPU on stop once the ranks came */
+
+    gs_report_t report;
+    gs_ranktab_t ranks;
+    gs_placer_t placer;
+    gs_guard_t guard;
+    gs_daemons_t daemons;
+} gs_agent_t;
+
+/* agent.c */
+const char *gs_agent_state_name(gs_agent_state_t s);
+/* 1 if the table allows from -> to. */
+int gs_agent_transition_ok(gs_agent_state_t from, gs_agent_state_t to);
+/* Reads the signalfd: SIGCHLD is a child of ours (a daemon, the guard) and
+ * is noted; anything else tells the agent to stop (returns why). */
+const char *gs_agent_read_signals(gs_agent_t *a);
+/* local rank of pid (for MPS's log lines), a gs_rank_of_pid_fn. */
+int gs_agent_rank_of_pid(const void *agent, pid_t pid);
+
+/* agent_serve.c: the waits on the socket, one per state that waits. */
+int gs_agent_listen(gs_agent_t *a, gs_error_t *err);
+/* SIZING: the node's size from its first rank; 0 if the launcher ended
+ * first or the agent was told to stop. */
+int gs_agent_wait_size(gs_agent_t *a);
+/* SERVING: registrations and exits until every rank has exited, the
+ * launcher is gone, or the agent is told to stop (the ranks still alive
+ * are then ended). */
+void gs_agent_serve(gs_agent_t *a);
+/* HOLDING: until "stop" on the socket (its connection becomes the report's
+ * way out) or a signal. */
+void gs_agent_hold(gs_agent_t *a);
+/* FAILED: until the launcher is gone. */
+void gs_agent_wait_launcher(gs_agent_t *a);
+
+/* agent_publish.c: the node state (for the ranks) and status (gsrun status). */
+void gs_agent_publish_on(gs_agent_t *a);
+void gs_agent_publish_without_mps(gs_agent_t *a, gs_state_kind_t kind, int notice, int code,
+                                  const char *msg, int with_socket);
+/* "ok"/"error" on the ready pipe, once. */
+void gs_agent_signal_ready(gs_agent_t *a, const char *word);
+void gs_agent_write_status(const gs_agent_t *a);
+/* Each daemon's servers recorded and reported as ready. */
+void gs_agent_confirm_servers(gs_agent_t *a, int job_long);
+/* The ranks registered: answers held by placement, daemons the plan does
+ * not use stopped, daemons moved off the ranks' cores, status. */
+void gs_agent_ranks_came(gs_agent_t *a);
+
+#endif

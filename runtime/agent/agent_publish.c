@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* What the agent tells others: the node state the ranks wait for (state.c's
+ * file; "ok"/"error" on the ready pipe) and the status `gsrun status` reads,
+ * both made from the parts' state. */
+#include "gs_autoconf.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/agent_int.h"
+#include "status.h"
+
+void gs_agent_signal_ready(gs_agent_t *a, const char *word)
+{
+    if (a->ready_fd >= 0) {
+        if (write(a->ready_fd, word, strlen(word)) < 0) {
+            /* The leader is gone; the state file still tells the others. */
+        }
+        close(a->ready_fd);
+        a->ready_fd = -1;
+    }
+}
+
+static void publish(gs_agent_t *a, gs_state_t *st, const char *word)
+{
+    gs_error_t err;
+    if (gs_state_write(a->node_dir, st, &err) != 0) {
+        gs_report_add(&a->report, 1, "%s", err.text);
+    }
+    gs_agent_signal_ready(a, word);
+}
+
+/* Without MPS: off (with or without a notice the node leader prints; the
+ * ranks still register through the socket) or an error (exit code for the
+ * ranks). The report keeps the message for -v. */
+void gs_agent_publish_without_mps(gs_agent_t *a, gs_state_kind_t kind, int notice, int code,
+                                  const char *msg, int with_socket)
+{
+    static gs_state_t st;
+    memset(&st, 0, sizeof(st));
+    st.kind = kind;
+    st.notice = notice;
+    st.exit_code = code;
+    snprintf(st.message, sizeof(st.message), "%s", msg);
+    snprintf(st.socket, sizeof(st.socket), "%s", with_socket ? a->sock : "");
+    /* Without MPS the ranks still get a GPU each (gpu-bind): the list. */
+    st.ngpus = kind == GS_STATE_OFF ? a->placer.ngpus : 0;
+    for (int g = 0; g < st.ngpus; g++) {
+        st.gpu[g].nranks = a->placer.target[g];
+        snprintf(st.gpu[g].uuid, sizeof(st.gpu[g].uuid), "%s", a->gpus.gpu[g].uuid);
+    }
+    for (int g = 1; g < st.ngpus; g++) {
+        st.gpu[g].first_rank = st.gpu[g - 1].first_rank + st.gpu[g - 1].nranks;
+    }
+    gs_report_add(&a->report, 0, "%s%s", kind == GS_STATE_OFF ? "MPS off: " : "", msg);
+    publish(a, &st, kind == GS_STATE_ERROR ? "error\n" : "ok\n");
+}
+
+void gs_agent_publish_on(gs_agent_t *a)
+{
+    static gs_state_t st;
+    memset(&st, 0, sizeof(st));
+    st.kind = GS_STATE_ON;
+    snprintf(st.socket, sizeof(st.socket), "%s", a->sock);
+    st.mem_limit_mb = a->o->cfg.mem_limit_mb;
+    st.ngpus = a->plan.ngpus;
+    for (int g = 0; g < a->plan.ngpus; g++) {
+        const gs_gpu_share_t *s = &a->plan.gpu[g];
+        const gs_mps_daemon_t *d = &a->daemons.daemon[g];
+        gs_state_gpu_t *sg = &st.gpu[g];
+        sg->first_rank = s->first_rank;
+        sg->nranks = s->nranks;
+        sg->pct_set = s->pct_set;
+        if (s->pct_set) {
+            gs_policy_format_percentage(s->pct, sg->pct, sizeof(sg->pct));
+        }
+        snprintf(sg->uuid, sizeof(sg->uuid), "%s", d->uuid);
+        snprintf(sg->pipe_dir, sizeof(sg->pipe_dir), "%s", d->pipe_dir);
+        snprintf(sg->log_dir, sizeof(sg->log_dir), "%s", d->log_dir);
+    }
+    publish(a, &st, "ok\n");
+}
+
+/* The ranks are on their way (or, job-long, the tasks may come): record the
+ * servers (for teardown and the guard) and report each daemon. */
+void gs_agent_confirm_servers(gs_agent_t *a, int job_long)
+{
+    for (int g = 0; g < a->plan.ngpus; g++) {
+        const gs_gpu_share_t *s = &a->plan.gpu[g];
+        gs_mps_daemon_t *d = &a->daemons.daemon[g];
+        char pct[24] = "100 (unset)";
+        if (a->prestart) {
+            gs_daemons_record_servers(&a->daemons, g);
+        }
+        if (job_long) {
+            gs_report_add(&a->report, 0, "GPU %d (%s, %s): MPS control daemon %d on %s, server "
+                                         "%d, for the job's tasks, ready in %lld ms",
+                          g, a->gpus.gpu[g].name, d->uuid, (int)d->daemon_pid,
+                          a->daemons.pinned[g], (int)d->server_pid[0], d->ready_ms - d->start_ms);
+            continue;
+        }
+        if (s->pct_set) {
+            gs_policy_format_percentage(s->pct, pct, sizeof(pct));
+        }
+        gs_report_add(&a->report, 0,
+                      "GPU %d (%s, %s): MPS control daemon %d on %s, server %d, %d rank%s at %s%%, "
+                      "ready in %lld ms",
+                      g, a->gpus.gpu[g].name, d->uuid, (int)d->daemon_pid, a->daemons.pinned[g],
+                      (int)d->server_pid[0], s->nranks, s->nranks == 1 ? "" : "s", pct,
+                      d->ready_ms - d->start_ms);
+        if (!a->prestart) {
+            gs_report_add(&a->report, 0, "GPU %d: server not started in advance "
+                                         "(GSRUN_MPS_PRESTART=0): the first rank that uses CUDA "
+                                         "starts it", g);
+        }
+    }
+}
+
+/* Rewritten on every change, never read back by the agent. A failure only
+ * costs the status display. */
+void gs_agent_write_status(const gs_agent_t *a)
+{
+    static gs_status_t s;
+    gs_error_t err;
+    const gs_daemons_t *ds = &a->daemons;
+    const gs_placer_t *p = &a->placer;
+    int on = a->plan.use_mps && ds->n > 0;
+
+    memset(&s, 0, sizeof(s));
+    snprintf(s.mps, sizeof(s.mps), "%s", on ? "on" : "off");
+    if (!on) {
+        snprintf(s.message, sizeof(s.message), "%s", a->plan.reason);
+    }
+    s.agent_pid = (int)getpid();
+    s.launcher_pid = (int)a->watch_pid;
+    s.gsrun_pid = (int)a->o->gsrun_pid;
+    s.started_ms = a->started_ms;
+    s.memory_limit_mb = on ? a->o->cfg.mem_limit_mb : 0;
+    s.local_size = a->local_size;
+    s.registered = a->ranks.registered;
+    s.alive = a->ranks.nlive;
+    s.ngpus = p->ngpus;
+    for (int g = 0; g < p->ngpus; g++) {
+        gs_status_gpu_t *x = &s.gpu[g];
+        snprintf(x->uuid, sizeof(x->uuid), "%s", a->gpus.gpu[g].uuid);
+        snprintf(x->name, sizeof(x->name), "%s", a->gpus.gpu[g].name);
+        if (g < ds->n) {
+            x->daemon_pid = (int)ds->daemon[g].daemon_pid;
+            x->server_pid = ds->daemon[g].nservers > 0 ? (int)ds->daemon[g].server_pid[0] : 0;
+            snprintf(x->core, sizeof(x->core), "%s", ds->pinned[g]);
+            if (a->plan.gpu[g].pct_set) {
+                gs_policy_format_percentage(a->plan.gpu[g].pct, x->pct, sizeof(x->pct));
+            }
+        }
+        if (p->rank_gpu != NULL) {
+            gs_placer_ranks_text(p, g, x->ranks, sizeof(x->ranks));
+            for (int r = 0; r < p->size; r++) {
+                x->registered += p->rank_gpu[r] == g;
+            }
+            for (int i = 0; i < a->ranks.nlive; i++) {
+                int r = a->ranks.live[i].rank;
+                x->alive += r >= 0 && r < p->size && p->rank_gpu[r] == g;
+            }
+        }
+    }
+    gs_status_write(a->node_dir, &s, &err);
+}

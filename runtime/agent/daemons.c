@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "gs_autoconf.h"
+
+#include "agent/daemons.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "affinity.h"
+#include "proc.h"
+#include "rundir.h"
+
+void gs_daemons_init(gs_daemons_t *ds, const char *node_dir, const char *control, int prestart,
+                     int timeout_s, gs_report_t *report, gs_guard_t *guard)
+{
+    memset(ds, 0, sizeof(*ds));
+    snprintf(ds->node_dir, sizeof(ds->node_dir), "%s", node_dir);
+    snprintf(ds->control, sizeof(ds->control), "%s", control);
+    ds->prestart = prestart;
+    ds->timeout_s = timeout_s;
+    ds->report = report;
+    ds->guard = guard;
+}
+
+/* What MPS itself logged as errors, for the user to see, each with the
+ * local rank of the process it names. In the foreground the daemon prints
+ * its and its server's log lines to control.out; the log files are read
+ * only where that is empty. */
+static void report_log_errors(gs_daemons_t *ds, int g, gs_rank_of_pid_fn rank_of_pid,
+                              const void *ctx)
+{
+    static const char *const out_only[] = {"control.out", NULL};
+    static const char *const files[] = {"server.log", "control.log", NULL};
+    const gs_mps_daemon_t *d = &ds->daemon[g];
+    char probe[4200];
+    struct stat sb;
+
+    snprintf(probe, sizeof(probe), "%s/control.out", d->log_dir);
+    const char *const *logs = stat(probe, &sb) == 0 && sb.st_size > 0 ? out_only : files;
+    for (const char *const *f = logs; *f != NULL; f++) {
+        char lines[8][256];
+        int n = gs_mps_scan_log(d->log_dir, *f, lines, 8);
+        for (int i = 0; i < n; i++) {
+            const char *p = strstr(lines[i], "PID: ");
+            int r = p != NULL && rank_of_pid != NULL ? rank_of_pid(ctx, (pid_t)atoi(p + 5)) : -1;
+            if (r >= 0) {
+                gs_report_add(ds->report, 1, "GPU %d: local rank %d: %s: %s", g, r, *f, lines[i]);
+            } else {
+                gs_report_add(ds->report, 1, "GPU %d: %s: %s", g, *f, lines[i]);
+            }
+        }
+    }
+}
+
+void gs_daemons_stop_from(gs_daemons_t *ds, int first, gs_rank_of_pid_fn rank_of_pid,
+                          const void *ctx)
+{
+    long long t0 = gs_now_ms();
+    for (int g = first; g < ds->n; g++) {
+        gs_mps_daemon_t *d = &ds->daemon[g];
+        gs_error_t ignored;
+        if (!ds->prestart && d->daemon_pid > 0) {
+            /* Servers the clients started: known only now, for the escalation. */
+            gs_mps_record_servers(d, ds->control, 1000, &ignored);
+        }
+        gs_mps_quit_begin(d, ds->control, GS_DAEMON_QUIT_TIMEOUT_MS);
+    }
+    for (int g = first; g < ds->n; g++) {
+        gs_mps_daemon_t *d = &ds->daemon[g];
+        char note[512];
+        int was_running = d->daemon_pid > 0;
+        int esc = gs_mps_stop(d, ds->control, GS_DAEMON_QUIT_TIMEOUT_MS, note, sizeof(note));
+        if (esc) {
+            gs_report_add(ds->report, 1, "GPU %d (%s): %s", g, d->uuid, note);
+        } else if (was_running) {
+            gs_report_add(ds->report, 0, "GPU %d: MPS shut down in %lld ms", g, gs_now_ms() - t0);
+        }
+        report_log_errors(ds, g, rank_of_pid, ctx);
+        gs_rundir_remove(d->pipe_dir);
+        gs_rundir_remove(d->log_dir);
+    }
+    if (first < ds->n) {
+        ds->n = first;
+    }
+}
+
+/* Prepares GPU g's directories and spawns its daemon, pinned near the GPU. */
+static int spawn_one(gs_daemons_t *ds, const gs_gpu_t *gpu, int g, gs_error_t *err)
+{
+    gs_mps_daemon_t *d = &ds->daemon[g];
+    cpu_set_t cpus;
+    int rc;
+
+    memset(d, 0, sizeof(*d));
+    d->gpu = g;
+    snprintf(d->uuid, sizeof(d->uuid), "%s", gpu->uuid);
+    if ((size_t)snprintf(d->pipe_dir, sizeof(d->pipe_dir), "%s/g%d", ds->node_dir, g) >=
+            sizeof(d->pipe_dir) ||
+        !gs_rundir_socket_fits(d->pipe_dir)) {
+        return gs_error_set(err, ENAMETOOLONG,
+                            "MPS socket directory '%s' is too long for a unix socket (108 "
+                            "bytes); set TMPDIR to a shorter directory",
+                            d->pipe_dir);
+    }
+    snprintf(d->log_dir, sizeof(d->log_dir), "%s/g%d.log", ds->node_dir, g);
+    if ((rc = gs_rundir_ensure(d->pipe_dir, err)) != 0 ||
+        (rc = gs_rundir_ensure(d->log_dir, err)) != 0) {
+        return rc;
+    }
+    cpu_set_t taken; /* one core per daemon while cores allow */
+    CPU_ZERO(&taken);
+    for (int o = 0; o < g; o++) {
+        CPU_OR(&taken, &taken, &ds->cpus[o]);
+    }
+    int pin = gs_affinity_pick_core(gpu->have_cpumask ? gpu->cpumask : NULL, GS_GPU_CPUMASK_WORDS,
+                                    &taken, &cpus, ds->pinned[g], sizeof(ds->pinned[g]));
+    ds->cpus[g] = cpus;
+    ds->n = g + 1;
+    rc = gs_mps_spawn(d, ds->control, pin == 0 || pin == -ENOENT ? &cpus : NULL, err);
+    if (rc == 0 && ds->guard != NULL) {
+        gs_guard_tell(ds->guard, "mps", d->daemon_pid);
+    }
+    return rc;
+}
+
+static void name_gpu(gs_error_t *err, int g, const char *uuid)
+{
+    char why[GS_ERROR_LEN];
+    snprintf(why, sizeof(why), "GPU %d (%s): %s", g, uuid, err->text);
+    snprintf(err->text, sizeof(err->text), "%s", why);
+}
+
+int gs_daemons_start(gs_daemons_t *ds, const gs_gpu_list_t *gpus, int count, gs_error_t *err)
+{
+    long long deadline = gs_now_ms() + (long long)ds->timeout_s * 1000;
+    int rc = 0, first = ds->n;
+
+    for (int g = first; rc == 0 && g < count && g < GS_MAX_GPUS; g++) {
+        rc = spawn_one(ds, &gpus->gpu[g], g, err);
+    }
+    /* All daemons start in parallel; now wait for each to serve. */
+    for (int g = first; rc == 0 && g < ds->n; g++) {
+        gs_mps_daemon_t *d = &ds->daemon[g];
+        rc = gs_mps_wait_socket(d, deadline, err);
+        if (rc == 0 && ds->prestart) {
+            rc = gs_mps_start_server(d, ds->control, getuid(), deadline, err);
+        } else if (rc == 0) {
+            d->ready_ms = gs_now_ms(); /* the first client starts the server */
+        }
+        if (rc != 0) {
+            name_gpu(err, g, d->uuid);
+        }
+    }
+    if (rc != 0) {
+        gs_daemons_stop_from(ds, 0, NULL, NULL);
+    }
+    return rc;
+}
+
+int gs_daemons_start_servers(gs_daemons_t *ds, int count, gs_error_t *err)
+{
+    long long deadline = gs_now_ms() + (long long)ds->timeout_s * 1000;
+    for (int g = 0; g < count && g < ds->n; g++) {
+        int rc = gs_mps_start_server(&ds->daemon[g], ds->control, getuid(), deadline, err);
+        if (rc != 0) {
+            name_gpu(err, g, ds->daemon[g].uuid);
+            gs_daemons_stop_from(ds, 0, NULL, NULL);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+void gs_daemons_record_servers(gs_daemons_t *ds, int g)
+{
+    gs_mps_daemon_t *d = &ds->daemon[g];
+    gs_error_t err;
+    if (gs_mps_record_servers(d, ds->control, GS_DAEMON_QUIT_TIMEOUT_MS, &err) != 0) {
+        gs_report_add(ds->report, 1, "GPU %d (%s): %s", g, d->uuid, err.text);
+    }
+    for (int i = 0; ds->guard != NULL && i < d->nservers; i++) {
+        gs_guard_tell(ds->guard, "mps", d->server_pid[i]);
+    }
+}
+
+int gs_daemons_reaped(gs_daemons_t *ds, pid_t pid, int st)
+{
+    for (int g = 0; g < ds->n; g++) {
+        gs_mps_daemon_t *d = &ds->daemon[g];
+        if (d->daemon_pid == pid) {
+            d->daemon_reaped = 1;
+            d->daemon_status = st;
+            d->daemon_pid = 0;
+            gs_report_add(ds->report, 1,
+                          "GPU %d (%s): the MPS control daemon exited while the job ran (%s %d); "
+                          "ranks on this GPU lost MPS",
+                          g, d->uuid, WIFSIGNALED(st) ? "signal" : "status",
+                          WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void gs_daemons_avoid(gs_daemons_t *ds, const gs_gpu_list_t *gpus, const cpu_set_t *ranks)
+{
+    for (int g = 0; g < ds->n; g++) {
+        cpu_set_t avoid = *ranks, to, both;
+        const gs_gpu_t *gpu = &gpus->gpu[g];
+        char desc[96];
+        CPU_AND(&both, &ds->cpus[g], ranks);
+        if (CPU_COUNT(&both) == 0 || ds->daemon[g].daemon_pid <= 0) {
+            continue;
+        }
+        for (int o = 0; o < ds->n; o++) {
+            if (o != g) {
+                CPU_OR(&avoid, &avoid, &ds->cpus[o]);
+            }
+        }
+        gs_affinity_pick_core(gpu->have_cpumask ? gpu->cpumask : NULL, GS_GPU_CPUMASK_WORDS,
+                              &avoid, &to, desc, sizeof(desc));
+        CPU_AND(&both, &to, ranks);
+        if (CPU_COUNT(&both) != 0 || CPU_EQUAL(&to, &ds->cpus[g])) {
+            gs_report_add(ds->report, 0, "GPU %d: MPS daemon stays on %s (shared with a rank: no "
+                                         "free core near the GPU)", g, ds->pinned[g]);
+            continue;
+        }
+        gs_affinity_move(ds->daemon[g].daemon_pid, &to);
+        for (int i = 0; i < ds->daemon[g].nservers; i++) {
+            gs_affinity_move(ds->daemon[g].server_pid[i], &to);
+        }
+        gs_report_add(ds->report, 0, "GPU %d: MPS daemon and server moved from %s to %s (a rank "
+                                     "is bound there)", g, ds->pinned[g], desc);
+        ds->cpus[g] = to;
+        snprintf(ds->pinned[g], sizeof(ds->pinned[g]), "%s", desc);
+    }
+}

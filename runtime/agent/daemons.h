@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The node's MPS daemons, one per GPU in use: start them (in parallel, each
+ * pinned to a core near its GPU, one core each while cores allow), wait
+ * until each serves, pre-start servers, notice one that dies, move one off
+ * the ranks' cores, and quit them all with bounded waits. Knows nothing of
+ * ranks: MPS log lines name PIDs, which the caller's rank_of_pid turns into
+ * local ranks. */
+#ifndef GS_AGENT_DAEMONS_H
+#define GS_AGENT_DAEMONS_H
+
+#include <sched.h>
+#include <sys/types.h>
+
+#include "agent/guard.h"
+#include "agent/report.h"
+#include "gpu.h"
+#include "mps.h"
+
+/* Bounded wait for a daemon's quit, before SIGTERM and SIGKILL. */
+#define GS_DAEMON_QUIT_TIMEOUT_MS 5000
+
+typedef int (*gs_rank_of_pid_fn)(const void *ctx, pid_t pid);
+
+typedef struct {
+    char node_dir[256];          /* the daemons' dirs: <node_dir>/g<N>, g<N>.log */
+    char control[4096];          /* nvidia-cuda-mps-control */
+    int prestart;                /* start each server before any client */
+    int timeout_s;               /* bound on a daemon's start */
+    gs_report_t *report;
+    gs_guard_t *guard;           /* told each daemon's PID (NULL: none) */
+    gs_mps_daemon_t daemon[GS_MAX_GPUS];
+    char pinned[GS_MAX_GPUS][96]; /* where each runs, for the report and status */
+    cpu_set_t cpus[GS_MAX_GPUS];
+    int n;                       /* daemons started, GPUs 0..n-1 */
+} gs_daemons_t;
+
+void gs_daemons_init(gs_daemons_t *ds, const char *node_dir, const char *control, int prestart,
+                     int timeout_s, gs_report_t *report, gs_guard_t *guard);
+/* Starts daemons on GPUs n..count-1 of gpus (those not running yet) and
+ * waits until each serves (and runs its server, with prestart). On failure
+ * every daemon is stopped and err names the GPU. */
+int gs_daemons_start(gs_daemons_t *ds, const gs_gpu_list_t *gpus, int count, gs_error_t *err);
+/* start_server on the first count daemons (started without); on failure
+ * stops every daemon. */
+int gs_daemons_start_servers(gs_daemons_t *ds, int count, gs_error_t *err);
+/* Records daemon g's servers (teardown, status, guard); a failure is a
+ * problem in the report. */
+void gs_daemons_record_servers(gs_daemons_t *ds, int g);
+/* Quits the daemons of GPUs first and above (all told first, so that their
+ * servers end together), reports escalations and MPS's own error lines, and
+ * removes their directories. */
+void gs_daemons_stop_from(gs_daemons_t *ds, int first, gs_rank_of_pid_fn rank_of_pid,
+                          const void *ctx);
+/* A child exited: 1 if it was a daemon (noted and reported), else 0. */
+int gs_daemons_reaped(gs_daemons_t *ds, pid_t pid, int status);
+/* Moves each daemon (and its servers) whose core is among ranks' to a free
+ * core near its GPU, when there is one. */
+void gs_daemons_avoid(gs_daemons_t *ds, const gs_gpu_list_t *gpus, const cpu_set_t *ranks);
+
+#endif

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The node agent's messages, in one place: each line is written and read
+ * through these functions, by the agent and by every front end (the shim,
+ * the Open MPI component, the SPANK plugin, the task prolog, gsrun's
+ * early start and epilog). All lines end in "\n".
+ *
+ *   rank -> agent   hello <local rank> <CPU list|-> [parent]
+ *   agent -> rank   ok pidfd|socket gpu=<GPU index, -1: none>   |  error <why>
+ *   first rank -> early agent   size <local ranks> <launcher PID>;  ok | error <why>
+ *   gsrun epilog -> job-long agent   stop   (the report comes back on it)
+ *   agent -> its starter (ready pipe)   ok | error;  early: listening 0 0 | error <code> 0
+ */
+#ifndef GS_PROTOCOL_H
+#define GS_PROTOCOL_H
+
+#include <stddef.h>
+
+#define GS_AGENT_SOCKET "agent.sock" /* in the node dir */
+/* Bound on the agent's quit of one daemon (its teardown waits at most this,
+ * then SIGTERM and SIGKILL); front ends waiting for the agent add to it. */
+#define GS_AGENT_QUIT_TIMEOUT_MS 5000
+#define GS_PROTO_STOP "stop\n"
+
+/* "hello ...": cpus "" is sent as "-". Returns the length, or -1 if it
+ * does not fit. */
+int gs_proto_hello_format(char *buf, size_t len, int local_rank, const char *cpus, int parent);
+/* 0, or -1 for anything else. cpus gets "" for "-" (or none given); a
+ * third word other than "parent" is ignored. */
+int gs_proto_hello_parse(const char *line, int *local_rank, char *cpus, size_t cpuslen,
+                         int *parent);
+
+/* "ok pidfd gpu=N" / "ok socket gpu=N". */
+int gs_proto_answer_format(char *buf, size_t len, int by_pidfd, int gpu);
+/* 0 for an "ok" answer (by_pidfd and gpu set; gpu -1 when it names none),
+ * -1 otherwise. */
+int gs_proto_answer_parse(const char *line, int *by_pidfd, int *gpu);
+
+int gs_proto_size_format(char *buf, size_t len, int local_size, int launcher_pid);
+/* 0 when the size is 1..2^20 (launcher_pid 0 when not given), else -1. */
+int gs_proto_size_parse(const char *line, int *local_size, int *launcher_pid);
+
+/* The early agent's first line on the ready pipe. */
+int gs_proto_ready_format(char *buf, size_t len, int code);
+/* 0 for "listening", else the code of "error <code>" (1 if it names none). */
+int gs_proto_ready_parse(const char *line);
+
+#endif

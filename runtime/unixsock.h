@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Unix stream sockets, the one way the agent and the front ends meet. */
+#ifndef GS_UNIXSOCK_H
+#define GS_UNIXSOCK_H
+
+#include "gs_error.h"
+
+/* Listens at path (a leftover socket there is replaced), non-blocking,
+ * close-on-exec. The fd, or a negative errno with err naming the path. */
+int gs_unix_listen(const char *path, gs_error_t *err);
+/* Connects to path, close-on-exec. The fd, or a negative errno. */
+int gs_unix_connect(const char *path, gs_error_t *err);
+/* Whether path fits a unix socket address. */
+int gs_unix_path_fits(const char *path);
+
+#endif
