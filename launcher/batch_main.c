@@ -391,7 +391,7 @@ static int epilog(batch_opts_t *o, const char *name)
     snprintf(job_dir, sizeof(job_dir), "%s/%s", base, name);
     int code = uid == 0 ? stop_keep(o, job_dir)
                         : as_user(uid, gid, NULL, stop_keep, o, job_dir,
-                                  GS_AGENT_QUIT_TIMEOUT_MS + 5000);
+                                  GS_PROTO_QUIT_TIMEOUT_MS + 5000);
     /* The agent has stopped, or its time is up (a stuck agent, or whatever
      * the job's user put in the dir): root removes the dir, following no
      * link inside it, and the epilog succeeds. A failing epilog would

@@ -212,7 +212,7 @@ static void rtc_finalize(void)
         rtc_job_t *j = rtc_jobs;
         rtc_jobs = j->next;
         if (!j->skip && j->exit_code == 0) {
-            gs_task_wait_agent(j->node_dir, GS_AGENT_QUIT_TIMEOUT_MS + 2000);
+            gs_task_wait_agent(j->node_dir, GS_PROTO_QUIT_TIMEOUT_MS + 2000);
         }
         free(j);
     }

@@ -241,7 +241,7 @@ static int tell_size(const char *node_dir, int local_size, pid_t launcher, int t
                      gs_error_t *err)
 {
     char path[300], line[64], reply[64];
-    snprintf(path, sizeof(path), "%s/%s", node_dir, GS_AGENT_SOCKET);
+    snprintf(path, sizeof(path), "%s/%s", node_dir, GS_PROTO_SOCKET);
     int fd = gs_unix_connect(path, err);
 
     if (fd < 0) {

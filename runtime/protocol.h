@@ -15,10 +15,10 @@
 
 #include <stddef.h>
 
-#define GS_AGENT_SOCKET "agent.sock" /* in the node dir */
+#define GS_PROTO_SOCKET "agent.sock" /* in the node dir */
 /* Bound on the agent's quit of one daemon (its teardown waits at most this,
  * then SIGTERM and SIGKILL); front ends waiting for the agent add to it. */
-#define GS_AGENT_QUIT_TIMEOUT_MS 5000
+#define GS_PROTO_QUIT_TIMEOUT_MS 5000
 #define GS_PROTO_STOP "stop\n"
 
 /* "hello ...": cpus "" is sent as "-". Returns the length, or -1 if it

@@ -157,7 +157,7 @@ int gs_provision_start(const gs_config_t *cfg, const char *job_dir, const char *
 static int ask_stop(const char *node_dir, FILE *out, int verbose)
 {
     char buf[4096], path[700];
-    snprintf(path, sizeof(path), "%s/%s", node_dir, GS_AGENT_SOCKET);
+    snprintf(path, sizeof(path), "%s/%s", node_dir, GS_PROTO_SOCKET);
     int fd = gs_unix_connect(path, NULL);
 
     if (fd < 0 || write(fd, GS_PROTO_STOP, strlen(GS_PROTO_STOP)) != (ssize_t)strlen(GS_PROTO_STOP)) {
@@ -166,7 +166,7 @@ static int ask_stop(const char *node_dir, FILE *out, int verbose)
         }
         return -1;
     }
-    long long deadline = gs_now_ms() + GS_AGENT_QUIT_TIMEOUT_MS + 2000;
+    long long deadline = gs_now_ms() + GS_PROTO_QUIT_TIMEOUT_MS + 2000;
     long n;
     while ((n = gs_read_line(fd, buf, sizeof(buf), deadline)) > 0) {
         if (verbose || strstr(buf, "problem: ") != NULL) {
@@ -190,12 +190,12 @@ int gs_provision_stop(const char *job_dir, FILE *out, int verbose, int keep_dir,
         fprintf(out, "gsrun: node agent of %s does not answer; waiting for it\n", job_dir);
     }
     if (running == 1) {
-        gs_task_wait_agent(node_dir, GS_AGENT_QUIT_TIMEOUT_MS + 2000);
+        gs_task_wait_agent(node_dir, GS_PROTO_QUIT_TIMEOUT_MS + 2000);
     }
     if (agent_running(node_dir) == 1) {
         return gs_error_set(err, EBUSY,
                             "the node agent of %s did not stop within %d s; see `gsrun status`",
-                            job_dir, GS_AGENT_QUIT_TIMEOUT_MS / 1000 + 2);
+                            job_dir, GS_PROTO_QUIT_TIMEOUT_MS / 1000 + 2);
     }
     /* Nothing holds it now: whatever is left is a dead agent's. */
     if (keep_dir) {

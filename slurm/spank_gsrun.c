@@ -287,7 +287,7 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
     if (spank_remote(sp) && active && node_dir[0] != '\0') {
         /* An agent in the error state, or one past its time, needs its dir
          * no more: the step's tasks are gone. */
-        gs_task_wait_agent(node_dir, GS_AGENT_QUIT_TIMEOUT_MS + 2000);
+        gs_task_wait_agent(node_dir, GS_PROTO_QUIT_TIMEOUT_MS + 2000);
         gs_rundir_remove(job_dir);
     }
     return 0;

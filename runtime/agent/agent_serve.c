@@ -20,7 +20,7 @@
 
 int gs_agent_listen(gs_agent_t *a, gs_error_t *err)
 {
-    if ((size_t)snprintf(a->sock, sizeof(a->sock), "%s/%s", a->node_dir, GS_AGENT_SOCKET) >=
+    if ((size_t)snprintf(a->sock, sizeof(a->sock), "%s/%s", a->node_dir, GS_PROTO_SOCKET) >=
         sizeof(a->sock)) {
         return gs_error_set(err, ENAMETOOLONG, "agent socket path '%s' is too long; set TMPDIR "
                                                "to a shorter directory", a->sock);

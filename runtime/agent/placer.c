@@ -33,7 +33,9 @@ int gs_placer_init(gs_placer_t *p, int size, int ngpus, const int *target, const
     p->rank_gpu = malloc((size_t)(size > 0 ? size : 1) * sizeof(*p->rank_gpu));
     p->rank_cpus = calloc((size_t)(size > 0 ? size : 1), sizeof(*p->rank_cpus));
     p->rank_known = calloc((size_t)(size > 0 ? size : 1), 1);
-    if (p->rank_gpu == NULL || p->rank_cpus == NULL || p->rank_known == NULL) {
+    p->rank_came = calloc((size_t)(size > 0 ? size : 1), 1);
+    if (p->rank_gpu == NULL || p->rank_cpus == NULL || p->rank_known == NULL ||
+        p->rank_came == NULL) {
         gs_placer_free(p);
         return -ENOMEM;
     }
@@ -48,9 +50,11 @@ void gs_placer_free(gs_placer_t *p)
     free(p->rank_gpu);
     free(p->rank_cpus);
     free(p->rank_known);
+    free(p->rank_came);
     p->rank_gpu = NULL;
     p->rank_cpus = NULL;
     p->rank_known = NULL;
+    p->rank_came = NULL;
 }
 
 /* Rank r's GPU in blocks of consecutive ranks (the targets in order). */
@@ -86,6 +90,7 @@ int gs_placer_add(gs_placer_t *p, int rank, const cpu_set_t *cpus)
     if (p->rank_gpu == NULL || rank < 0 || rank >= p->size) {
         return -1;
     }
+    p->rank_came[rank] = 1;
     if (cpus != NULL) {
         p->rank_cpus[rank] = *cpus;
         p->rank_known[rank] = 1;
@@ -117,8 +122,8 @@ int gs_placer_flush(gs_placer_t *p, int *m_out)
     unsigned char *near = calloc((size_t)(n > 0 ? n : 1) * (size_t)p->ngpus, 1);
     if (near != NULL) {
         for (int r = 0; r < n; r++) {
-            if (p->rank_known[r]) {
-                gs_place_near(&p->rank_cpus[r], p->gpus, p->ngpus,
+            if (p->rank_came[r]) {
+                gs_place_near(p->rank_known[r] ? &p->rank_cpus[r] : NULL, p->gpus, p->ngpus,
                               near + (size_t)m * (size_t)p->ngpus);
                 idx[m++] = r;
             }

@@ -29,7 +29,8 @@ typedef struct {
     long long deadline_ms;    /* by_locality: place with whoever came by then */
     int *rank_gpu;            /* -1 until placed */
     cpu_set_t *rank_cpus;
-    unsigned char *rank_known;
+    unsigned char *rank_known; /* rank_cpus[r] holds rank r's CPUs */
+    unsigned char *rank_came;  /* rank r registered */
 } gs_placer_t;
 
 /* size ranks over ngpus GPUs (gpus[0..ngpus-1]) taking target[g] each;
@@ -46,8 +47,9 @@ void gs_placer_blocks(int size, int ngpus, int *target);
 int gs_placer_add(gs_placer_t *p, int rank, const cpu_set_t *cpus);
 /* Whether answers are held and due (every rank came, or the deadline). */
 int gs_placer_pending(const gs_placer_t *p);
-/* Places the ranks that came, by locality. Returns how many of the m ranks
- * placed are on a GPU near them (*m set), or -1 when nothing was held. */
+/* Places the ranks that came, by locality (a rank whose CPUs are unknown is
+ * near every GPU). Returns how many of the m ranks placed are on a GPU near
+ * them (*m set), or -1 when nothing was held. */
 int gs_placer_flush(gs_placer_t *p, int *m);
 /* Rank r's GPU after a flush: its place, or for a rank that came later the
  * first GPU with room. */
