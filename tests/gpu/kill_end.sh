@@ -12,7 +12,11 @@
 # Cases: mpirun, gsrun, the node agent, one rank, mpirun with the Open MPI
 # component (if built), all ranks (the floor). Prints one line per run and
 # the agents' -vv timelines; ends with "N passed, N failed": a case passes
-# when everything was gone within GSRUN_KILL_BOUND_MS (default 1500).
+# when everything was gone within GSRUN_KILL_BOUND_MS (default 1500). The
+# one-rank case gets GSRUN_KILL_RANK_EXTRA_MS more (default 500): there
+# Open MPI itself takes about 1.07 s to end the other ranks, as under plain
+# mpirun, before gsrun has anything to do (H100, old and new agent alike:
+# ranks gone after 1057-1087 ms in 12 runs, everything after 1443-1532 ms).
 # GSRUN_KILL_PROG names another program of examples/ and its arguments
 # (e.g. "jacobi --iters 1000000"); it must run longer than the wait.
 set -u
@@ -71,11 +75,13 @@ run_case() { # run_case CASE REP
     wait $g 2>/dev/null
     echo "$what run $rep: all gone after $ms ms (ranks ${t_r:--} ms, agents ${t_a:--}, MPS ${t_m:--}, run dirs ${t_d:--}, mpirun ${t_l:--})"
     grep -E "timeline|problem" /tmp/gsk.out | sed 's/^/#   /'
-    if [ -z "$r$a$m$d" ] && [ $ms -le $bound ]; then
+    local case_bound=$bound
+    [ "$what" = rank ] && case_bound=$((bound + ${GSRUN_KILL_RANK_EXTRA_MS:-500}))
+    if [ -z "$r$a$m$d" ] && [ $ms -le $case_bound ]; then
         pass=$((pass + 1))
     else
         fail=$((fail + 1))
-        echo "#   left: ranks [$r] agents [$a] MPS [$m] dirs [$d]"
+        echo "#   over $case_bound ms, or left: ranks [$r] agents [$a] MPS [$m] dirs [$d]"
     fi
     pkill -KILL -x "$name" 2>/dev/null
     pkill -KILL -x mpirun 2>/dev/null
