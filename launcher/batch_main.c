@@ -71,8 +71,6 @@ int gs_batch_is_command(const char *word)
 
 static int parse(int argc, char **argv, batch_opts_t *o, gs_error_t *err)
 {
-    static const char *const cfg_opts[] = {"mps", "mps-percentage", "mps-control", "mps-timeout",
-                                            "mps-memory-limit", NULL};
     memset(o, 0, sizeof(*o));
     o->cmd = argv[0];
     o->job = getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : getenv("PBS_JOBID");
@@ -108,11 +106,12 @@ static int parse(int argc, char **argv, batch_opts_t *o, gs_error_t *err)
         } else if (n == 3 && strncmp(name, "dir", 3) == 0) {
             o->dir = val, known = 1;
         }
-        for (const char *const *c = cfg_opts; !known && *c != NULL; c++) {
-            if (strlen(*c) == n && strncmp(name, *c, n) == 0) {
+        for (const gs_config_key_t *k = gs_config_keys; !known && k->option != NULL; k++) {
+            if ((k->fronts & GS_FRONT_BATCH) && strlen(k->option) == n &&
+                strncmp(name, k->option, n) == 0) {
                 char origin[64];
-                snprintf(origin, sizeof(origin), "--%s", *c);
-                if (gs_config_set(&o->cfg, *c, val, origin, err) != 0) {
+                snprintf(origin, sizeof(origin), "--%s", k->option);
+                if (gs_config_set(&o->cfg, k->option, val, origin, err) != 0) {
                     return -EINVAL;
                 }
                 known = 1;

@@ -195,10 +195,10 @@ static int prepare_job(const gs_opts_t *o, char *job_dir, size_t len, gs_error_t
  * -x ... <the user's arguments>. */
 static char **build_command(char *launcher, char *shim, char **args, int nargs)
 {
-    static const char *const exported[] = {
-        "GSRUN_MPS",     "GSRUN_MPS_PERCENTAGE", "GSRUN_MPS_CONTROL", "GSRUN_MPS_TIMEOUT",
-        "GSRUN_VERBOSE", "GSRUN_JOB_DIR",        "GSRUN_PID",         "GSRUN_NODE_ID",
-        "GSRUN_GPU_BIND", "GSRUN_MPS_MEMORY_LIMIT", "GSRUN_T0",         NULL};
+    /* Besides the settings for the ranks (the table's GS_FRONT_RANKS rows):
+     * the job's own variables. */
+    static const char *const job_vars[] = {"GSRUN_JOB_DIR", "GSRUN_PID", "GSRUN_NODE_ID",
+                                           "GSRUN_T0", NULL};
     /* The launcher, 2 fork agent parameters, PMIx, the exported variables
      * and the user's fork agent: fewer than 64 words besides the arguments. */
     char **cmd = calloc((size_t)nargs + 64, sizeof(*cmd));
@@ -217,7 +217,13 @@ static char **build_command(char *launcher, char *shim, char **args, int nargs)
      * shared-memory store (seen with PMIx 4.2: MPI_Init then fails). */
     cmd[n++] = "-x";
     cmd[n++] = "PMIX_MCA_gds=hash";
-    for (const char *const *e = exported; *e != NULL; e++) {
+    for (const gs_config_key_t *k = gs_config_keys; k->option != NULL; k++) {
+        if (k->fronts & GS_FRONT_RANKS) {
+            cmd[n++] = "-x";
+            cmd[n++] = (char *)k->env;
+        }
+    }
+    for (const char *const *e = job_vars; *e != NULL; e++) {
         cmd[n++] = "-x";
         cmd[n++] = (char *)*e;
     }
@@ -288,6 +294,7 @@ static int start_agent_early(const gs_opts_t *o, const char *agent, const char *
     req.gsrun_pid = getpid();
     req.early = 1;
     req.early_watch_fd = w[0];
+    req.t0_ms = gsrun_t0_ms;
     int rc = gs_node_start_early(&req, &err);
     close(w[0]);
     if (rc != 0) {

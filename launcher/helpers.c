@@ -48,4 +48,8 @@ void gs_helper_job_req(gs_node_req_t *req, const gs_config_t *cfg, const char *j
     req->agent_path = agent;
     req->local_rank = local_rank;
     req->local_size = local_size;
+    /* Set by gsrun for its ranks: its node's agent started early, and the
+     * clock the timelines count from. */
+    req->early_agent = getenv("GSRUN_EARLY_AGENT") != NULL;
+    req->t0_ms = getenv("GSRUN_T0") != NULL ? atoll(getenv("GSRUN_T0")) : 0;
 }

@@ -56,19 +56,11 @@ const char gs_usage_text[] =
     "  to start, 71 unsafe run directory, 126/127 launcher not executable / not found.\n"
     "See gsrun(1).\n";
 
-/* Options that take a value, by long name; the rest are flags. */
-static const char *const valued[] = {"mps",         "mps-percentage", "mps-control",
-                                     "mps-timeout", "mps-memory-limit", "gpu-bind",
-                                     "launcher",    NULL};
-
+/* gsrun options that take a value (the settings table says which). */
 static int is_valued(const char *name)
 {
-    for (const char *const *v = valued; *v != NULL; v++) {
-        if (strcmp(*v, name) == 0) {
-            return 1;
-        }
-    }
-    return 0;
+    const gs_config_key_t *k = gs_config_key(name);
+    return k != NULL && (k->fronts & GS_FRONT_GSRUN) && k->valued;
 }
 
 /* Whether a word names a launcher (by its last path component). */

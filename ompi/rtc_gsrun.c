@@ -48,7 +48,7 @@
 GS_RTC_EXPORT extern orte_rtc_base_component_t mca_rtc_gsrun_component;
 
 /* The MCA parameters, as Open MPI hands them over (NULL: not set). */
-static char *param_value[8];
+static char *param_value[16]; /* by row of gs_config_keys */
 static char *param_agent;
 static int param_priority = 60;
 
@@ -231,28 +231,30 @@ static orte_rtc_base_module_t rtc_gsrun_module = {
     .get_available_values = NULL,
 };
 
-/* Settings in the order of gs_config_keys; gsrun's own launcher and dry-run
- * keys mean nothing here. */
-static const char *const rtc_keys[] = {"mps",         "mps-percentage",   "mps-control",
-                                       "mps-timeout", "mps-memory-limit", "gpu-bind",
-                                       "verbose",     NULL};
+/* The settings the component takes: the table's GS_FRONT_MCA rows, each an
+ * MCA parameter rtc_gsrun_<option>. */
+static const char *mca_name(const gs_config_key_t *k, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", k->option);
+    for (char *p = buf; *p != '\0'; p++) {
+        *p = *p == '-' ? '_' : *p;
+    }
+    return buf;
+}
 
 static int rtc_register(void)
 {
     mca_base_component_t *c = &mca_rtc_gsrun_component.base_version;
     char name[64], help[256];
 
-    for (int i = 0; rtc_keys[i] != NULL; i++) {
-        const gs_config_key_t *k = gs_config_keys;
-        while (strcmp(k->option, rtc_keys[i]) != 0) {
-            k++;
-        }
-        snprintf(name, sizeof(name), "%s", rtc_keys[i]);
-        for (char *p = name; *p != '\0'; p++) {
-            *p = *p == '-' ? '_' : *p;
-        }
-        snprintf(help, sizeof(help), "As gsrun --%s: %s", k->option, k->accepted);
+    for (int i = 0; gs_config_keys[i].option != NULL && i < 16; i++) {
+        const gs_config_key_t *k = &gs_config_keys[i];
         param_value[i] = NULL;
+        if (!(k->fronts & GS_FRONT_MCA)) {
+            continue;
+        }
+        mca_name(k, name, sizeof(name));
+        snprintf(help, sizeof(help), "As gsrun --%s: %s", k->option, k->accepted);
         (void)mca_base_component_var_register(c, name, help, MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0,
                                               OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_READONLY,
                                               &param_value[i]);
@@ -269,14 +271,13 @@ static int rtc_register(void)
     gs_config_init(&rtc_cfg);
     rtc_cfg.names = GS_NAMES_MCA;
     rtc_cfg_bad = 0;
-    for (int i = 0; rtc_keys[i] != NULL && !rtc_cfg_bad; i++) {
+    for (int i = 0; gs_config_keys[i].option != NULL && i < 16 && !rtc_cfg_bad; i++) {
         char origin[80];
-        snprintf(origin, sizeof(origin), "MCA parameter rtc_gsrun_%s", rtc_keys[i]);
-        for (char *p = origin; *p != '\0'; p++) {
-            *p = *p == '-' ? '_' : *p;
-        }
+        snprintf(origin, sizeof(origin), "MCA parameter rtc_gsrun_%s",
+                 mca_name(&gs_config_keys[i], name, sizeof(name)));
         if (param_value[i] != NULL &&
-            gs_config_set(&rtc_cfg, rtc_keys[i], param_value[i], origin, &rtc_cfg_err) != 0) {
+            gs_config_set(&rtc_cfg, gs_config_keys[i].option, param_value[i], origin,
+                          &rtc_cfg_err) != 0) {
             rtc_cfg_bad = 1;
         }
     }

@@ -10,19 +10,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-const gs_config_key_t gs_config_keys[] = {
-    {"mps", "GSRUN_MPS", "auto, on or off"},
-    {"mps-percentage", "GSRUN_MPS_PERCENTAGE", "auto, off, or a number from 1 to 100"},
-    {"mps-control", "GSRUN_MPS_CONTROL", "the path of nvidia-cuda-mps-control"},
-    {"mps-timeout", "GSRUN_MPS_TIMEOUT", "whole seconds from 1 to 3600"},
-    {"gpu-bind", "GSRUN_GPU_BIND", "closest or none"},
-    {"mps-memory-limit", "GSRUN_MPS_MEMORY_LIMIT",
-     "off, or a size such as 4G or 512M (K, M, G, T: powers of 1024; at least 1M)"},
-    {"launcher", "GSRUN_LAUNCHER", "the path or name of an Open MPI mpirun"},
-    {"dry-run", "GSRUN_DRY_RUN", "0 or 1"},
-    {"verbose", "GSRUN_VERBOSE", "a number from 0 to 9"},
-    {NULL, NULL, NULL},
-};
 
 void gs_config_init(gs_config_t *cfg)
 {
@@ -33,6 +20,7 @@ void gs_config_init(gs_config_t *cfg)
     snprintf(cfg->launcher, sizeof(cfg->launcher), "%s", GS_DEFAULT_LAUNCHER);
     cfg->timeout_s = GS_DEFAULT_TIMEOUT_S;
     cfg->gpu_bind = 1;
+    cfg->prestart = 1;
 }
 
 const char *gs_config_mps_name(gs_mps_mode_t mode)
@@ -188,7 +176,136 @@ static int parse_bool(const char *text, int *out)
     return 0;
 }
 
-static const gs_config_key_t *find_key(const char *option)
+/* --- the settings table: each row's reader and writer ------------------- */
+
+static int set_mps(gs_config_t *c, const char *v)
+{
+    return gs_config_parse_mps(v, &c->mps);
+}
+static void fmt_mps(const gs_config_t *c, char *b, size_t n)
+{
+    snprintf(b, n, "%s", gs_config_mps_name(c->mps));
+}
+static int set_pct(gs_config_t *c, const char *v)
+{
+    gs_pct_mode_t mode;
+    double pct;
+    int rc = gs_config_parse_percentage(v, &mode, &pct);
+    if (rc == 0) {
+        c->pct_mode = mode;
+        c->pct = pct;
+    }
+    return rc;
+}
+static void fmt_pct(const gs_config_t *c, char *b, size_t n)
+{
+    if (c->pct_mode == GS_PCT_FIXED) {
+        snprintf(b, n, "%g", c->pct);
+    } else {
+        snprintf(b, n, "%s", c->pct_mode == GS_PCT_OFF ? "off" : "auto");
+    }
+}
+static int set_control(gs_config_t *c, const char *v)
+{
+    snprintf(c->control, sizeof(c->control), "%s", v);
+    return 0;
+}
+static void fmt_control(const gs_config_t *c, char *b, size_t n)
+{
+    snprintf(b, n, "%s", c->control);
+}
+static int set_timeout(gs_config_t *c, const char *v)
+{
+    return parse_int_range(v, 1, GS_MAX_TIMEOUT_S, &c->timeout_s);
+}
+static void fmt_timeout(const gs_config_t *c, char *b, size_t n)
+{
+    snprintf(b, n, "%d", c->timeout_s);
+}
+static int set_gpu_bind(gs_config_t *c, const char *v)
+{
+    if (strcmp(v, "closest") != 0 && strcmp(v, "none") != 0) {
+        return -EINVAL;
+    }
+    c->gpu_bind = strcmp(v, "closest") == 0;
+    return 0;
+}
+static void fmt_gpu_bind(const gs_config_t *c, char *b, size_t n)
+{
+    snprintf(b, n, "%s", c->gpu_bind ? "closest" : "none");
+}
+static int set_mem(gs_config_t *c, const char *v)
+{
+    return gs_config_parse_size_mb(v, &c->mem_limit_mb);
+}
+static void fmt_mem(const gs_config_t *c, char *b, size_t n)
+{
+    if (c->mem_limit_mb > 0) {
+        snprintf(b, n, "%lldM", c->mem_limit_mb);
+    } else {
+        snprintf(b, n, "off");
+    }
+}
+static int set_launcher(gs_config_t *c, const char *v)
+{
+    snprintf(c->launcher, sizeof(c->launcher), "%s", v);
+    return 0;
+}
+static void fmt_launcher(const gs_config_t *c, char *b, size_t n)
+{
+    snprintf(b, n, "%s", c->launcher);
+}
+static int set_dry_run(gs_config_t *c, const char *v)
+{
+    return parse_bool(v, &c->dry_run);
+}
+static void fmt_dry_run(const gs_config_t *c, char *b, size_t n)
+{
+    snprintf(b, n, "%d", c->dry_run ? 1 : 0);
+}
+static int set_verbose(gs_config_t *c, const char *v)
+{
+    return parse_int_range(v, 0, 9, &c->verbose);
+}
+static void fmt_verbose(const gs_config_t *c, char *b, size_t n)
+{
+    snprintf(b, n, "%d", c->verbose);
+}
+static int set_prestart(gs_config_t *c, const char *v)
+{
+    return parse_bool(v, &c->prestart);
+}
+static void fmt_prestart(const gs_config_t *c, char *b, size_t n)
+{
+    snprintf(b, n, "%d", c->prestart ? 1 : 0);
+}
+
+#define ALL_FRONTS (GS_FRONT_GSRUN | GS_FRONT_BATCH | GS_FRONT_MCA | GS_FRONT_SPANK | GS_FRONT_RANKS)
+const gs_config_key_t gs_config_keys[] = {
+    {"mps", "GSRUN_MPS", "auto, on or off", "mps", ALL_FRONTS, 1, set_mps, fmt_mps},
+    {"mps-percentage", "GSRUN_MPS_PERCENTAGE", "auto, off, or a number from 1 to 100",
+     "percentage", ALL_FRONTS, 1, set_pct, fmt_pct},
+    {"mps-control", "GSRUN_MPS_CONTROL", "the path of nvidia-cuda-mps-control", "control",
+     ALL_FRONTS, 1, set_control, fmt_control},
+    {"mps-timeout", "GSRUN_MPS_TIMEOUT", "whole seconds from 1 to 3600", "timeout", ALL_FRONTS, 1,
+     set_timeout, fmt_timeout},
+    {"gpu-bind", "GSRUN_GPU_BIND", "closest or none", "gpu_bind",
+     GS_FRONT_GSRUN | GS_FRONT_MCA | GS_FRONT_SPANK | GS_FRONT_RANKS, 1, set_gpu_bind,
+     fmt_gpu_bind},
+    {"mps-memory-limit", "GSRUN_MPS_MEMORY_LIMIT",
+     "off, or a size such as 4G or 512M (K, M, G, T: powers of 1024; at least 1M)",
+     "memory_limit", ALL_FRONTS, 1, set_mem, fmt_mem},
+    {"launcher", "GSRUN_LAUNCHER", "the path or name of an Open MPI mpirun", NULL, GS_FRONT_GSRUN,
+     1, set_launcher, fmt_launcher},
+    {"dry-run", "GSRUN_DRY_RUN", "0 or 1", NULL, GS_FRONT_GSRUN, 0, set_dry_run, fmt_dry_run},
+    {"verbose", "GSRUN_VERBOSE", "a number from 0 to 9", "verbose",
+     GS_FRONT_GSRUN | GS_FRONT_MCA | GS_FRONT_SPANK | GS_FRONT_RANKS, 0, set_verbose, fmt_verbose},
+    /* A measuring switch (doc/benchmarks.md), read from the environment only. */
+    {"mps-prestart", "GSRUN_MPS_PRESTART", "0 or 1", NULL, 0, 1, set_prestart, fmt_prestart},
+    {NULL, NULL, NULL, NULL, 0, 0, NULL, NULL},
+};
+
+const gs_config_key_t *gs_config_key(const char *option)
 {
     for (const gs_config_key_t *k = gs_config_keys; k->option != NULL; k++) {
         if (strcmp(k->option, option) == 0) {
@@ -213,7 +330,7 @@ static int has_control_chars(const char *s)
 int gs_config_set(gs_config_t *cfg, const char *option, const char *value, const char *origin,
                   gs_error_t *err)
 {
-    const gs_config_key_t *key = find_key(option);
+    const gs_config_key_t *key = gs_config_key(option);
     int rc = 0;
 
     if (key == NULL) {
@@ -231,35 +348,7 @@ int gs_config_set(gs_config_t *cfg, const char *option, const char *value, const
                             origin, key->accepted);
     }
 
-    if (strcmp(option, "mps") == 0) {
-        rc = gs_config_parse_mps(value, &cfg->mps);
-    } else if (strcmp(option, "mps-percentage") == 0) {
-        gs_pct_mode_t mode;
-        double pct;
-        rc = gs_config_parse_percentage(value, &mode, &pct);
-        if (rc == 0) {
-            cfg->pct_mode = mode;
-            cfg->pct = pct;
-        }
-    } else if (strcmp(option, "mps-control") == 0) {
-        snprintf(cfg->control, sizeof(cfg->control), "%s", value);
-    } else if (strcmp(option, "launcher") == 0) {
-        snprintf(cfg->launcher, sizeof(cfg->launcher), "%s", value);
-    } else if (strcmp(option, "gpu-bind") == 0) {
-        if (strcmp(value, "closest") == 0 || strcmp(value, "none") == 0) {
-            cfg->gpu_bind = strcmp(value, "closest") == 0;
-        } else {
-            rc = -EINVAL;
-        }
-    } else if (strcmp(option, "mps-memory-limit") == 0) {
-        rc = gs_config_parse_size_mb(value, &cfg->mem_limit_mb);
-    } else if (strcmp(option, "mps-timeout") == 0) {
-        rc = parse_int_range(value, 1, GS_MAX_TIMEOUT_S, &cfg->timeout_s);
-    } else if (strcmp(option, "dry-run") == 0) {
-        rc = parse_bool(value, &cfg->dry_run);
-    } else if (strcmp(option, "verbose") == 0) {
-        rc = parse_int_range(value, 0, 9, &cfg->verbose);
-    }
+    rc = key->parse(cfg, value);
     if (rc != 0) {
         return gs_error_set(err, EINVAL, "%s: invalid value '%s'; accepted: %s", origin, value,
                             key->accepted);
@@ -300,30 +389,14 @@ const char *gs_config_opt(const gs_config_t *cfg, const char *option, char *buf,
 
 int gs_config_export_env(const gs_config_t *cfg, gs_error_t *err)
 {
-    char pct[32], num[16], num2[16], dry[4], mem[32];
-
-    if (cfg->pct_mode == GS_PCT_FIXED) {
-        snprintf(pct, sizeof(pct), "%g", cfg->pct);
-    } else {
-        snprintf(pct, sizeof(pct), "%s", cfg->pct_mode == GS_PCT_OFF ? "off" : "auto");
+    char value[GS_MAX_VALUE_LEN + 32];
+    for (const gs_config_key_t *k = gs_config_keys; k->option != NULL; k++) {
+        k->format(cfg, value, sizeof(value));
+        if (setenv(k->env, value, 1) != 0) {
+            return gs_error_set(err, errno, "cannot set %s: %s", k->env, strerror(errno));
+        }
     }
-    snprintf(num, sizeof(num), "%d", cfg->timeout_s);
-    snprintf(num2, sizeof(num2), "%d", cfg->verbose);
-    snprintf(dry, sizeof(dry), "%d", cfg->dry_run ? 1 : 0);
-    if (cfg->mem_limit_mb > 0) {
-        snprintf(mem, sizeof(mem), "%lldM", cfg->mem_limit_mb);
-    } else {
-        snprintf(mem, sizeof(mem), "off");
-    }
-
-    if (setenv("GSRUN_MPS", gs_config_mps_name(cfg->mps), 1) != 0 ||
-        setenv("GSRUN_MPS_PERCENTAGE", pct, 1) != 0 ||
-        setenv("GSRUN_MPS_CONTROL", cfg->control, 1) != 0 ||
-        setenv("GSRUN_MPS_TIMEOUT", num, 1) != 0 || setenv("GSRUN_VERBOSE", num2, 1) != 0 ||
-        setenv("GSRUN_LAUNCHER", cfg->launcher, 1) != 0 || setenv("GSRUN_DRY_RUN", dry, 1) != 0 ||
-        setenv("GSRUN_GPU_BIND", cfg->gpu_bind ? "closest" : "none", 1) != 0 ||
-        setenv("GSRUN_MPS_MEMORY_LIMIT", mem, 1) != 0 ||
-        setenv("GSRUN_OPTION_NAMES", cfg->names == GS_NAMES_MCA ? "mca" : "gsrun", 1) != 0) {
+    if (setenv("GSRUN_OPTION_NAMES", cfg->names == GS_NAMES_MCA ? "mca" : "gsrun", 1) != 0) {
         return gs_error_set(err, errno, "cannot set the GSRUN_* environment: %s", strerror(errno));
     }
     return 0;

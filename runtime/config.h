@@ -34,17 +34,37 @@ typedef struct {
     long long mem_limit_mb;      /* MPS pinned device memory per client, 0: none */
     int dry_run;
     int verbose;
+    int prestart;                /* start each daemon's server before any rank (tuning) */
     gs_names_t names; /* how messages name the settings (GSRUN_OPTION_NAMES) */
 } gs_config_t;
 
-/* One settable key: the long option (without "--") and its variable. */
+/* The front ends that take a setting (gs_config_key_t.fronts). */
+enum {
+    GS_FRONT_GSRUN = 1 << 0, /* gsrun --option (valued, or a flag) */
+    GS_FRONT_BATCH = 1 << 1, /* gsrun prolog/epilog/task-prolog --option=VALUE */
+    GS_FRONT_MCA = 1 << 2,   /* the Open MPI component's MCA parameter rtc_gsrun_<option> */
+    GS_FRONT_SPANK = 1 << 3, /* the SPANK plugin's plugstack.conf argument (spank=) */
+    GS_FRONT_RANKS = 1 << 4, /* passed by gsrun to every rank (mpirun -x GSRUN_*) */
+};
+
+/* One setting, the one place that names it: every front end's spelling,
+ * which front ends take it, how its text is read and written. */
 typedef struct {
-    const char *option;
-    const char *env;
+    const char *option;   /* the key, and gsrun's long option without "--" */
+    const char *env;      /* its GSRUN_* variable (every setting has one) */
     const char *accepted; /* for messages: what the value may be */
+    const char *spank;    /* its plugstack.conf argument, NULL: not there */
+    unsigned fronts;
+    int valued;           /* gsrun's option takes a value (else a flag: --dry-run, -v) */
+    int (*parse)(gs_config_t *cfg, const char *value); /* 0 or -EINVAL; cfg unchanged then */
+    void (*format)(const gs_config_t *cfg, char *buf, size_t len); /* what parse reads back */
 } gs_config_key_t;
 
+/* The settings, ending with a row whose option is NULL. */
 extern const gs_config_key_t gs_config_keys[];
+
+/* The row of option, NULL if none. */
+const gs_config_key_t *gs_config_key(const char *option);
 
 void gs_config_init(gs_config_t *cfg);
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "affinity.h"
+#include "agentcmd.h"
 #include "protocol.h"
 #include "unixsock.h"
 #include "proc.h"
@@ -96,25 +97,41 @@ static int spawn_agent(const gs_node_req_t *req, const char *job_dir, int here, 
         return gs_error_set(err, e, "cannot start the node agent: %s", strerror(e));
     }
     if (pid == 0) {
-        char node[64], size[16], watch[16], gsrun[16], fd[16], rfd[16], seq[4], wfd[16], jl[4],
-            r0[4];
+        static char buf[1024];
+        char *argv[40];
+        gs_agentcmd_t args;
         setsid();
         if (fork() != 0) {
             _exit(0);
         }
-        /* Passed on: the ready pipe's write end and, away from gsrun's node,
-         * the leader's stderr for the agent's report (the launcher forwards
-         * it to gsrun like the job's output). */
-        int w = fcntl(pfd[1], F_DUPFD, 3);
-        /* A batch job's agent keeps nothing of its prolog's: the batch
-         * system waits for the prolog's output to close. */
-        int r = (here && req->gsrun_pid > 0) || req->job_long || req->report_rank0
-                    ? -1
-                    : fcntl(2, F_DUPFD, 3);
-        gs_rundir_node_name(node, sizeof(node));
-        snprintf(size, sizeof(size), "%d", req->local_size);
-        snprintf(watch, sizeof(watch), "%d", (int)req->launcher_pid);
-        snprintf(gsrun, sizeof(gsrun), "%d", here ? (int)req->gsrun_pid : 0);
+        gs_agentcmd_init(&args);
+        snprintf(args.job_dir, sizeof(args.job_dir), "%s", job_dir);
+        gs_rundir_node_name(args.node_name, sizeof(args.node_name));
+        args.local_size = req->local_size;
+        args.watch_pid = req->launcher_pid;
+        args.gsrun_pid = here ? req->gsrun_pid : 0;
+        args.mode = req->job_long ? GS_MODE_JOB_LONG : req->early ? GS_MODE_EARLY : GS_MODE_PER_JOB;
+        args.in_sequence = req->in_sequence ? 1 : 0;
+        args.t0_ms = req->t0_ms;
+        /* Passed on (F_DUPFD clears close-on-exec): the ready pipe's write
+         * end; early, the launcher pipe. */
+        args.ready_fd = fcntl(pfd[1], F_DUPFD, 3);
+        args.watch_fd = req->early ? fcntl(req->early_watch_fd, F_DUPFD, 3) : -1;
+        /* The report: a file gsrun reads on its node; away from it the
+         * leader's stderr (the launcher forwards it to gsrun like the job's
+         * output), or rank 0's once it can be opened. A batch job's agent
+         * keeps nothing of its prolog's: the batch system waits for the
+         * prolog's output to close. */
+        if (here && req->gsrun_pid > 0) {
+            args.report = GS_SINK_FILE;
+        } else if (req->report_rank0) {
+            args.report = GS_SINK_RANK0;
+        } else if (req->job_long) {
+            args.report = GS_SINK_NOWHERE;
+        } else {
+            args.report = GS_SINK_LEADER_FD;
+            args.report_fd = fcntl(2, F_DUPFD, 3);
+        }
         if (req->agent_env != NULL) {
             for (char *const *e = req->agent_env; *e != NULL; e++) {
                 putenv(*e);
@@ -123,18 +140,9 @@ static int spawn_agent(const gs_node_req_t *req, const char *job_dir, int here, 
         gs_error_t ignored;
         /* The agent reads its settings from GSRUN_*, like the shim. */
         gs_config_export_env(req->cfg, &ignored);
-        snprintf(fd, sizeof(fd), "%d", w);
-        snprintf(rfd, sizeof(rfd), "%d", r);
-        snprintf(seq, sizeof(seq), "%d", req->in_sequence ? 1 : 0);
-        /* Early: the launcher pipe, kept across exec (F_DUPFD clears CLOEXEC). */
-        int wf = req->early ? fcntl(req->early_watch_fd, F_DUPFD, 3) : -1;
-        snprintf(wfd, sizeof(wfd), "%d", wf);
-        snprintf(jl, sizeof(jl), "%d", req->job_long ? 1 : 0);
-        snprintf(r0, sizeof(r0), "%d", r < 0 && req->report_rank0 && !(here && req->gsrun_pid > 0));
-        execl(req->agent_path, req->agent_path, "--job-dir", job_dir, "--node", node,
-              "--local-size", size, "--watch-pid", watch, "--gsrun-pid", gsrun, "--ready-fd", fd,
-              "--report-fd", rfd, "--in-sequence", seq, "--early", wf >= 0 ? "1" : "0",
-              "--watch-fd", wfd, "--job-long", jl, "--report-rank0", r0, (char *)NULL);
+        if (gs_agentcmd_to_argv(&args, req->agent_path, buf, sizeof(buf), argv, 40) == 0) {
+            execv(req->agent_path, argv);
+        }
         _exit(127);
     }
     close(pfd[1]);
@@ -300,7 +308,7 @@ static int reach_agent(const gs_node_req_t *req, char *node_dir, size_t len, gs_
         st->exit_code = GS_EXIT_RUNDIR;
         return rc;
     }
-    if (req->agent_path != NULL && here && getenv("GSRUN_EARLY_AGENT") != NULL) {
+    if (req->agent_path != NULL && here && req->early_agent) {
         rc = tell_size(node_dir, req->local_size, req->launcher_pid, req->cfg->timeout_s, err);
     } else if (req->agent_path != NULL) {
         rc = spawn_agent(req, job_dir, here, &ready_rd, err);

@@ -36,6 +36,10 @@ typedef struct {
     int job_long;           /* the agent serves a whole batch job (gsrun prolog) */
     int report_rank0;       /* our stderr is not the rank's: the agent reports to
                              * local rank 0's once it can open it */
+    int early_agent;        /* gsrun started this node's agent early (GSRUN_EARLY_AGENT):
+                             * the leader only tells it the node's size */
+    long long t0_ms;        /* wall clock the agent's -vv timeline counts from
+                             * (GSRUN_T0: gsrun's start), 0: the agent's own */
 } gs_node_req_t;
 
 /* Names this node (this kernel and PID namespace) so that processes can tell
@@ -56,7 +60,7 @@ int gs_node_start(const gs_node_req_t *req, gs_state_t *st, gs_error_t *err);
  * starts the agent early (it finds the GPUs and starts MPS while mpirun
  * launches), watching req->early_watch_fd (a pipe whose other end gsrun
  * holds while mpirun runs). Returns once the agent listens. The node's
- * first rank then only tells it the node's size (GSRUN_EARLY_AGENT=1). */
+ * first rank then only tells it the node's size (req->early_agent). */
 int gs_node_start_early(const gs_node_req_t *req, gs_error_t *err);
 
 /* Joins the node: with req->agent_path (the node leader) starts the agent

@@ -75,16 +75,6 @@ static void note_bad(const gs_error_t *err)
 /* plugstack.conf: "optional /path/gsrun_spank.so mps=auto percentage=auto". */
 static void admin_defaults(int ac, char **av)
 {
-    static const struct {
-        const char *arg, *key;
-    } keys[] = {{"mps", "mps"},
-                {"percentage", "mps-percentage"},
-                {"control", "mps-control"},
-                {"timeout", "mps-timeout"},
-                {"memory_limit", "mps-memory-limit"},
-                {"gpu_bind", "gpu-bind"},
-                {"verbose", "verbose"},
-                {NULL, NULL}};
     gs_error_t err;
 
     for (int i = 0; i < ac; i++) {
@@ -99,24 +89,31 @@ static void admin_defaults(int ac, char **av)
             snprintf(rundir_base, sizeof(rundir_base), "%s", eq + 1);
             continue;
         }
-        for (int k = 0; keys[k].arg != NULL; k++) {
-            if (strlen(keys[k].arg) == n && strncmp(av[i], keys[k].arg, n) == 0 && eq != NULL) {
+        for (const gs_config_key_t *k = gs_config_keys; k->option != NULL; k++) {
+            if (k->spank != NULL && strlen(k->spank) == n && strncmp(av[i], k->spank, n) == 0 &&
+                eq != NULL) {
                 known = 1;
-                if (gs_config_set(&cfg, keys[k].key, eq + 1, "gsrun_spank.so in plugstack.conf",
+                if (gs_config_set(&cfg, k->option, eq + 1, "gsrun_spank.so in plugstack.conf",
                                   &err) != 0) {
                     note_bad(&err);
-                    if (strcmp(keys[k].key, "mps") == 0) {
+                    if (strcmp(k->option, "mps") == 0) {
                         cfg.mps = GS_MPS_AUTO; /* meant on in some form: every step says why not */
                     }
                 }
             }
         }
         if (!known && bad[0] == '\0') {
+            char accepted[256] = "";
+            for (const gs_config_key_t *k = gs_config_keys; k->option != NULL; k++) {
+                if (k->spank != NULL) {
+                    size_t l = strlen(accepted);
+                    snprintf(accepted + l, sizeof(accepted) - l, "%s=, ", k->spank);
+                }
+            }
             snprintf(bad, sizeof(bad),
-                     "gsrun_spank.so in plugstack.conf: unknown argument '%s'; accepted: mps=, "
-                     "percentage=, control=, timeout=, memory_limit=, gpu_bind=, verbose=, agent=, "
+                     "gsrun_spank.so in plugstack.conf: unknown argument '%s'; accepted: %sagent=, "
                      "rundir=",
-                     av[i]);
+                     av[i], accepted);
         }
     }
 }

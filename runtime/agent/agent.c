@@ -118,8 +118,8 @@ static gs_agent_state_t discovering(gs_agent_t *a)
 {
     gs_error_t err;
 
-    if (a->mode != GS_AGENT_PER_JOB && gs_agent_listen(a, &err) != 0) {
-        if (a->mode == GS_AGENT_EARLY) {
+    if (a->mode != GS_MODE_PER_JOB && gs_agent_listen(a, &err) != 0) {
+        if (a->mode == GS_MODE_EARLY) {
             tell_starter(a, GS_EXIT_SETUP); /* gsrun reads this */
             return fail(a, GS_EXIT_SETUP, err.text, 0);
         }
@@ -127,7 +127,7 @@ static gs_agent_state_t discovering(gs_agent_t *a)
         a->code = GS_EXIT_SETUP;
         return GS_AGENT_DONE;
     }
-    if (a->mode == GS_AGENT_EARLY) {
+    if (a->mode == GS_MODE_EARLY) {
         tell_starter(a, 0); /* now gsrun may start mpirun */
     }
     if (gs_gpu_discover(&a->gpus, &err) != 0 ||
@@ -144,10 +144,10 @@ static gs_agent_state_t discovering(gs_agent_t *a)
     gs_daemons_init(&a->daemons, a->node_dir, a->control, a->prestart, a->o->cfg.timeout_s,
                     &a->report, &a->guard);
     switch (a->mode) {
-    case GS_AGENT_EARLY:
+    case GS_MODE_EARLY:
         gs_report_mark(&a->report, "discovered");
         return GS_AGENT_PRESTARTING;
-    case GS_AGENT_JOB_LONG:
+    case GS_MODE_JOB_LONG:
         return GS_AGENT_STARTING;
     default:
         return GS_AGENT_PLANNING;
@@ -208,7 +208,7 @@ static gs_agent_state_t planning(gs_agent_t *a)
         gs_daemons_stop_from(&a->daemons, 0, NULL, NULL); /* early: nothing to wait for */
         return fail(a, GS_EXIT_UNAVAILABLE, err.text, 1);
     }
-    if (a->mode == GS_AGENT_EARLY) {
+    if (a->mode == GS_MODE_EARLY) {
         if (!a->plan.use_mps || a->plan.ngpus < a->daemons.n) {
             /* Daemons the plan does not use stop once the ranks have
              * registered: stopping a server takes up to 100 ms, which the
@@ -276,7 +276,7 @@ static gs_agent_state_t starting(gs_agent_t *a)
     char msg[1200];
     int mps_failed = 0, rc = 0;
 
-    if (a->mode == GS_AGENT_JOB_LONG) {
+    if (a->mode == GS_MODE_JOB_LONG) {
         return provisioning(a);
     }
     if (a->early_rc != 0) {
@@ -306,7 +306,7 @@ static gs_agent_state_t starting(gs_agent_t *a)
     const char *why = NULL;
     if (gs_ranktab_init(&a->ranks, a->local_size) != 0 ||
         gs_placer_init(&a->placer, a->local_size, ngpus, target, a->gpus.gpu,
-                       a->o->in_sequence,
+                       a->o->args.in_sequence,
                        gs_now_ms() + (long long)cfg->timeout_s * 1000) != 0) {
         why = "out of memory";
     } else if (a->listen_fd < 0 && gs_agent_listen(a, &err) != 0) {
@@ -364,7 +364,7 @@ static gs_agent_state_t holding(gs_agent_t *a)
 static gs_agent_state_t stopping(gs_agent_t *a)
 {
     gs_daemons_stop_from(&a->daemons, 0, gs_agent_rank_of_pid, a);
-    if (a->mode != GS_AGENT_JOB_LONG) {
+    if (a->mode != GS_MODE_JOB_LONG) {
         gs_report_mark(&a->report, "mps stopped");
         if (a->o->cfg.verbose >= 2) {
             gs_report_add(&a->report, 0, "timeline (ms after gsrun started): %s",
@@ -445,18 +445,15 @@ static void detach_stdio(int k1, int k2, int k3)
 
 static void init_report(gs_agent_t *a)
 {
-    const gs_agent_opts_t *o = a->o;
+    const gs_agentcmd_t *g = &a->o->args;
     /* The timeline counts from gsrun's start where gsrun runs the job (the
      * same clock on its node; other nodes' clocks may differ a little). */
-    const char *t0 = getenv("GSRUN_T0");
-    gs_report_init(&a->report, o->node_name, o->cfg.verbose,
-                   t0 != NULL && atoll(t0) > 0 ? atoll(t0) : a->started_ms);
-    if (o->gsrun_pid > 1) {
-        gs_report_to_file(&a->report, o->job_dir); /* gsrun reads it on this node */
-    } else if (o->report_fd >= 0) {
-        gs_report_to_fd(&a->report, GS_REPORT_LEADER_FD, o->report_fd);
-    } else if (o->report_rank0) {
-        gs_report_to_fd(&a->report, GS_REPORT_RANK0, -1);
+    gs_report_init(&a->report, g->node_name, a->o->cfg.verbose,
+                   g->t0_ms > 0 ? g->t0_ms : a->started_ms);
+    if (g->report == GS_SINK_FILE) {
+        gs_report_to_file(&a->report, g->job_dir); /* gsrun reads it on this node */
+    } else {
+        gs_report_to_fd(&a->report, g->report, g->report_fd);
     }
 }
 
@@ -465,8 +462,8 @@ static int setup(gs_agent_t *a, int *lockfd)
     const gs_agent_opts_t *o = a->o;
     sigset_t mask;
 
-    detach_stdio(o->ready_fd, o->report_fd, o->watch_fd);
-    snprintf(a->node_dir, sizeof(a->node_dir), "%s/%s", o->job_dir, o->node_name);
+    detach_stdio(o->args.ready_fd, o->args.report_fd, o->args.watch_fd);
+    snprintf(a->node_dir, sizeof(a->node_dir), "%s/%s", o->args.job_dir, o->args.node_name);
     sigemptyset(&mask);
     sigaddset(&mask, SIGCHLD);
     sigaddset(&mask, SIGTERM);
@@ -480,20 +477,20 @@ static int setup(gs_agent_t *a, int *lockfd)
     if (*lockfd < 0 || flock(*lockfd, LOCK_EX | LOCK_NB) != 0) {
         return -1;
     }
-    if (o->gsrun_pid <= 1) {
+    if (o->args.gsrun_pid <= 1) {
         /* Away from gsrun's node the agent owns the job dir: if agent and
          * guard are both killed, a later gsrun here sees it is stale. */
-        gs_rundir_claim(o->job_dir);
+        gs_rundir_claim(o->args.job_dir);
     }
-    if (o->watch_fd >= 0) {
-        a->watch_fd = o->watch_fd; /* gsrun holds its other end while mpirun runs */
-    } else if (o->watch_pid > 1) {
-        a->watch_fd = gs_proc_pidfd_open(o->watch_pid);
+    if (o->args.watch_fd >= 0) {
+        a->watch_fd = o->args.watch_fd; /* gsrun holds its other end while mpirun runs */
+    } else if (o->args.watch_pid > 1) {
+        a->watch_fd = gs_proc_pidfd_open(o->args.watch_pid);
     }
-    if (o->gsrun_pid > 1) {
-        a->gsrun_fd = gs_proc_pidfd_open(o->gsrun_pid);
+    if (o->args.gsrun_pid > 1) {
+        a->gsrun_fd = gs_proc_pidfd_open(o->args.gsrun_pid);
     }
-    gs_guard_cleanup_t c = {a->node_dir, o->job_dir, o->node_name, o->gsrun_pid, a->gsrun_fd,
+    gs_guard_cleanup_t c = {a->node_dir, o->args.job_dir, o->args.node_name, o->args.gsrun_pid, a->gsrun_fd,
                             a->ready_fd, &a->report};
     if (gs_guard_start(&a->guard, &c) != 0) {
         gs_report_add(&a->report, 1, "cannot start the agent's guard; a killed agent would "
@@ -510,10 +507,10 @@ int gs_agent_main(const gs_agent_opts_t *o)
 
     memset(a, 0, sizeof(*a));
     a->o = o;
-    a->mode = o->job_long ? GS_AGENT_JOB_LONG : o->early ? GS_AGENT_EARLY : GS_AGENT_PER_JOB;
-    a->local_size = o->local_size;
-    a->watch_pid = o->watch_pid;
-    a->ready_fd = o->ready_fd;
+    a->mode = o->args.mode;
+    a->local_size = o->args.local_size;
+    a->watch_pid = o->args.watch_pid;
+    a->ready_fd = o->args.ready_fd;
     a->stop_from = -1;
     a->t_start = gs_now_ms();
     a->started_ms = gs_wall_ms();
@@ -527,7 +524,7 @@ int gs_agent_main(const gs_agent_opts_t *o)
         gs_agent_signal_ready(a, "error\n");
         return GS_EXIT_RUNDIR;
     }
-    a->prestart = getenv("GSRUN_MPS_PRESTART") == NULL || atoi(getenv("GSRUN_MPS_PRESTART")) != 0;
+    a->prestart = o->cfg.prestart;
 
     for (a->state = GS_AGENT_DISCOVERING; a->state != GS_AGENT_DONE;) {
         gs_agent_state_t next = step[a->state](a);
@@ -545,13 +542,13 @@ int gs_agent_main(const gs_agent_opts_t *o)
     }
     gs_ranktab_free(&a->ranks);
     gs_placer_free(&a->placer);
-    if (a->code == 0 && a->report.sink == GS_REPORT_FILE) {
+    if (a->code == 0 && a->report.sink == GS_SINK_FILE) {
         gs_report_deliver(&a->report); /* a file, read by gsrun once we unlock */
     }
     /* The node dir goes last, while we still hold its lock. */
     gs_rundir_remove(a->node_dir);
-    if (o->gsrun_pid <= 1 || !gs_proc_alive(o->gsrun_pid, a->gsrun_fd)) {
-        gs_report_drop_job_dir(o->job_dir, o->node_name); /* gsrun is not here to */
+    if (o->args.gsrun_pid <= 1 || !gs_proc_alive(o->args.gsrun_pid, a->gsrun_fd)) {
+        gs_report_drop_job_dir(o->args.job_dir, o->args.node_name); /* gsrun is not here to */
     }
     gs_guard_release(&a->guard);
     if (a->code == 0) {

@@ -25,13 +25,6 @@
 #include "policy.h"
 #include "state.h"
 
-/* The three ways an agent runs: one loop, different paths through it. */
-typedef enum {
-    GS_AGENT_PER_JOB,  /* started by the node's first rank (or a front end) */
-    GS_AGENT_EARLY,    /* started by gsrun on its node before mpirun */
-    GS_AGENT_JOB_LONG, /* a whole batch job's, until `gsrun epilog` */
-} gs_agent_mode_t;
-
 typedef enum {
     GS_AGENT_DISCOVERING,  /* listening (early, job-long); GPUs, control program */
     GS_AGENT_PRESTARTING,  /* early: MPS on every visible GPU while mpirun launches */
@@ -49,7 +42,7 @@ typedef enum {
 
 typedef struct {
     const gs_agent_opts_t *o;
-    gs_agent_mode_t mode;
+    gs_agentcmd_mode_t mode;
     gs_agent_state_t state;
     int code;                /* the agent's exit status */
     char node_dir[256];

@@ -134,7 +134,7 @@ void gs_agent_write_status(const gs_agent_t *a)
     }
     s.agent_pid = (int)getpid();
     s.launcher_pid = (int)a->watch_pid;
-    s.gsrun_pid = (int)a->o->gsrun_pid;
+    s.gsrun_pid = (int)a->o->args.gsrun_pid;
     s.started_ms = a->started_ms;
     s.memory_limit_mb = on ? a->o->cfg.mem_limit_mb : 0;
     s.local_size = a->local_size;

@@ -284,7 +284,7 @@ void gs_agent_hold(gs_agent_t *a)
             }
             if (got > 0 && strcmp(buf, GS_PROTO_STOP) == 0) {
                 /* The whole report: the epilog shows what its -v asks for. */
-                gs_report_to_fd(&a->report, GS_REPORT_EPILOG, fd);
+                gs_report_to_fd(&a->report, GS_SINK_EPILOG, fd);
                 a->report.verbose = 1;
                 gs_report_add(&a->report, 0, "stopping MPS: the job's epilog asked");
                 return;

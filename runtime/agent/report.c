@@ -65,11 +65,11 @@ void gs_report_mark(gs_report_t *r, const char *step)
 
 void gs_report_to_file(gs_report_t *r, const char *job_dir)
 {
-    r->sink = GS_REPORT_FILE;
+    r->sink = GS_SINK_FILE;
     snprintf(r->job_dir, sizeof(r->job_dir), "%s", job_dir);
 }
 
-void gs_report_to_fd(gs_report_t *r, gs_report_sink_t sink, int fd)
+void gs_report_to_fd(gs_report_t *r, gs_sink_t sink, int fd)
 {
     if (r->fd >= 0 && r->fd != fd) {
         close(r->fd);
@@ -128,9 +128,9 @@ void gs_report_deliver(gs_report_t *r)
         return;
     }
     r->delivered = 1;
-    if (r->sink == GS_REPORT_FILE) {
+    if (r->sink == GS_SINK_FILE) {
         write_file(r);
-    } else if (r->sink != GS_REPORT_NOWHERE && r->fd >= 0) {
+    } else if (r->sink != GS_SINK_NOWHERE && r->fd >= 0) {
         write_lines(r);
     }
     gs_report_close(r);
@@ -140,7 +140,7 @@ int gs_report_open_rank0(gs_report_t *r, pid_t pid, long long now_ms, long long 
 {
     char path[64];
 
-    if (r->sink != GS_REPORT_RANK0 || r->fd >= 0) {
+    if (r->sink != GS_SINK_RANK0 || r->fd >= 0) {
         return -1;
     }
     if (pid <= 0) {
@@ -149,13 +149,13 @@ int gs_report_open_rank0(gs_report_t *r, pid_t pid, long long now_ms, long long 
     snprintf(path, sizeof(path), "/proc/%d/fd/2", (int)pid);
     int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
     if (fd >= 0 || errno == ENOENT) {
-        gs_report_to_fd(r, fd >= 0 ? GS_REPORT_LEADER_FD : GS_REPORT_NOWHERE, fd);
+        gs_report_to_fd(r, fd >= 0 ? GS_SINK_LEADER_FD : GS_SINK_NOWHERE, fd);
         return -1; /* gone: nobody to tell */
     }
     /* Not dumpable until its exec; a program that stays so never opens:
      * give up after the start-up bound. */
     if (now_ms > give_up_ms) {
-        gs_report_to_fd(r, GS_REPORT_NOWHERE, -1);
+        gs_report_to_fd(r, GS_SINK_NOWHERE, -1);
         return -1;
     }
     return 20;

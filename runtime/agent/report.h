@@ -1,22 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The agent's report: what happened on this node, collected during the job
  * (problems always shown, the rest with -v) with the -vv timeline, and
- * delivered once, to one of four places (gs_report_sink_t). The lowest of
+ * delivered once, to one of four places (gs_sink_t, agentcmd.h). The lowest of
  * the agent's parts: it uses nothing of the others. */
 #ifndef GS_AGENT_REPORT_H
 #define GS_AGENT_REPORT_H
 
 #include <sys/types.h>
 
-/* Where the report goes. */
-typedef enum {
-    GS_REPORT_NOWHERE,   /* nobody to tell (the leader's stderr is gone) */
-    GS_REPORT_FILE,      /* <job dir>/<node>.report, which gsrun reads on this node */
-    GS_REPORT_LEADER_FD, /* lines on the node leader's stderr (the launcher forwards them) */
-    GS_REPORT_RANK0,     /* the same, on local rank 0's stderr once it has exec'd (Slurm
-                          * task prolog): pending until gs_report_open_rank0 opens it */
-    GS_REPORT_EPILOG,    /* the whole report on `gsrun epilog`'s connection */
-} gs_report_sink_t;
+#include "agentcmd.h" /* gs_sink_t */
+
 
 typedef struct {
     char node_name[64];
@@ -26,8 +19,8 @@ typedef struct {
     int problems;
     char timeline[512];    /* "agent 612, discovered 620, ...": -vv shows it */
     long long t0_ms;       /* wall clock the timeline counts from */
-    gs_report_sink_t sink;
-    char job_dir[256];     /* GS_REPORT_FILE */
+    gs_sink_t sink;
+    char job_dir[256];     /* GS_SINK_FILE */
     int fd;                /* the FD sinks, -1 until known */
     int delivered;
 } gs_report_t;
@@ -43,7 +36,7 @@ void gs_report_mark(gs_report_t *r, const char *step);
 /* Where to deliver: the file in job_dir, or an FD sink with fd (-1: not
  * open yet, or nowhere). */
 void gs_report_to_file(gs_report_t *r, const char *job_dir);
-void gs_report_to_fd(gs_report_t *r, gs_report_sink_t sink, int fd);
+void gs_report_to_fd(gs_report_t *r, gs_sink_t sink, int fd);
 /* Delivers once (later calls do nothing) and closes the FD. The lines to an
  * FD are filtered as gsrun filters: everything with -v, else the problems;
  * one write per line keeps them whole among the job's output. */
@@ -51,7 +44,7 @@ void gs_report_deliver(gs_report_t *r);
 /* Closes this process's copy of the FD without delivering (the guard, once
  * the agent has delivered). */
 void gs_report_close(gs_report_t *r);
-/* GS_REPORT_RANK0: tries to open /proc/<pid>/fd/2 (rank 0's stderr; pid 0:
+/* GS_SINK_RANK0: tries to open /proc/<pid>/fd/2 (rank 0's stderr; pid 0:
  * rank 0 has not registered yet). Returns the poll timeout in ms to try
  * again, or -1 when done trying (opened, gone, or past give_up_ms). */
 int gs_report_open_rank0(gs_report_t *r, pid_t pid, long long now_ms, long long give_up_ms);

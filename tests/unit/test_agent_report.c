@@ -71,7 +71,7 @@ static void test_fd_sink_filters_and_delivers_once(void **state)
     for (int verbose = 0; verbose <= 1; verbose++) {
         assert_int_equal(pipe(p), 0);
         gs_report_init(&r, "n1", verbose, 0);
-        gs_report_to_fd(&r, GS_REPORT_LEADER_FD, p[1]);
+        gs_report_to_fd(&r, GS_SINK_LEADER_FD, p[1]);
         gs_report_add(&r, 0, "served 4 of 4 ranks");
         gs_report_add(&r, 1, "GPU 0: escalated");
         gs_report_deliver(&r);
@@ -111,17 +111,17 @@ static void test_rank0_sink(void **state)
     static gs_report_t r;
     (void)state;
     gs_report_init(&r, "n1", 0, 0);
-    gs_report_to_fd(&r, GS_REPORT_RANK0, -1);
+    gs_report_to_fd(&r, GS_SINK_RANK0, -1);
     assert_int_equal(gs_report_open_rank0(&r, 0, 0, 1000), 50); /* not registered yet */
     /* Our own stderr stands for rank 0's: opened, the sink is that FD. */
     assert_int_equal(gs_report_open_rank0(&r, getpid(), 0, 1000), -1);
-    assert_int_equal(r.sink, GS_REPORT_LEADER_FD);
+    assert_int_equal(r.sink, GS_SINK_LEADER_FD);
     assert_true(r.fd >= 0);
     gs_report_close(&r);
     /* A rank 0 that is gone: nobody to tell. */
-    gs_report_to_fd(&r, GS_REPORT_RANK0, -1);
+    gs_report_to_fd(&r, GS_SINK_RANK0, -1);
     assert_int_equal(gs_report_open_rank0(&r, 999999999, 0, 1000), -1);
-    assert_int_equal(r.sink, GS_REPORT_NOWHERE);
+    assert_int_equal(r.sink, GS_SINK_NOWHERE);
     gs_report_deliver(&r); /* nothing to do, nothing breaks */
 }
 

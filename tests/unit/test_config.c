@@ -6,6 +6,7 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -158,6 +159,75 @@ static void test_find_executable(void **state)
     assert_non_null(strstr(err.text, "not found in PATH"));
 }
 
+/* The settings table: each row reads back what it writes, from any value
+ * it accepts; and each front end takes the settings it documents. */
+static void test_table_rows_round_trip(void **state)
+{
+    static const struct {
+        const char *option, *value;
+    } values[] = {{"mps", "on"}, {"mps-percentage", "37.5"}, {"mps-control", "/opt/x/ctl"},
+                  {"mps-timeout", "12"}, {"gpu-bind", "none"}, {"mps-memory-limit", "2G"},
+                  {"launcher", "/usr/bin/mpirun"}, {"dry-run", "1"}, {"verbose", "3"},
+                  {"mps-prestart", "0"}};
+    gs_error_t err;
+    (void)state;
+    int rows = 0;
+    for (const gs_config_key_t *k = gs_config_keys; k->option != NULL; k++, rows++) {
+        assert_non_null(k->env);
+        assert_non_null(k->parse);
+        assert_non_null(k->format);
+        assert_ptr_equal(gs_config_key(k->option), k);
+    }
+    assert_int_equal(rows, (int)(sizeof(values) / sizeof(values[0])));
+    for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+        gs_config_t a, b;
+        char text[GS_MAX_VALUE_LEN];
+        const gs_config_key_t *k = gs_config_key(values[i].option);
+        assert_non_null(k);
+        gs_config_init(&a);
+        assert_int_equal(gs_config_set(&a, k->option, values[i].value, "test", &err), 0);
+        k->format(&a, text, sizeof(text));
+        gs_config_init(&b);
+        assert_int_equal(k->parse(&b, text), 0);
+        assert_memory_equal(&a, &b, sizeof(a));
+    }
+    assert_null(gs_config_key("no-such-setting"));
+}
+
+static void fronts(unsigned front, char *out, size_t len)
+{
+    out[0] = '\0';
+    for (const gs_config_key_t *k = gs_config_keys; k->option != NULL; k++) {
+        if (k->fronts & front) {
+            size_t l = strlen(out);
+            snprintf(out + l, len - l, "%s%s", l ? " " : "", k->option);
+        }
+    }
+}
+
+static void test_front_ends_take_what_they_document(void **state)
+{
+    char got[512];
+    (void)state;
+    fronts(GS_FRONT_BATCH, got, sizeof(got)); /* gsrun prolog --help */
+    assert_string_equal(got, "mps mps-percentage mps-control mps-timeout mps-memory-limit");
+    fronts(GS_FRONT_MCA, got, sizeof(got)); /* doc/openmpi.md's table */
+    assert_string_equal(got, "mps mps-percentage mps-control mps-timeout gpu-bind "
+                             "mps-memory-limit verbose");
+    fronts(GS_FRONT_RANKS, got, sizeof(got)); /* mpirun -x */
+    assert_string_equal(got, "mps mps-percentage mps-control mps-timeout gpu-bind "
+                             "mps-memory-limit verbose");
+    fronts(GS_FRONT_SPANK, got, sizeof(got));
+    assert_string_equal(got, "mps mps-percentage mps-control mps-timeout gpu-bind "
+                             "mps-memory-limit verbose");
+    /* doc/slurm.md's plugstack arguments */
+    assert_string_equal(gs_config_key("mps-percentage")->spank, "percentage");
+    assert_string_equal(gs_config_key("mps-memory-limit")->spank, "memory_limit");
+    assert_null(gs_config_key("launcher")->spank);
+    /* The measuring switch is no front end's option. */
+    assert_int_equal(gs_config_key("mps-prestart")->fronts, 0);
+}
+
 int main(void)
 {
     unsetenv("GSRUN_MPS");
@@ -169,6 +239,8 @@ int main(void)
         cmocka_unit_test(test_env_roundtrip),
         cmocka_unit_test(test_option_names),
         cmocka_unit_test(test_find_executable),
+        cmocka_unit_test(test_table_rows_round_trip),
+        cmocka_unit_test(test_front_ends_take_what_they_document),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
