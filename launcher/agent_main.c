@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "agent/agent.h"
-#include "agentcmd.h"
-#include "config.h"
+#include "runtime/agent/agent.h"
+#include "runtime/agentcmd.h"
+#include "runtime/config.h"
 
 int main(int argc, char **argv)
 {

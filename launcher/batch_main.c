@@ -18,7 +18,7 @@
  * that has become the user. All logic is in runtime/provision.c. */
 #include "gs_autoconf.h"
 
-#include "batch_main.h"
+#include "launcher/batch_main.h"
 
 #include <errno.h>
 #include <grp.h>
@@ -31,14 +31,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "protocol.h"
-#include "config.h"
-#include "discover.h"
-#include "helpers.h"
-#include "proc.h"
-#include "provision.h"
-#include "rundir.h"
-#include "rundir_root.h"
+#include "runtime/protocol.h"
+#include "runtime/config.h"
+#include "discovery/discover.h"
+#include "launcher/helpers.h"
+#include "runtime/proc.h"
+#include "runtime/provision.h"
+#include "runtime/rundir.h"
+#include "runtime/rundir_root.h"
 
 typedef struct {
     const char *cmd;
@@ -268,7 +268,7 @@ static int base_ok(const char *base, gs_error_t *err)
         return errno == ENOENT ? -ENOENT
                                : gs_error_set(err, errno, "'%s': %s", base, strerror(errno));
     }
-    int rc = st.st_uid == 0 ? gs_rootdir_check_base(base, 0, err) : gs_rundir_ensure(base, err);
+    int rc = st.st_uid == 0 ? gs_rundir_root_check_base(base, 0, err) : gs_rundir_ensure(base, err);
     return rc != 0 ? rc : st.st_uid == 0;
 }
 
@@ -294,7 +294,7 @@ static int find_job_dir(batch_opts_t *o, const char *name, char *job_dir, size_t
         int rc = base_ok(bases[i], err);
         if (rc >= 0) {
             *roots = rc;
-            rc = gs_rootdir_find(bases[i], name, getuid(), job_dir, len, err);
+            rc = gs_rundir_root_find(bases[i], name, getuid(), job_dir, len, err);
         }
         if (rc != -ENOENT) {
             return rc == 0 ? 1 : rc;
@@ -380,10 +380,10 @@ static int epilog(batch_opts_t *o, const char *name)
         return 0;
     }
     snprintf(base, sizeof(base), "%s", o->dir ? o->dir : GS_ROOT_RUNDIR);
-    if (access(base, F_OK) != 0 || gs_rootdir_owner(base, name, &uid, &gid) != 0) {
+    if (access(base, F_OK) != 0 || gs_rundir_root_owner(base, name, &uid, &gid) != 0) {
         return 0; /* never provisioned here */
     }
-    if (gs_rootdir_check_base(base, 0, &err) != 0) {
+    if (gs_rundir_root_check_base(base, 0, &err) != 0) {
         fprintf(stderr, "gsrun: epilog: job %s: %s\n", o->job, err.text);
         return GS_EXIT_RUNDIR;
     }

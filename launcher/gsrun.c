@@ -20,18 +20,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "discover.h"
-#include "helpers.h"
-#include "reports.h"
-#include "batch_main.h"
-#include "status_main.h"
-#include "supervise.h"
-#include "node.h"
-#include "options.h"
-#include "preflight.h"
-#include "proc.h"
-#include "rundir.h"
+#include "runtime/config.h"
+#include "discovery/discover.h"
+#include "launcher/helpers.h"
+#include "launcher/reports.h"
+#include "launcher/batch_main.h"
+#include "launcher/status_main.h"
+#include "launcher/supervise.h"
+#include "runtime/node.h"
+#include "launcher/options.h"
+#include "runtime/preflight.h"
+#include "runtime/proc.h"
+#include "runtime/rundir.h"
 
 static void die(int code, const char *msg)
 {
@@ -115,7 +115,7 @@ static int check_open_mpi(const char *launcher, gs_error_t *err)
         close(p[0]);
         return gs_error_set(err, errno, "fork: %s", strerror(errno));
     }
-    gs_read_all(p[0], out, sizeof(out), gs_now_ms() + 10000);
+    gs_proc_read_all(p[0], out, sizeof(out), gs_proc_now_ms() + 10000);
     close(p[0]);
     if (gs_proc_wait(pid, 1000, NULL) != 0) {
         gs_proc_stop_child(pid, 100, NULL);
@@ -164,7 +164,7 @@ static int prepare_job(const gs_opts_t *o, char *job_dir, size_t len, gs_error_t
             return -1;
         }
         int rc = gs_rundir_check_usable(job_dir, rd_err);
-        if (rc == 0 && (rc = gs_rundir_claim(job_dir)) != 0) {
+        if (rc == 0 && (rc = gs_preflight_claim(job_dir)) != 0) {
             gs_error_set(rd_err, -rc, "cannot write in the run directory '%s': %s%s", job_dir,
                          strerror(-rc), rc == -ENOSPC ? "; free space in TMPDIR or set TMPDIR "
                                                         "elsewhere" : "");
@@ -173,7 +173,7 @@ static int prepare_job(const gs_opts_t *o, char *job_dir, size_t len, gs_error_t
             gs_rundir_remove(job_dir);
             return -1;
         }
-        n = gs_rundir_clean_stale(gs_rundir_tmpdir(), msgs, 8);
+        n = gs_preflight_clean_stale(gs_rundir_tmpdir(), msgs, 8);
         for (int i = 0; i < n && o->cfg.verbose; i++) {
             fprintf(stderr, "gsrun: removed the run directory of a job that crashed: %s\n",
                     msgs[i]);
@@ -359,14 +359,14 @@ static int run_job(const gs_opts_t *o, char *launcher, char **cmd, const char *a
     /* srun's tasks may not run on gsrun's node (a login node): no early
      * agent there. */
     int launcher_pipe = srun ? -1 : start_agent_early(o, agent, job_dir);
-    long long t_launch = gs_wall_ms() - gsrun_t0_ms;
+    long long t_launch = gs_proc_wall_ms() - gsrun_t0_ms;
     int status = gs_supervise(launcher, cmd, &err);
-    long long t_exited = gs_wall_ms() - gsrun_t0_ms;
+    long long t_exited = gs_proc_wall_ms() - gsrun_t0_ms;
     if (launcher_pipe >= 0) {
         close(launcher_pipe); /* mpirun is gone: the early agent may end */
     }
     gs_wait_for_agents(job_dir, GS_AGENT_WAIT_MS);
-    long long t_agents = gs_wall_ms() - gsrun_t0_ms;
+    long long t_agents = gs_proc_wall_ms() - gsrun_t0_ms;
     if (status < 0) {
         gs_rundir_remove(job_dir);
         die(GS_EXIT_SETUP, err.text);
@@ -406,7 +406,7 @@ int main(int argc, char **argv)
     char **args, **cmd;
     int nargs, rc;
 
-    gsrun_t0_ms = gs_wall_ms();
+    gsrun_t0_ms = gs_proc_wall_ms();
     if (argc > 1 && strcmp(argv[1], "status") == 0) {
         return gs_status_main(argc - 1, argv + 1);
     }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "helpers.h"
+#include "launcher/helpers.h"
 
 #include <errno.h>
 #include <libgen.h>

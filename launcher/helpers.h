@@ -6,8 +6,8 @@
 
 #include <stddef.h>
 
-#include "gs_error.h"
-#include "node.h"
+#include "runtime/gs_error.h"
+#include "runtime/node.h"
 
 /* Finds helper `name` beside the running executable (a build tree, or a
  * relocated install), else in the configured pkglibexecdir. */

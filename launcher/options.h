@@ -9,8 +9,8 @@
 #ifndef GS_OPTIONS_H
 #define GS_OPTIONS_H
 
-#include "config.h"
-#include "gs_error.h"
+#include "runtime/config.h"
+#include "runtime/gs_error.h"
 
 typedef struct {
     gs_config_t cfg;

@@ -2,7 +2,7 @@
 /* After the launcher: the node agents' end and their reports. */
 #include "gs_autoconf.h"
 
-#include "reports.h"
+#include "launcher/reports.h"
 
 #include <dirent.h>
 #include <signal.h>
@@ -12,8 +12,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "proc.h"
-#include "rundir.h"
+#include "runtime/proc.h"
+#include "runtime/rundir.h"
 
 static void on_alarm(int sig)
 {
@@ -24,7 +24,7 @@ void gs_wait_for_agents(const char *job_dir, int timeout_ms)
 {
     int fds[64];
     char names[64][64];
-    long long deadline = gs_now_ms() + timeout_ms;
+    long long deadline = gs_proc_now_ms() + timeout_ms;
     int n = gs_rundir_open_nodes(job_dir, fds, names, 64);
     struct sigaction alrm;
 
@@ -34,7 +34,7 @@ void gs_wait_for_agents(const char *job_dir, int timeout_ms)
     sigaction(SIGALRM, &alrm, NULL);
 
     for (int i = 0; i < n; i++) {
-        long long left = deadline - gs_now_ms();
+        long long left = deadline - gs_proc_now_ms();
         int locked;
         if (left > 0) {
             struct itimerval it = {{0, 0}, {(time_t)(left / 1000), (suseconds_t)(left % 1000) * 1000}};

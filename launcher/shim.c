@@ -15,13 +15,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clientenv.h"
-#include "config.h"
-#include "discover.h"
-#include "helpers.h"
-#include "node.h"
-#include "rundir.h"
-#include "task.h"
+#include "runtime/clientenv.h"
+#include "runtime/config.h"
+#include "discovery/discover.h"
+#include "launcher/helpers.h"
+#include "runtime/node.h"
+#include "runtime/rundir.h"
+#include "runtime/task.h"
 
 /* A failure of the whole node (the agent's state says so, or it could not
  * start): the leader reports it and exits with its status; the other ranks

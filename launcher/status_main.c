@@ -8,11 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "proc.h"
-#include "rundir.h"
-#include "status.h"
-#include "status_main.h"
+#include "runtime/config.h"
+#include "runtime/proc.h"
+#include "runtime/rundir.h"
+#include "runtime/status.h"
+#include "launcher/status_main.h"
 
 #define GS_STATUS_MAX_JOBS 64
 
@@ -54,12 +54,12 @@ int gs_status_main(int argc, char **argv)
     }
     gs_status_clean(where);
     if (json) {
-        gs_status_print_json(stdout, node, jobs, n, gs_wall_ms());
+        gs_status_print_json(stdout, node, jobs, n, gs_proc_wall_ms());
     } else if (n == 0) {
         printf("gsrun status: node %s: no gsrun job in %s\n", node, where);
     } else {
         printf("gsrun status: node %s: %d job%s in %s\n", node, n, n == 1 ? "" : "s", where);
-        gs_status_print_text(stdout, jobs, n, gs_wall_ms());
+        gs_status_print_text(stdout, jobs, n, gs_proc_wall_ms());
     }
     return fflush(stdout) == 0 ? 0 : 1;
 }

@@ -3,7 +3,7 @@
  * gsrun's exit as the launcher's. */
 #include "gs_autoconf.h"
 
-#include "supervise.h"
+#include "launcher/supervise.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "proc.h"
+#include "runtime/proc.h"
 
 static int sigpipe_fd[2] = {-1, -1};
 

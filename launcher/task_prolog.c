@@ -22,12 +22,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "clientenv.h"
-#include "config.h"
-#include "discover.h"
-#include "helpers.h"
-#include "rundir.h"
-#include "task.h"
+#include "runtime/clientenv.h"
+#include "runtime/config.h"
+#include "discovery/discover.h"
+#include "launcher/helpers.h"
+#include "runtime/rundir.h"
+#include "runtime/task.h"
 
 static int task_stderr; /* fd 2 is the task's stderr */
 

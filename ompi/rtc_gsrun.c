@@ -30,14 +30,14 @@
 #include "orte/mca/rtc/rtc.h"
 #include "orte/runtime/orte_globals.h"
 
-#include "protocol.h"
-#include "clientenv.h"
-#include "config.h"
-#include "node.h"
-#include "proc.h"
-#include "rundir.h"
-#include "state.h"
-#include "task.h"
+#include "runtime/protocol.h"
+#include "runtime/clientenv.h"
+#include "runtime/config.h"
+#include "runtime/node.h"
+#include "runtime/proc.h"
+#include "runtime/rundir.h"
+#include "runtime/state.h"
+#include "runtime/task.h"
 
 #define GS_RTC_EXPORT __attribute__((visibility("default")))
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "affinity.h"
+#include "runtime/affinity.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -46,7 +46,7 @@ int gs_affinity_move(pid_t pid, const cpu_set_t *cpus)
     return rc;
 }
 
-void gs_cpuset_format(const cpu_set_t *set, char *buf, size_t len)
+void gs_affinity_cpuset_format(const cpu_set_t *set, char *buf, size_t len)
 {
     size_t used = 0;
     buf[0] = '\0';
@@ -64,7 +64,7 @@ void gs_cpuset_format(const cpu_set_t *set, char *buf, size_t len)
     }
 }
 
-int gs_cpuset_parse(const char *text, cpu_set_t *set)
+int gs_affinity_cpuset_parse(const char *text, cpu_set_t *set)
 {
     const char *p = text;
     CPU_ZERO(set);

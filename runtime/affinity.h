@@ -22,9 +22,9 @@ int gs_affinity_pick_core(const unsigned long *near, int nwords, const cpu_set_t
 int gs_affinity_move(pid_t pid, const cpu_set_t *cpus);
 
 /* A CPU set as the kernel writes CPU lists ("0-3,8,10-11"); "" when empty. */
-void gs_cpuset_format(const cpu_set_t *set, char *buf, size_t len);
+void gs_affinity_cpuset_format(const cpu_set_t *set, char *buf, size_t len);
 
 /* Parses such a list. Returns 0 or -EINVAL. */
-int gs_cpuset_parse(const char *text, cpu_set_t *set);
+int gs_affinity_cpuset_parse(const char *text, cpu_set_t *set);
 
 #endif

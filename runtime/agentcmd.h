@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "gs_error.h"
+#include "runtime/gs_error.h"
 
 /* The three ways an agent runs (one loop, different paths: agent/agent.c). */
 typedef enum {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "clientenv.h"
+#include "runtime/clientenv.h"
 
 #include <errno.h>
 #include <stdio.h>

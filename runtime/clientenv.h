@@ -4,8 +4,8 @@
 #ifndef GS_CLIENTENV_H
 #define GS_CLIENTENV_H
 
-#include "gs_error.h"
-#include "state.h"
+#include "runtime/gs_error.h"
+#include "runtime/state.h"
 
 #define GS_CLIENTENV_MAX 16
 

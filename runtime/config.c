@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "config.h"
+#include "runtime/config.h"
 
 #include <errno.h>
 #include <stdio.h>

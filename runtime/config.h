@@ -9,7 +9,7 @@
 
 #include <limits.h>
 
-#include "gs_error.h"
+#include "runtime/gs_error.h"
 
 typedef enum { GS_MPS_AUTO = 0, GS_MPS_ON, GS_MPS_OFF } gs_mps_mode_t;
 typedef enum { GS_PCT_AUTO = 0, GS_PCT_OFF, GS_PCT_FIXED } gs_pct_mode_t;

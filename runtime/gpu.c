@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "gpu.h"
+#include "runtime/gpu.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -9,8 +9,8 @@
 
 #include <stddef.h>
 
-#include "gs_error.h"
-#include "policy.h"
+#include "runtime/gs_error.h"
+#include "runtime/policy.h"
 
 #define GS_GPU_CPUMASK_WORDS 16 /* 1024 CPUs */
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "gs_error.h"
+#include "runtime/gs_error.h"
 
 #include <stdarg.h>
 #include <stdio.h>

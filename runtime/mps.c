@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "mps.h"
+#include "runtime/mps.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "proc.h"
+#include "runtime/proc.h"
 
 /* Variables a daemon must not inherit: the user's own MPS settings would
  * point it at another daemon's directories or GPUs. */
@@ -60,20 +60,20 @@ int gs_mps_spawn(gs_mps_daemon_t *d, const char *control, const cpu_set_t *cpus,
     snprintf(e_cvd, sizeof(e_cvd), "CUDA_VISIBLE_DEVICES=%s", d->uuid);
     snprintf(outpath, sizeof(outpath), "%s/control.out", d->log_dir);
 
-    env = gs_env_build(strip_vars, set);
+    env = gs_proc_env_build(strip_vars, set);
     if (env == NULL) {
         return gs_error_set(err, ENOMEM, "out of memory");
     }
     outfd = open(outpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (outfd < 0) {
         int e = errno;
-        gs_env_free(env);
+        gs_proc_env_free(env);
         return gs_error_set(err, e, "cannot create '%s': %s", outpath, strerror(e));
     }
     pid = fork();
     if (pid < 0) {
         int e = errno;
-        gs_env_free(env);
+        gs_proc_env_free(env);
         close(outfd);
         return gs_error_set(err, e, "cannot fork the MPS control daemon: %s", strerror(e));
     }
@@ -97,11 +97,11 @@ int gs_mps_spawn(gs_mps_daemon_t *d, const char *control, const cpu_set_t *cpus,
         dprintf(2, "gsrun-agent: cannot run '%s': %s\n", control, strerror(errno));
         _exit(127);
     }
-    gs_env_free(env);
+    gs_proc_env_free(env);
     close(outfd);
     d->daemon_pid = pid;
     d->daemon_reaped = 0;
-    d->start_ms = gs_now_ms();
+    d->start_ms = gs_proc_now_ms();
     return 0;
 }
 
@@ -142,7 +142,7 @@ static void last_output(const gs_mps_daemon_t *d, char *buf, size_t len)
     if (fd < 0) {
         return;
     }
-    n = gs_read_all(fd, text, sizeof(text), gs_now_ms() + 100);
+    n = gs_proc_read_all(fd, text, sizeof(text), gs_proc_now_ms() + 100);
     close(fd);
     while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == ' ')) {
         text[--n] = '\0';
@@ -177,7 +177,7 @@ int gs_mps_wait_socket(gs_mps_daemon_t *d, long long deadline_ms, gs_error_t *er
                               out);
             goto out;
         }
-        long long left = deadline_ms - gs_now_ms();
+        long long left = deadline_ms - gs_proc_now_ms();
         if (left <= 0) {
             rc = gs_error_set(err, ETIMEDOUT,
                               "the MPS control daemon did not create its socket '%s' in time "
@@ -210,7 +210,7 @@ int gs_mps_command(const char *control, const char *pipe_dir, const char *cmd, c
     char **env = NULL;
     char line[256];
     char scratch[64];
-    long long deadline = gs_now_ms() + timeout_ms;
+    long long deadline = gs_proc_now_ms() + timeout_ms;
     pid_t pid;
 
     if (reply == NULL || replylen == 0) {
@@ -222,7 +222,7 @@ int gs_mps_command(const char *control, const char *pipe_dir, const char *cmd, c
         return gs_error_set(err, EINVAL, "refusing a malformed MPS control command");
     }
     snprintf(e_pipe, sizeof(e_pipe), "CUDA_MPS_PIPE_DIRECTORY=%s", pipe_dir);
-    env = gs_env_build(strip_vars, set);
+    env = gs_proc_env_build(strip_vars, set);
     if (env == NULL || pipe2(in, O_CLOEXEC) != 0 || pipe2(outp, O_CLOEXEC) != 0) {
         rc = gs_error_set(err, errno ? errno : ENOMEM, "cannot prepare an MPS control command");
         goto out;
@@ -251,14 +251,14 @@ int gs_mps_command(const char *control, const char *pipe_dir, const char *cmd, c
     }
     close(in[1]);
     in[1] = -1;
-    if (gs_read_all(outp[0], reply, replylen, deadline) < 0) {
+    if (gs_proc_read_all(outp[0], reply, replylen, deadline) < 0) {
         kill(pid, SIGKILL);
         gs_proc_wait(pid, 1000, NULL);
         rc = gs_error_set(err, ETIMEDOUT, "MPS control command '%s' got no answer within %d ms",
                           cmd, timeout_ms);
         goto out;
     }
-    long long left = deadline - gs_now_ms();
+    long long left = deadline - gs_proc_now_ms();
     if (gs_proc_wait(pid, left > 0 ? (int)left : 0, &st) != 0) {
         kill(pid, SIGKILL);
         gs_proc_wait(pid, 1000, NULL);
@@ -284,7 +284,7 @@ out:
             close(outp[i]);
         }
     }
-    gs_env_free(env);
+    gs_proc_env_free(env);
     return rc;
 }
 
@@ -316,14 +316,14 @@ int gs_mps_start_server(gs_mps_daemon_t *d, const char *control, uid_t uid, long
                         gs_error_t *err)
 {
     char cmd[64], reply[1024];
-    long long left = deadline_ms - gs_now_ms();
+    long long left = deadline_ms - gs_proc_now_ms();
     int rc;
 
     snprintf(cmd, sizeof(cmd), "start_server -uid %u", (unsigned)uid);
     rc = gs_mps_command(control, d->pipe_dir, cmd, reply, sizeof(reply),
                         left > 0 ? (int)left : 1, err);
     if (rc == 0) {
-        d->ready_ms = gs_now_ms();
+        d->ready_ms = gs_proc_now_ms();
     }
     return rc;
 }

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "gs_error.h"
+#include "runtime/gs_error.h"
 
 #define GS_MPS_MAX_SERVERS 8
 

@@ -9,7 +9,7 @@
  * before waiting for any, so that their servers end together. */
 #include "gs_autoconf.h"
 
-#include "mps.h"
+#include "runtime/mps.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "proc.h"
+#include "runtime/proc.h"
 
 void gs_mps_quit_begin(gs_mps_daemon_t *d, const char *control, int timeout_ms)
 {
@@ -35,7 +35,7 @@ int gs_mps_stop(gs_mps_daemon_t *d, const char *control, int quit_timeout_ms, ch
                 size_t notelen)
 {
     int escalated = 0;
-    long long deadline = gs_now_ms() + quit_timeout_ms;
+    long long deadline = gs_proc_now_ms() + quit_timeout_ms;
 
     if (note != NULL && notelen > 0) {
         note[0] = '\0';
@@ -44,7 +44,7 @@ int gs_mps_stop(gs_mps_daemon_t *d, const char *control, int quit_timeout_ms, ch
         if (!d->quit_sent) {
             gs_mps_quit_begin(d, control, quit_timeout_ms);
         }
-        long long left = deadline - gs_now_ms();
+        long long left = deadline - gs_proc_now_ms();
         if (d->quit_rc != 0 && left > 200) {
             left = 200; /* quit did not reach it (no socket, say): it will not go by itself */
         }

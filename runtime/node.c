@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "node.h"
+#include "runtime/node.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,12 +13,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "affinity.h"
-#include "agentcmd.h"
-#include "protocol.h"
-#include "unixsock.h"
-#include "proc.h"
-#include "rundir.h"
+#include "runtime/affinity.h"
+#include "runtime/agentcmd.h"
+#include "runtime/protocol.h"
+#include "runtime/unixsock.h"
+#include "runtime/proc.h"
+#include "runtime/rundir.h"
 
 void gs_node_id(char *buf, size_t len)
 {
@@ -160,27 +160,27 @@ static int register_rank(gs_state_t *st, int local_rank, int for_parent, int tim
 {
     char line[4200], reply[64], cpus[4096] = "";
     cpu_set_t mine;
-    int by_pidfd = 0, fd = gs_unix_connect(st->socket, err);
+    int by_pidfd = 0, fd = gs_unixsock_connect(st->socket, err);
 
     if (fd < 0) {
         return gs_error_set(err, -fd, "cannot reach the node agent at '%s': %s", st->socket,
                             strerror(-fd));
     }
     if (sched_getaffinity(0, sizeof(mine), &mine) == 0) {
-        gs_cpuset_format(&mine, cpus, sizeof(cpus));
+        gs_affinity_cpuset_format(&mine, cpus, sizeof(cpus));
     }
     /* "parent": the rank is our parent (it inherits our CPUs, and only a
      * pidfd can follow it). */
-    int len = gs_proto_hello_format(line, sizeof(line), local_rank, cpus, for_parent);
+    int len = gs_protocol_hello_format(line, sizeof(line), local_rank, cpus, for_parent);
     if (len < 0 || write(fd, line, (size_t)len) != len) {
         close(fd);
         return gs_error_set(err, EPROTO, "cannot register rank %d with the node agent", local_rank);
     }
     shutdown(fd, SHUT_WR);
     /* One line: in socket mode the agent keeps the connection open. */
-    if (gs_read_line(fd, reply, sizeof(reply), gs_now_ms() + (long long)timeout_s * 1000 + 5000) <=
+    if (gs_proc_read_line(fd, reply, sizeof(reply), gs_proc_now_ms() + (long long)timeout_s * 1000 + 5000) <=
             0 ||
-        gs_proto_answer_parse(reply, &by_pidfd, &st->rank_gpu) != 0) {
+        gs_protocol_answer_parse(reply, &by_pidfd, &st->rank_gpu) != 0) {
         close(fd);
         return gs_error_set(err, EPROTO, "the node agent refused the registration of rank %d",
                             local_rank);
@@ -212,7 +212,7 @@ static int wait_ready(const gs_node_req_t *req, const char *node_dir, int ready_
 {
     /* The agent's own start-up is bounded by the same timeout; the margin
      * covers GPU discovery and writing the state. */
-    long long deadline = gs_now_ms() + ((long long)req->cfg->timeout_s + 10) * 1000;
+    long long deadline = gs_proc_now_ms() + ((long long)req->cfg->timeout_s + 10) * 1000;
     int rc = gs_state_wait(node_dir, deadline, ready_rd, err);
 
     if (rc == -EPIPE) {
@@ -250,18 +250,18 @@ static int tell_size(const char *node_dir, int local_size, pid_t launcher, int t
 {
     char path[300], line[64], reply[64];
     snprintf(path, sizeof(path), "%s/%s", node_dir, GS_PROTO_SOCKET);
-    int fd = gs_unix_connect(path, err);
+    int fd = gs_unixsock_connect(path, err);
 
     if (fd < 0) {
         return gs_error_set(err, -fd, "cannot reach the node agent gsrun started (%s): %s", path,
                             strerror(-fd));
     }
-    int len = gs_proto_size_format(line, sizeof(line), local_size, (int)launcher);
+    int len = gs_protocol_size_format(line, sizeof(line), local_size, (int)launcher);
     /* The agent answers once its early start of MPS is done or has failed
      * (bounded by the same timeout, plus stopping what it started). */
     long n = len > 0 && write(fd, line, (size_t)len) == len
-                 ? gs_read_line(fd, reply, sizeof(reply),
-                                gs_now_ms() + ((long long)timeout_s + 15) * 1000)
+                 ? gs_proc_read_line(fd, reply, sizeof(reply),
+                                gs_proc_now_ms() + ((long long)timeout_s + 15) * 1000)
                  : -1;
     close(fd);
     if (n <= 0 || strncmp(reply, "ok", 2) != 0) {
@@ -282,9 +282,9 @@ int gs_node_start_early(const gs_node_req_t *req, gs_error_t *err)
         return rc;
     }
     /* Listening is the agent's first step (a few ms): then mpirun may start. */
-    long n = gs_read_line(ready_rd, line, sizeof(line), gs_now_ms() + 5000);
+    long n = gs_proc_read_line(ready_rd, line, sizeof(line), gs_proc_now_ms() + 5000);
     close(ready_rd);
-    if (n <= 0 || gs_proto_ready_parse(line) != 0) {
+    if (n <= 0 || gs_protocol_ready_parse(line) != 0) {
         return gs_error_set(err, ECHILD, "the node agent did not start (%s)",
                             n > 0 ? line : "no answer");
     }

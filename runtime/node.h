@@ -11,9 +11,9 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "config.h"
-#include "gs_error.h"
-#include "state.h"
+#include "runtime/config.h"
+#include "runtime/gs_error.h"
+#include "runtime/state.h"
 
 typedef struct {
     const gs_config_t *cfg;

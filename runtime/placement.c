@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "placement.h"
+#include "runtime/placement.h"
 
 #include <string.h>
 
@@ -15,7 +15,7 @@ static int first_with_room(int ngpus, const int *targets, const int *load, const
     return -1;
 }
 
-int gs_place_ranks(int nranks, int ngpus, const int *targets, const unsigned char *near,
+int gs_placement_ranks(int nranks, int ngpus, const int *targets, const unsigned char *near,
                    int *gpu_of_rank)
 {
     int load[GS_MAX_GPUS] = {0}, placed_near = 0;
@@ -50,7 +50,7 @@ static int mask_touches(const gs_gpu_t *g, const cpu_set_t *cpus)
     return 0;
 }
 
-void gs_place_near(const cpu_set_t *rank_cpus, const gs_gpu_t *gpus, int ngpus,
+void gs_placement_near(const cpu_set_t *rank_cpus, const gs_gpu_t *gpus, int ngpus,
                    unsigned char *near)
 {
     int any = 0;
@@ -63,7 +63,7 @@ void gs_place_near(const cpu_set_t *rank_cpus, const gs_gpu_t *gpus, int ngpus,
     }
 }
 
-int gs_place_by_locality(const gs_gpu_t *gpus, int ngpus)
+int gs_placement_by_locality(const gs_gpu_t *gpus, int ngpus)
 {
     int differ = 0;
     for (int g = 0; g < ngpus; g++) {

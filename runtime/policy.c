@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "policy.h"
+#include "runtime/policy.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -37,7 +37,7 @@ static void off(gs_plan_t *plan, int notice, const char *reason)
     snprintf(plan->reason, sizeof(plan->reason), "%s", reason);
 }
 
-int gs_plan_compute(const gs_config_t *cfg, int local_size, int ngpus, int have_control,
+int gs_policy_plan_compute(const gs_config_t *cfg, int local_size, int ngpus, int have_control,
                     const char *control_error, gs_plan_t *plan, gs_error_t *err)
 {
     int used, most = 0, busiest = 0;
@@ -133,7 +133,7 @@ int gs_plan_compute(const gs_config_t *cfg, int local_size, int ngpus, int have_
     return 0;
 }
 
-int gs_plan_gpu_of_rank(const gs_plan_t *plan, int local_rank)
+int gs_policy_plan_gpu_of_rank(const gs_plan_t *plan, int local_rank)
 {
     for (int g = 0; g < plan->ngpus; g++) {
         const gs_gpu_share_t *s = &plan->gpu[g];

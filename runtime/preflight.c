@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "preflight.h"
+#include "runtime/preflight.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -16,7 +16,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "rundir.h"
+#include "runtime/rundir.h"
 
 int gs_preflight_warnings(const char *shm_dir, char (*out)[256], int max)
 {
@@ -45,7 +45,7 @@ int gs_preflight_warnings(const char *shm_dir, char (*out)[256], int max)
     return n;
 }
 
-int gs_rundir_claim(const char *job_dir)
+int gs_preflight_claim(const char *job_dir)
 {
     char path[4200];
     int fd;
@@ -80,7 +80,7 @@ static int agent_running(const char *job_dir)
     return busy;
 }
 
-int gs_rundir_clean_stale(const char *tmpdir, char (*out)[256], int max)
+int gs_preflight_clean_stale(const char *tmpdir, char (*out)[256], int max)
 {
     DIR *d = opendir(tmpdir);
     struct dirent *e;

@@ -19,12 +19,12 @@ int gs_preflight_warnings(const char *shm_dir, char (*out)[256], int max);
 
 /* Writes <job_dir>/owner with this process's PID. Returns 0 or -errno
  * (-ENOSPC: the file system is full). */
-int gs_rundir_claim(const char *job_dir);
+int gs_preflight_claim(const char *job_dir);
 
 /* Removes <tmpdir>/gsrun.* directories of ours whose owner process is gone
  * and whose node agents are gone (no node dir is locked). A directory
  * without an owner file, or of another user, is never touched. Puts up to
  * max removed paths in out; returns the number removed. */
-int gs_rundir_clean_stale(const char *tmpdir, char (*out)[256], int max);
+int gs_preflight_clean_stale(const char *tmpdir, char (*out)[256], int max);
 
 #endif

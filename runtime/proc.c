@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "proc.h"
+#include "runtime/proc.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -22,14 +22,14 @@ extern char **environ;
 #define SYS_pidfd_send_signal 424
 #endif
 
-long long gs_wall_ms(void)
+long long gs_proc_wall_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-long long gs_now_ms(void)
+long long gs_proc_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -58,7 +58,7 @@ static void sleep_ms(int ms)
 
 int gs_proc_wait(pid_t pid, int timeout_ms, int *status)
 {
-    long long deadline = gs_now_ms() + timeout_ms;
+    long long deadline = gs_proc_now_ms() + timeout_ms;
     int st = 0, pfd;
 
     if (pid <= 0) {
@@ -76,7 +76,7 @@ int gs_proc_wait(pid_t pid, int timeout_ms, int *status)
             }
             return 0;
         }
-        long long left = deadline - gs_now_ms();
+        long long left = deadline - gs_proc_now_ms();
         if (left <= 0) {
             break;
         }
@@ -96,7 +96,7 @@ int gs_proc_wait(pid_t pid, int timeout_ms, int *status)
 
 int gs_proc_reap_all(int timeout_ms)
 {
-    long long deadline = gs_now_ms() + timeout_ms;
+    long long deadline = gs_proc_now_ms() + timeout_ms;
     sigset_t chld, old;
     int rc = 0;
 
@@ -113,7 +113,7 @@ int gs_proc_reap_all(int timeout_ms)
         if (r < 0) {
             break; /* ECHILD: none left */
         }
-        long long left = deadline - gs_now_ms();
+        long long left = deadline - gs_proc_now_ms();
         if (left <= 0) {
             rc = -ETIMEDOUT;
             break;
@@ -179,7 +179,7 @@ static int name_matches(const char *entry, const char *const *list)
     return 0;
 }
 
-char **gs_env_build(const char *const *strip, const char *const *set)
+char **gs_proc_env_build(const char *const *strip, const char *const *set)
 {
     size_t n = 0, k = 0, m = 0;
     char **env;
@@ -209,11 +209,11 @@ char **gs_env_build(const char *const *strip, const char *const *set)
     }
     return env;
 fail:
-    gs_env_free(env);
+    gs_proc_env_free(env);
     return NULL;
 }
 
-void gs_env_free(char **env)
+void gs_proc_env_free(char **env)
 {
     if (env == NULL) {
         return;
@@ -232,7 +232,7 @@ static long read_until(int fd, char *buf, size_t len, long long deadline_ms, int
 {
     size_t used = 0;
     while (!(one_line && (used + 1 >= len || (used > 0 && buf[used - 1] == '\n')))) {
-        long long left = deadline_ms - gs_now_ms();
+        long long left = deadline_ms - gs_proc_now_ms();
         struct pollfd p = {fd, POLLIN, 0};
         if (left <= 0) {
             buf[used] = '\0';
@@ -259,12 +259,12 @@ static long read_until(int fd, char *buf, size_t len, long long deadline_ms, int
     return (long)used;
 }
 
-long gs_read_line(int fd, char *buf, size_t len, long long deadline_ms)
+long gs_proc_read_line(int fd, char *buf, size_t len, long long deadline_ms)
 {
     return read_until(fd, buf, len, deadline_ms, 1);
 }
 
-long gs_read_all(int fd, char *buf, size_t len, long long deadline_ms)
+long gs_proc_read_all(int fd, char *buf, size_t len, long long deadline_ms)
 {
     return read_until(fd, buf, len, deadline_ms, 0);
 }

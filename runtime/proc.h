@@ -7,9 +7,9 @@
 #include <sys/types.h>
 
 /* Monotonic clock in milliseconds. */
-long long gs_now_ms(void);
+long long gs_proc_now_ms(void);
 /* Wall-clock time in ms since the epoch (for times shown to people). */
-long long gs_wall_ms(void);
+long long gs_proc_wall_ms(void);
 
 /* A pidfd for pid, or -1 (errno set) where the kernel has none. */
 int gs_proc_pidfd_open(pid_t pid);
@@ -36,17 +36,17 @@ int gs_proc_alive(pid_t pid, int pidfd);
 
 /* A copy of this process's environment without the variables whose names
  * start with one of strip (NULL-terminated), plus set ("NAME=VALUE",
- * NULL-terminated, overriding). Free with gs_env_free. */
-char **gs_env_build(const char *const *strip, const char *const *set);
-void gs_env_free(char **env);
+ * NULL-terminated, overriding). Free with gs_proc_env_free. */
+char **gs_proc_env_build(const char *const *strip, const char *const *set);
+void gs_proc_env_free(char **env);
 
 /* Reads one line (up to and with '\n', or to end of file) into buf, NUL
  * terminated, waiting until the deadline. Returns its length or -errno. For
  * an answer on a connection the peer keeps open. */
-long gs_read_line(int fd, char *buf, size_t len, long long deadline_ms);
+long gs_proc_read_line(int fd, char *buf, size_t len, long long deadline_ms);
 
 /* Reads all of fd into buf (NUL-terminated) until EOF or the deadline.
  * Returns bytes read, or -ETIMEDOUT. */
-long gs_read_all(int fd, char *buf, size_t len, long long deadline_ms);
+long gs_proc_read_all(int fd, char *buf, size_t len, long long deadline_ms);
 
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "protocol.h"
+#include "runtime/protocol.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,14 +12,14 @@ static int fits(int n, size_t len)
     return n >= 0 && (size_t)n < len ? n : -1;
 }
 
-int gs_proto_hello_format(char *buf, size_t len, int local_rank, const char *cpus, int parent)
+int gs_protocol_hello_format(char *buf, size_t len, int local_rank, const char *cpus, int parent)
 {
     return fits(snprintf(buf, len, "hello %d %s%s\n", local_rank,
                          cpus != NULL && cpus[0] ? cpus : "-", parent ? " parent" : ""),
                 len);
 }
 
-int gs_proto_hello_parse(const char *line, int *local_rank, char *cpus, size_t cpuslen,
+int gs_protocol_hello_parse(const char *line, int *local_rank, char *cpus, size_t cpuslen,
                          int *parent)
 {
     char list[4100] = "", who[16] = "";
@@ -32,12 +32,12 @@ int gs_proto_hello_parse(const char *line, int *local_rank, char *cpus, size_t c
     return 0;
 }
 
-int gs_proto_answer_format(char *buf, size_t len, int by_pidfd, int gpu)
+int gs_protocol_answer_format(char *buf, size_t len, int by_pidfd, int gpu)
 {
     return fits(snprintf(buf, len, "ok %s gpu=%d\n", by_pidfd ? "pidfd" : "socket", gpu), len);
 }
 
-int gs_proto_answer_parse(const char *line, int *by_pidfd, int *gpu)
+int gs_protocol_answer_parse(const char *line, int *by_pidfd, int *gpu)
 {
     char how[16];
     int g;
@@ -50,12 +50,12 @@ int gs_proto_answer_parse(const char *line, int *by_pidfd, int *gpu)
     return 0;
 }
 
-int gs_proto_size_format(char *buf, size_t len, int local_size, int launcher_pid)
+int gs_protocol_size_format(char *buf, size_t len, int local_size, int launcher_pid)
 {
     return fits(snprintf(buf, len, "size %d %d\n", local_size, launcher_pid), len);
 }
 
-int gs_proto_size_parse(const char *line, int *local_size, int *launcher_pid)
+int gs_protocol_size_parse(const char *line, int *local_size, int *launcher_pid)
 {
     int n = 0, pid = 0;
     if (sscanf(line, "size %d %d", &n, &pid) < 1 || n <= 0 || n > 1 << 20) {
@@ -66,14 +66,14 @@ int gs_proto_size_parse(const char *line, int *local_size, int *launcher_pid)
     return 0;
 }
 
-int gs_proto_ready_format(char *buf, size_t len, int code)
+int gs_protocol_ready_format(char *buf, size_t len, int code)
 {
     return fits(code == 0 ? snprintf(buf, len, "listening 0 0\n")
                           : snprintf(buf, len, "error %d 0\n", code),
                 len);
 }
 
-int gs_proto_ready_parse(const char *line)
+int gs_protocol_ready_parse(const char *line)
 {
     int code = 0;
     if (strncmp(line, "listening", 9) == 0) {

@@ -23,25 +23,25 @@
 
 /* "hello ...": cpus "" is sent as "-". Returns the length, or -1 if it
  * does not fit. */
-int gs_proto_hello_format(char *buf, size_t len, int local_rank, const char *cpus, int parent);
+int gs_protocol_hello_format(char *buf, size_t len, int local_rank, const char *cpus, int parent);
 /* 0, or -1 for anything else. cpus gets "" for "-" (or none given); a
  * third word other than "parent" is ignored. */
-int gs_proto_hello_parse(const char *line, int *local_rank, char *cpus, size_t cpuslen,
+int gs_protocol_hello_parse(const char *line, int *local_rank, char *cpus, size_t cpuslen,
                          int *parent);
 
 /* "ok pidfd gpu=N" / "ok socket gpu=N". */
-int gs_proto_answer_format(char *buf, size_t len, int by_pidfd, int gpu);
+int gs_protocol_answer_format(char *buf, size_t len, int by_pidfd, int gpu);
 /* 0 for an "ok" answer (by_pidfd and gpu set; gpu -1 when it names none),
  * -1 otherwise. */
-int gs_proto_answer_parse(const char *line, int *by_pidfd, int *gpu);
+int gs_protocol_answer_parse(const char *line, int *by_pidfd, int *gpu);
 
-int gs_proto_size_format(char *buf, size_t len, int local_size, int launcher_pid);
+int gs_protocol_size_format(char *buf, size_t len, int local_size, int launcher_pid);
 /* 0 when the size is 1..2^20 (launcher_pid 0 when not given), else -1. */
-int gs_proto_size_parse(const char *line, int *local_size, int *launcher_pid);
+int gs_protocol_size_parse(const char *line, int *local_size, int *launcher_pid);
 
 /* The early agent's first line on the ready pipe. */
-int gs_proto_ready_format(char *buf, size_t len, int code);
+int gs_protocol_ready_format(char *buf, size_t len, int code);
 /* 0 for "listening", else the code of "error <code>" (1 if it names none). */
-int gs_proto_ready_parse(const char *line);
+int gs_protocol_ready_parse(const char *line);
 
 #endif

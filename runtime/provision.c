@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "provision.h"
+#include "runtime/provision.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,18 +10,18 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "protocol.h"
-#include "unixsock.h"
-#include "node.h"
-#include "policy.h"
-#include "proc.h"
-#include "rundir.h"
-#include "rundir_root.h"
-#include "task.h"
+#include "runtime/protocol.h"
+#include "runtime/unixsock.h"
+#include "runtime/node.h"
+#include "runtime/policy.h"
+#include "runtime/proc.h"
+#include "runtime/rundir.h"
+#include "runtime/rundir_root.h"
+#include "runtime/task.h"
 
 int gs_provision_job_name(const char *job, char *out, size_t len, gs_error_t *err)
 {
-    if (job == NULL || strlen(job) + 4 > 64 || !gs_rootdir_name_ok(job)) {
+    if (job == NULL || strlen(job) + 4 > 64 || !gs_rundir_root_name_ok(job)) {
         return gs_error_set(err, EINVAL,
                             "job id '%s' is not usable: give --job with letters, digits, '.', "
                             "'_' or '-' (Slurm sets SLURM_JOB_ID)",
@@ -66,15 +66,15 @@ int gs_provision_make_dir(const char *base, const char *name, uid_t uid, gid_t g
         if (base == NULL) {
             base = GS_ROOT_RUNDIR;
         }
-        if ((rc = gs_rootdir_check_base(base, 1, err)) != 0) {
+        if ((rc = gs_rundir_root_check_base(base, 1, err)) != 0) {
             return rc;
         }
-        return gs_rootdir_make(base, name, uid, gid, out, len, &kept, err);
+        return gs_rundir_root_make(base, name, uid, gid, out, len, &kept, err);
     }
     if ((rc = gs_provision_user_base(base, own, sizeof(own), err)) != 0) {
         return rc;
     }
-    if (!gs_rootdir_name_ok(name) || (size_t)snprintf(out, len, "%s/%s", own, name) >= len) {
+    if (!gs_rundir_root_name_ok(name) || (size_t)snprintf(out, len, "%s/%s", own, name) >= len) {
         return gs_error_set(err, ENAMETOOLONG, "'%s/%s' is not a usable directory", own, name);
     }
     return gs_rundir_ensure(out, err);
@@ -158,7 +158,7 @@ static int ask_stop(const char *node_dir, FILE *out, int verbose)
 {
     char buf[4096], path[700];
     snprintf(path, sizeof(path), "%s/%s", node_dir, GS_PROTO_SOCKET);
-    int fd = gs_unix_connect(path, NULL);
+    int fd = gs_unixsock_connect(path, NULL);
 
     if (fd < 0 || write(fd, GS_PROTO_STOP, strlen(GS_PROTO_STOP)) != (ssize_t)strlen(GS_PROTO_STOP)) {
         if (fd >= 0) {
@@ -166,9 +166,9 @@ static int ask_stop(const char *node_dir, FILE *out, int verbose)
         }
         return -1;
     }
-    long long deadline = gs_now_ms() + GS_PROTO_QUIT_TIMEOUT_MS + 2000;
+    long long deadline = gs_proc_now_ms() + GS_PROTO_QUIT_TIMEOUT_MS + 2000;
     long n;
-    while ((n = gs_read_line(fd, buf, sizeof(buf), deadline)) > 0) {
+    while ((n = gs_proc_read_line(fd, buf, sizeof(buf), deadline)) > 0) {
         if (verbose || strstr(buf, "problem: ") != NULL) {
             fputs(buf, out);
         }
@@ -225,7 +225,7 @@ int gs_provision_task_env(const gs_config_t *cfg, const char *job_dir, int local
         return 0; /* not provisioned, or without MPS: the task runs as it is */
     }
     /* The step's tasks over the job's GPUs, as gsrun places them. */
-    if ((rc = gs_plan_compute(cfg, local_size, st.ngpus, 1, "", &plan, err)) != 0) {
+    if ((rc = gs_policy_plan_compute(cfg, local_size, st.ngpus, 1, "", &plan, err)) != 0) {
         return rc;
     }
     if (!plan.use_mps) {

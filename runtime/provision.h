@@ -14,10 +14,10 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "clientenv.h"
-#include "config.h"
-#include "gs_error.h"
-#include "state.h"
+#include "runtime/clientenv.h"
+#include "runtime/config.h"
+#include "runtime/gs_error.h"
+#include "runtime/state.h"
 
 /* The job dir's name for job (letters, digits, '.', '_', '-'): "job-<id>". */
 int gs_provision_job_name(const char *job, char *out, size_t len, gs_error_t *err);

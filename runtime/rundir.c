@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "rundir.h"
+#include "runtime/rundir.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "proc.h"
+#include "runtime/proc.h"
 
 int gs_rundir_check_parent(const char *dir, gs_error_t *err)
 {
@@ -98,7 +98,7 @@ int gs_rundir_ensure(const char *dir, gs_error_t *err)
 
 int gs_rundir_lock_wait(const char *dir, int timeout_ms)
 {
-    long long deadline = gs_now_ms() + timeout_ms;
+    long long deadline = gs_proc_now_ms() + timeout_ms;
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) {
         return -errno;
@@ -106,7 +106,7 @@ int gs_rundir_lock_wait(const char *dir, int timeout_ms)
     /* Polled, not a blocking flock under an alarm: a launcher's daemon
      * (slurmstepd) calls this and must not get signals of ours. */
     while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        if (gs_now_ms() >= deadline) {
+        if (gs_proc_now_ms() >= deadline) {
             close(fd);
             return -ETIMEDOUT;
         }

@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#include "gs_error.h"
+#include "runtime/gs_error.h"
 
 /* Room kept after a pipe dir for the names MPS creates in it
  * ("/control_privileged" and the like). */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "rundir_root.h"
+#include "runtime/rundir_root.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rundir.h"
+#include "runtime/rundir.h"
 
 /* One directory of the chain: a real directory of root's that nobody else
  * may write, unless it is sticky (then nobody else can rename what root
@@ -47,7 +47,7 @@ static int check_dir(const char *path, int is_base, gs_error_t *err)
     return 0;
 }
 
-int gs_rootdir_check_base(const char *base, int create, gs_error_t *err)
+int gs_rundir_root_check_base(const char *base, int create, gs_error_t *err)
 {
     char path[512];
     size_t n = strlen(base);
@@ -76,7 +76,7 @@ int gs_rootdir_check_base(const char *base, int create, gs_error_t *err)
     return check_dir(base, 1, err);
 }
 
-int gs_rootdir_name_ok(const char *name)
+int gs_rundir_root_name_ok(const char *name)
 {
     size_t n = name != NULL ? strlen(name) : 0;
     return n > 0 && n <= 64 && name[0] != '.' &&
@@ -85,7 +85,7 @@ int gs_rootdir_name_ok(const char *name)
 
 static int join(const char *base, const char *name, char *out, size_t len, gs_error_t *err)
 {
-    if (!gs_rootdir_name_ok(name)) {
+    if (!gs_rundir_root_name_ok(name)) {
         return gs_error_set(err, EINVAL, "'%s' is not usable as a directory name", name);
     }
     if ((size_t)snprintf(out, len, "%s/%s", base, name) >= len) {
@@ -99,7 +99,7 @@ static int is_private_of(const struct stat *st, uid_t uid)
     return S_ISDIR(st->st_mode) && st->st_uid == uid && (st->st_mode & 077) == 0;
 }
 
-int gs_rootdir_make(const char *base, const char *name, uid_t uid, gid_t gid, char *out,
+int gs_rundir_root_make(const char *base, const char *name, uid_t uid, gid_t gid, char *out,
                     size_t len, int *kept, gs_error_t *err)
 {
     struct stat st;
@@ -142,7 +142,7 @@ int gs_rootdir_make(const char *base, const char *name, uid_t uid, gid_t gid, ch
     return 0;
 }
 
-int gs_rootdir_find(const char *base, const char *name, uid_t uid, char *out, size_t len,
+int gs_rundir_root_find(const char *base, const char *name, uid_t uid, char *out, size_t len,
                     gs_error_t *err)
 {
     struct stat st;
@@ -165,7 +165,7 @@ int gs_rootdir_find(const char *base, const char *name, uid_t uid, char *out, si
     return 0;
 }
 
-int gs_rootdir_owner(const char *base, const char *name, uid_t *uid, gid_t *gid)
+int gs_rundir_root_owner(const char *base, const char *name, uid_t *uid, gid_t *gid)
 {
     char path[600];
     struct stat st;

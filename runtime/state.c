@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "state.h"
+#include "runtime/state.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "proc.h"
-#include "rundir.h"
+#include "runtime/proc.h"
+#include "runtime/rundir.h"
 
 static const char *kind_name(gs_state_kind_t k)
 {
@@ -212,7 +212,7 @@ int gs_state_read(const char *dir, gs_state_t *st, gs_error_t *err)
         return gs_error_set(err, -fd, "cannot read '%s': %s", path,
                             fd == -EINVAL ? "not a regular file" : strerror(-fd));
     }
-    n = gs_read_all(fd, buf, sizeof(buf), gs_now_ms() + 2000);
+    n = gs_proc_read_all(fd, buf, sizeof(buf), gs_proc_now_ms() + 2000);
     close(fd);
     if (n < 0) {
         return gs_error_set(err, EIO, "cannot read '%s'", path);
@@ -236,7 +236,7 @@ int gs_state_wait(const char *dir, long long deadline_ms, int abort_fd, gs_error
         if (lstat(path, &st) == 0) {
             break;
         }
-        long long left = deadline_ms - gs_now_ms();
+        long long left = deadline_ms - gs_proc_now_ms();
         if (left <= 0) {
             rc = gs_error_set(err, ETIMEDOUT, "the node agent did not report within the time limit");
             goto out;

@@ -10,8 +10,8 @@
 
 #include <stddef.h>
 
-#include "gs_error.h"
-#include "policy.h"
+#include "runtime/gs_error.h"
+#include "runtime/policy.h"
 
 #define GS_STATE_FILE "state"
 

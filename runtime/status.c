@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "status.h"
+#include "runtime/status.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,8 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "proc.h"
-#include "rundir.h"
+#include "runtime/proc.h"
+#include "runtime/rundir.h"
 
 int gs_status_write(const char *node_dir, const gs_status_t *s, gs_error_t *err)
 {

@@ -8,8 +8,8 @@
 
 #include <stdio.h>
 
-#include "gs_error.h"
-#include "policy.h"
+#include "runtime/gs_error.h"
+#include "runtime/policy.h"
 
 #define GS_STATUS_FILE "status"
 

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "status.h"
+#include "runtime/status.h"
 
 static const char *state_of(const gs_status_t *s)
 {

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "task.h"
+#include "runtime/task.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "proc.h"
-#include "rundir.h"
+#include "runtime/proc.h"
+#include "runtime/rundir.h"
 
 int gs_task_join(const gs_node_req_t *req, gs_state_t *st, gs_clientenv_t *env, int *keep_fd,
                  int *node_wide, gs_error_t *err)

@@ -8,10 +8,10 @@
 
 #include <stddef.h>
 
-#include "clientenv.h"
-#include "gs_error.h"
-#include "node.h"
-#include "state.h"
+#include "runtime/clientenv.h"
+#include "runtime/gs_error.h"
+#include "runtime/node.h"
+#include "runtime/state.h"
 
 /* Joins the node (gs_node_join: st gets the node state) and builds this
  * rank's environment. On failure returns the exit code for this rank, sets

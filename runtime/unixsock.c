@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "unixsock.h"
+#include "runtime/unixsock.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -10,7 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-int gs_unix_path_fits(const char *path)
+int gs_unixsock_path_fits(const char *path)
 {
     struct sockaddr_un addr;
     return strlen(path) < sizeof(addr.sun_path);
@@ -18,7 +18,7 @@ int gs_unix_path_fits(const char *path)
 
 static int address(const char *path, struct sockaddr_un *addr, gs_error_t *err)
 {
-    if (!gs_unix_path_fits(path)) {
+    if (!gs_unixsock_path_fits(path)) {
         return gs_error_set(err, ENAMETOOLONG,
                             "socket path '%s' is too long for a unix socket (108 bytes); set "
                             "TMPDIR to a shorter directory",
@@ -30,7 +30,7 @@ static int address(const char *path, struct sockaddr_un *addr, gs_error_t *err)
     return 0;
 }
 
-int gs_unix_listen(const char *path, gs_error_t *err)
+int gs_unixsock_listen(const char *path, gs_error_t *err)
 {
     struct sockaddr_un addr;
     int rc = address(path, &addr, err), fd;
@@ -50,7 +50,7 @@ int gs_unix_listen(const char *path, gs_error_t *err)
     return fd;
 }
 
-int gs_unix_connect(const char *path, gs_error_t *err)
+int gs_unixsock_connect(const char *path, gs_error_t *err)
 {
     struct sockaddr_un addr;
     int rc = address(path, &addr, err), fd;

@@ -3,14 +3,14 @@
 #ifndef GS_UNIXSOCK_H
 #define GS_UNIXSOCK_H
 
-#include "gs_error.h"
+#include "runtime/gs_error.h"
 
 /* Listens at path (a leftover socket there is replaced), non-blocking,
  * close-on-exec. The fd, or a negative errno with err naming the path. */
-int gs_unix_listen(const char *path, gs_error_t *err);
+int gs_unixsock_listen(const char *path, gs_error_t *err);
 /* Connects to path, close-on-exec. The fd, or a negative errno. */
-int gs_unix_connect(const char *path, gs_error_t *err);
+int gs_unixsock_connect(const char *path, gs_error_t *err);
 /* Whether path fits a unix socket address. */
-int gs_unix_path_fits(const char *path);
+int gs_unixsock_path_fits(const char *path);
 
 #endif

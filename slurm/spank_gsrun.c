@@ -31,11 +31,11 @@
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 
-#include "protocol.h"
-#include "config.h"
-#include "provision.h"
-#include "rundir.h"
-#include "task.h"
+#include "runtime/protocol.h"
+#include "runtime/config.h"
+#include "runtime/provision.h"
+#include "runtime/rundir.h"
+#include "runtime/task.h"
 
 #ifndef GS_PKGLIBEXECDIR
 #define GS_PKGLIBEXECDIR "/usr/local/libexec/gsrun"

@@ -11,7 +11,7 @@
 #   4  agent (agent.c, agent_serve.c, agent_publish.c, agent_int.h, agent.h)
 #
 # Outside runtime/agent/ only launcher/agent_main.c (gsrun-agent) may use
-# the agent, and only through agent/agent.h. TAP output.
+# the agent, and only through runtime/agent/agent.h. TAP output.
 S=${GS_TOP_SRCDIR:?run through make check}
 n=0 bad=0
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
@@ -38,8 +38,8 @@ layer_of() { # part -> layer
 prefix_of() { # part -> the regex of its public names
     case $1 in
     report) echo 'gs_report_[a-z_]+|GS_REPORT_[A-Z_]+' ;;
-    ranks) echo 'gs_ranktab_[a-z_]+|gs_ranks?_[a-z_]+|GS_RANK_[A-Z_]+' ;;
-    placer) echo 'gs_placer_[a-z_]+|GS_PLACE_WAIT' ;;
+    ranks) echo 'gs_ranks_[a-z_]+|gs_rank_t|GS_RANKS_[A-Z_]+' ;;
+    placer) echo 'gs_placer_[a-z_]+|GS_PLACER_WAIT' ;;
     guard) echo 'gs_guard_[a-z_]+' ;;
     daemons) echo 'gs_daemons_[a-z_]+|GS_DAEMON_[A-Z_]+' ;;
     agent) echo 'gs_agent_[a-z_]+|GS_AGENT_[A-Z_]+' ;;
@@ -55,7 +55,7 @@ for f in $files; do
     L=$(layer_of "$me")
     why=""
     # Includes of agent headers.
-    for h in $(sed -n 's/^#include "agent\/\([a-z_]*\)\.h".*/\1/p' "$S/$f"); do
+    for h in $(sed -n 's/^#include "runtime\/agent\/\([a-z_]*\)\.h".*/\1/p' "$S/$f"); do
         p=$(part_of "$h")
         [ "$p" = "$me" ] && continue
         pl=$(layer_of "$p")
@@ -74,7 +74,7 @@ for f in $files; do
 done
 
 # Outside runtime/: only gsrun-agent's main uses the agent.
-users=$(cd "$S" && grep -lE '#include "agent/|gs_agent_main' launcher/*.c ompi/*.c slurm/*.c pmix/*.c 2>/dev/null | tr '\n' ' ')
+users=$(cd "$S" && grep -lE '#include "runtime/agent/|gs_agent_main' launcher/*.c ompi/*.c slurm/*.c discovery/*.c 2>/dev/null | tr '\n' ' ')
 if [ "$users" = "launcher/agent_main.c " ]; then
     ok "only launcher/agent_main.c (gsrun-agent) uses the agent outside runtime/agent/"
 else

@@ -12,7 +12,7 @@
  * and a node-wide error goes to FAILED (report, wait for the launcher). */
 #include "gs_autoconf.h"
 
-#include "agent/agent.h"
+#include "runtime/agent/agent.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,11 +26,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/agent_int.h"
-#include "preflight.h" /* gs_rundir_claim */
-#include "proc.h"
-#include "protocol.h"
-#include "rundir.h"
+#include "runtime/agent/agent_int.h"
+#include "runtime/preflight.h" /* gs_preflight_claim */
+#include "runtime/proc.h"
+#include "runtime/protocol.h"
+#include "runtime/rundir.h"
 
 #define BIT(s) (1u << (s))
 
@@ -65,7 +65,7 @@ int gs_agent_transition_ok(gs_agent_state_t from, gs_agent_state_t to)
 
 int gs_agent_rank_of_pid(const void *agent, pid_t pid)
 {
-    return gs_ranktab_rank_of_pid(&((const gs_agent_t *)agent)->ranks, pid);
+    return gs_ranks_rank_of_pid(&((const gs_agent_t *)agent)->ranks, pid);
 }
 
 const char *gs_agent_read_signals(gs_agent_t *a)
@@ -108,7 +108,7 @@ static gs_agent_state_t fail(gs_agent_t *a, int code, const char *msg, int publi
 static void tell_starter(gs_agent_t *a, int code)
 {
     char line[64];
-    int len = gs_proto_ready_format(line, sizeof(line), code);
+    int len = gs_protocol_ready_format(line, sizeof(line), code);
     if (a->ready_fd >= 0 && len > 0 && write(a->ready_fd, line, (size_t)len) < 0) {
         /* gsrun is gone: it sees nothing either way */
     }
@@ -175,7 +175,7 @@ static gs_agent_state_t prestarting(gs_agent_t *a)
         a->daemons.prestart = a->prestart && !any_exclusive(&a->gpus);
         a->early_rc = gs_daemons_start(&a->daemons, &a->gpus, n, &a->early_err);
         a->daemons.prestart = a->prestart;
-        a->early_ready_ms = gs_now_ms();
+        a->early_ready_ms = gs_proc_now_ms();
         gs_report_mark(&a->report, "mps started");
     }
     gs_agent_write_status(a); /* `gsrun status` sees the job while mpirun launches */
@@ -185,7 +185,7 @@ static gs_agent_state_t prestarting(gs_agent_t *a)
 static gs_agent_state_t sizing(gs_agent_t *a)
 {
     int size = gs_agent_wait_size(a);
-    a->size_ms = gs_now_ms();
+    a->size_ms = gs_proc_now_ms();
     gs_report_mark(&a->report, "size");
     if (size == 0) {
         /* Started by gsrun on its node, which had no rank of the job. */
@@ -201,7 +201,7 @@ static gs_agent_state_t sizing(gs_agent_t *a)
 static gs_agent_state_t planning(gs_agent_t *a)
 {
     gs_error_t err;
-    int failed = gs_plan_compute(&a->o->cfg, a->local_size, a->gpus.count, a->have_control,
+    int failed = gs_policy_plan_compute(&a->o->cfg, a->local_size, a->gpus.count, a->have_control,
                                  a->control_error, &a->plan, &err) != 0;
     gs_report_mark(&a->report, "planned");
     if (failed) {
@@ -304,10 +304,10 @@ static gs_agent_state_t starting(gs_agent_t *a)
         gs_placer_blocks(a->local_size, ngpus, target);
     }
     const char *why = NULL;
-    if (gs_ranktab_init(&a->ranks, a->local_size) != 0 ||
+    if (gs_ranks_init(&a->ranks, a->local_size) != 0 ||
         gs_placer_init(&a->placer, a->local_size, ngpus, target, a->gpus.gpu,
                        a->o->args.in_sequence,
-                       gs_now_ms() + (long long)cfg->timeout_s * 1000) != 0) {
+                       gs_proc_now_ms() + (long long)cfg->timeout_s * 1000) != 0) {
         why = "out of memory";
     } else if (a->listen_fd < 0 && gs_agent_listen(a, &err) != 0) {
         why = err.text;
@@ -335,7 +335,7 @@ static gs_agent_state_t starting(gs_agent_t *a)
                           a->early_ready_ms - a->t_start, a->size_ms - a->early_ready_ms);
         } else {
             gs_report_add(&a->report, 0, "MPS ready for the ranks %lld ms after the agent started",
-                          gs_now_ms() - a->t_start);
+                          gs_proc_now_ms() - a->t_start);
         }
         gs_agent_confirm_servers(a, 0);
     }
@@ -480,7 +480,7 @@ static int setup(gs_agent_t *a, int *lockfd)
     if (o->args.gsrun_pid <= 1) {
         /* Away from gsrun's node the agent owns the job dir: if agent and
          * guard are both killed, a later gsrun here sees it is stale. */
-        gs_rundir_claim(o->args.job_dir);
+        gs_preflight_claim(o->args.job_dir);
     }
     if (o->args.watch_fd >= 0) {
         a->watch_fd = o->args.watch_fd; /* gsrun holds its other end while mpirun runs */
@@ -512,8 +512,8 @@ int gs_agent_main(const gs_agent_opts_t *o)
     a->watch_pid = o->args.watch_pid;
     a->ready_fd = o->args.ready_fd;
     a->stop_from = -1;
-    a->t_start = gs_now_ms();
-    a->started_ms = gs_wall_ms();
+    a->t_start = gs_proc_now_ms();
+    a->started_ms = gs_proc_wall_ms();
     a->listen_fd = a->sig_fd = a->watch_fd = a->gsrun_fd = -1;
     a->guard.fd = -1;
     init_report(a);
@@ -540,7 +540,7 @@ int gs_agent_main(const gs_agent_opts_t *o)
     if (a->listen_fd >= 0) {
         close(a->listen_fd);
     }
-    gs_ranktab_free(&a->ranks);
+    gs_ranks_free(&a->ranks);
     gs_placer_free(&a->placer);
     if (a->code == 0 && a->report.sink == GS_SINK_FILE) {
         gs_report_deliver(&a->report); /* a file, read by gsrun once we unlock */

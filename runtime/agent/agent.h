@@ -13,8 +13,8 @@
 
 #include <sys/types.h>
 
-#include "agentcmd.h"
-#include "config.h"
+#include "runtime/agentcmd.h"
+#include "runtime/config.h"
 
 typedef struct {
     gs_config_t cfg;      /* the GSRUN_* settings */

@@ -15,15 +15,15 @@
 #ifndef GS_AGENT_INT_H
 #define GS_AGENT_INT_H
 
-#include "agent/agent.h"
-#include "agent/daemons.h"
-#include "agent/guard.h"
-#include "agent/placer.h"
-#include "agent/ranks.h"
-#include "agent/report.h"
-#include "gpu.h"
-#include "policy.h"
-#include "state.h"
+#include "runtime/agent/agent.h"
+#include "runtime/agent/daemons.h"
+#include "runtime/agent/guard.h"
+#include "runtime/agent/placer.h"
+#include "runtime/agent/ranks.h"
+#include "runtime/agent/report.h"
+#include "runtime/gpu.h"
+#include "runtime/policy.h"
+#include "runtime/state.h"
 
 typedef enum {
     GS_AGENT_DISCOVERING,  /* listening (early, job-long); GPUs, control program */
@@ -69,7 +69,7 @@ typedef struct {
     int stop_from;           /* early: daemons from this GPU on stop once the ranks came */
 
     gs_report_t report;
-    gs_ranktab_t ranks;
+    gs_ranks_t ranks;
     gs_placer_t placer;
     gs_guard_t guard;
     gs_daemons_t daemons;

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/agent_int.h"
-#include "status.h"
+#include "runtime/agent/agent_int.h"
+#include "runtime/status.h"
 
 void gs_agent_signal_ready(gs_agent_t *a, const char *word)
 {

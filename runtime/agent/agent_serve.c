@@ -12,11 +12,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "affinity.h"
-#include "agent/agent_int.h"
-#include "proc.h"
-#include "protocol.h"
-#include "unixsock.h"
+#include "runtime/affinity.h"
+#include "runtime/agent/agent_int.h"
+#include "runtime/proc.h"
+#include "runtime/protocol.h"
+#include "runtime/unixsock.h"
 
 int gs_agent_listen(gs_agent_t *a, gs_error_t *err)
 {
@@ -25,7 +25,7 @@ int gs_agent_listen(gs_agent_t *a, gs_error_t *err)
         return gs_error_set(err, ENAMETOOLONG, "agent socket path '%s' is too long; set TMPDIR "
                                                "to a shorter directory", a->sock);
     }
-    int fd = gs_unix_listen(a->sock, err);
+    int fd = gs_unixsock_listen(a->sock, err);
     if (fd < 0) {
         return fd;
     }
@@ -39,7 +39,7 @@ static int accept_line(gs_agent_t *a, char *buf, size_t len, long *n)
 {
     int fd = accept4(a->listen_fd, NULL, NULL, SOCK_CLOEXEC);
     if (fd >= 0) {
-        *n = gs_read_line(fd, buf, len, gs_now_ms() + 2000);
+        *n = gs_proc_read_line(fd, buf, len, gs_proc_now_ms() + 2000);
     }
     return fd;
 }
@@ -65,7 +65,7 @@ int gs_agent_wait_size(gs_agent_t *a)
             if (fd < 0) {
                 continue;
             }
-            if (got > 0 && gs_proto_size_parse(buf, &n, &launcher) == 0) {
+            if (got > 0 && gs_protocol_size_parse(buf, &n, &launcher) == 0) {
                 dprintf(fd, "ok\n");
                 close(fd);
                 a->watch_pid = launcher;
@@ -89,7 +89,7 @@ static void answer(gs_rank_t *r, int gpu)
     if (r->conn < 0) {
         return;
     }
-    int len = gs_proto_answer_format(line, sizeof(line), r->is_pidfd, gpu);
+    int len = gs_protocol_answer_format(line, sizeof(line), r->is_pidfd, gpu);
     if (len > 0 && write(r->conn, line, (size_t)len) < 0) {
         /* the rank is gone: its exit is seen through the table */
     }
@@ -151,34 +151,34 @@ static void accept_rank(gs_agent_t *a)
         close(fd); /* the node dir is 0700: not another user's rank */
         return;
     }
-    n = gs_read_all(fd, buf, sizeof(buf), gs_now_ms() + 2000);
-    if (n <= 0 || gs_proto_hello_parse(buf, &rank, cpulist, sizeof(cpulist), &parent) != 0 ||
-        !gs_ranktab_accepts(&a->ranks, rank) ||
-        (pid = gs_rank_registered_pid(cred.pid, parent)) <= 0) {
+    n = gs_proc_read_all(fd, buf, sizeof(buf), gs_proc_now_ms() + 2000);
+    if (n <= 0 || gs_protocol_hello_parse(buf, &rank, cpulist, sizeof(cpulist), &parent) != 0 ||
+        !gs_ranks_accepts(&a->ranks, rank) ||
+        (pid = gs_ranks_registered_pid(cred.pid, parent)) <= 0) {
         dprintf(fd, "error bad registration\n");
         close(fd);
         return;
     }
-    gs_rank_t *r = gs_ranktab_add(&a->ranks, pid, rank, fd);
+    gs_rank_t *r = gs_ranks_add(&a->ranks, pid, rank, fd);
     gs_guard_tell(&a->guard, "rank", pid);
     int gpu = gs_placer_add(&a->placer, rank,
-                            cpulist[0] && gs_cpuset_parse(cpulist, &cpus) == 0 ? &cpus : NULL);
-    if (gpu != GS_PLACE_WAIT) {
+                            cpulist[0] && gs_affinity_cpuset_parse(cpulist, &cpus) == 0 ? &cpus : NULL);
+    if (gpu != GS_PLACER_WAIT) {
         answer(r, gpu);
     }
     /* Rank start-up waits here: the status file is rewritten once all have
      * come, not once per rank. */
-    if (gs_ranktab_complete(&a->ranks)) {
+    if (gs_ranks_complete(&a->ranks)) {
         gs_agent_ranks_came(a);
     }
 }
 
 void gs_agent_serve(gs_agent_t *a)
 {
-    gs_ranktab_t *t = &a->ranks;
+    gs_ranks_t *t = &a->ranks;
     int nfds = 3 + a->local_size;
     struct pollfd *p = calloc((size_t)nfds, sizeof(*p));
-    long long last_change = gs_now_ms();
+    long long last_change = gs_proc_now_ms();
     long long give_up_rank0 = a->started_ms + (long long)a->o->cfg.timeout_s * 1000;
     const char *why = p == NULL ? "out of memory" : NULL;
     int early = 1; /* the job did not end on its own */
@@ -186,24 +186,24 @@ void gs_agent_serve(gs_agent_t *a)
     while (why == NULL) {
         int k = 0, timeout = -1;
         p[k++] = (struct pollfd){a->sig_fd, POLLIN, 0};
-        p[k++] = (struct pollfd){!gs_ranktab_complete(t) ? a->listen_fd : -1, POLLIN, 0};
+        p[k++] = (struct pollfd){!gs_ranks_complete(t) ? a->listen_fd : -1, POLLIN, 0};
         p[k++] = (struct pollfd){a->watch_fd, POLLIN, 0};
         for (int i = 0; i < t->nlive; i++) {
-            p[k++] = (struct pollfd){t->live[i].fd, gs_rank_events(&t->live[i]), 0};
+            p[k++] = (struct pollfd){t->live[i].fd, gs_ranks_events(&t->live[i]), 0};
         }
         if (a->watch_fd < 0 && a->watch_pid > 1) {
             timeout = 1000; /* no pidfd for the launcher: look every second */
         }
-        if (t->nlive == 0 && !gs_ranktab_complete(t)) {
+        if (t->nlive == 0 && !gs_ranks_complete(t)) {
             timeout = 1000; /* ranks still expected: a bound on waiting for them */
         }
         if (gs_placer_pending(&a->placer) && t->nlive > 0) {
             /* Registered ranks wait for placement: bounded by the deadline. */
-            long long w = a->placer.deadline_ms - gs_now_ms();
+            long long w = a->placer.deadline_ms - gs_proc_now_ms();
             timeout = w < 0 ? 0 : (timeout < 0 || w < timeout ? (int)w : timeout);
         }
-        int t_report = gs_report_open_rank0(&a->report, gs_ranktab_pid_of_rank(t, 0),
-                                             gs_wall_ms(), give_up_rank0);
+        int t_report = gs_report_open_rank0(&a->report, gs_ranks_pid_of_rank(t, 0),
+                                             gs_proc_wall_ms(), give_up_rank0);
         if (t_report >= 0 && (timeout < 0 || t_report < timeout)) {
             timeout = t_report;
         }
@@ -216,8 +216,8 @@ void gs_agent_serve(gs_agent_t *a)
         int dropped = 0;
         for (int i = t->nlive - 1, j = k - 1; i >= 0; i--, j--) {
             if (p[j].revents & (POLLIN | POLLHUP | POLLERR)) {
-                gs_ranktab_drop(t, i);
-                last_change = gs_now_ms();
+                gs_ranks_drop(t, i);
+                last_change = gs_proc_now_ms();
                 dropped = 1;
             }
         }
@@ -226,24 +226,24 @@ void gs_agent_serve(gs_agent_t *a)
         }
         if (p[1].revents & POLLIN) {
             accept_rank(a);
-            last_change = gs_now_ms();
+            last_change = gs_proc_now_ms();
         }
         if (p[0].revents & POLLIN) {
             why = gs_agent_read_signals(a);
         }
-        if (gs_placer_pending(&a->placer) && gs_now_ms() >= a->placer.deadline_ms) {
+        if (gs_placer_pending(&a->placer) && gs_proc_now_ms() >= a->placer.deadline_ms) {
             gs_report_add(&a->report, 1, "%d of %d ranks registered in %d s; placing those",
                           t->registered, a->local_size, a->o->cfg.timeout_s);
             gs_agent_ranks_came(a);
         }
-        if (t->nlive == 0 && gs_ranktab_complete(t)) {
+        if (t->nlive == 0 && gs_ranks_complete(t)) {
             why = "every rank has exited";
             early = 0;
         } else if ((p[2].revents & (POLLIN | POLLHUP)) ||
                    (a->watch_fd < 0 && a->watch_pid > 1 && !gs_proc_alive(a->watch_pid, -1))) {
             why = "the launcher exited";
         } else if (t->nlive == 0 &&
-                   gs_now_ms() - last_change > (long long)a->o->cfg.timeout_s * 1000 * 2) {
+                   gs_proc_now_ms() - last_change > (long long)a->o->cfg.timeout_s * 1000 * 2) {
             /* Some ranks never registered (their shim failed) and the rest are
              * gone: keeping MPS up would serve nobody. */
             why = "no rank left and the missing ones never registered";
@@ -253,11 +253,11 @@ void gs_agent_serve(gs_agent_t *a)
     free(p);
     if (early && t->nlive > 0) {
         int n = t->nlive;
-        int killed = gs_ranks_end(t->live, n, GS_RANK_TERM_MS);
+        int killed = gs_ranks_end(t->live, n, GS_RANKS_TERM_MS);
         gs_report_add(&a->report, 1, "%s while %d rank%s still ran: ended %s (SIGTERM%s)", why, n,
                       n == 1 ? "" : "s", n == 1 ? "it" : "them", killed ? ", then SIGKILL" : "");
         while (t->nlive > 0) {
-            gs_ranktab_drop(t, t->nlive - 1);
+            gs_ranks_drop(t, t->nlive - 1);
         }
     }
     gs_report_add(&a->report, 0, "served %d of %d ranks; %s: %s", t->registered, a->local_size,

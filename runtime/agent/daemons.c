@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "agent/daemons.h"
+#include "runtime/agent/daemons.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -11,9 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "affinity.h"
-#include "proc.h"
-#include "rundir.h"
+#include "runtime/affinity.h"
+#include "runtime/proc.h"
+#include "runtime/rundir.h"
 
 void gs_daemons_init(gs_daemons_t *ds, const char *node_dir, const char *control, int prestart,
                      int timeout_s, gs_report_t *report, gs_guard_t *guard)
@@ -60,7 +60,7 @@ static void report_log_errors(gs_daemons_t *ds, int g, gs_rank_of_pid_fn rank_of
 void gs_daemons_stop_from(gs_daemons_t *ds, int first, gs_rank_of_pid_fn rank_of_pid,
                           const void *ctx)
 {
-    long long t0 = gs_now_ms();
+    long long t0 = gs_proc_now_ms();
     for (int g = first; g < ds->n; g++) {
         gs_mps_daemon_t *d = &ds->daemon[g];
         gs_error_t ignored;
@@ -78,7 +78,7 @@ void gs_daemons_stop_from(gs_daemons_t *ds, int first, gs_rank_of_pid_fn rank_of
         if (esc) {
             gs_report_add(ds->report, 1, "GPU %d (%s): %s", g, d->uuid, note);
         } else if (was_running) {
-            gs_report_add(ds->report, 0, "GPU %d: MPS shut down in %lld ms", g, gs_now_ms() - t0);
+            gs_report_add(ds->report, 0, "GPU %d: MPS shut down in %lld ms", g, gs_proc_now_ms() - t0);
         }
         report_log_errors(ds, g, rank_of_pid, ctx);
         gs_rundir_remove(d->pipe_dir);
@@ -137,7 +137,7 @@ static void name_gpu(gs_error_t *err, int g, const char *uuid)
 
 int gs_daemons_start(gs_daemons_t *ds, const gs_gpu_list_t *gpus, int count, gs_error_t *err)
 {
-    long long deadline = gs_now_ms() + (long long)ds->timeout_s * 1000;
+    long long deadline = gs_proc_now_ms() + (long long)ds->timeout_s * 1000;
     int rc = 0, first = ds->n;
 
     for (int g = first; rc == 0 && g < count && g < GS_MAX_GPUS; g++) {
@@ -150,7 +150,7 @@ int gs_daemons_start(gs_daemons_t *ds, const gs_gpu_list_t *gpus, int count, gs_
         if (rc == 0 && ds->prestart) {
             rc = gs_mps_start_server(d, ds->control, getuid(), deadline, err);
         } else if (rc == 0) {
-            d->ready_ms = gs_now_ms(); /* the first client starts the server */
+            d->ready_ms = gs_proc_now_ms(); /* the first client starts the server */
         }
         if (rc != 0) {
             name_gpu(err, g, d->uuid);
@@ -164,7 +164,7 @@ int gs_daemons_start(gs_daemons_t *ds, const gs_gpu_list_t *gpus, int count, gs_
 
 int gs_daemons_start_servers(gs_daemons_t *ds, int count, gs_error_t *err)
 {
-    long long deadline = gs_now_ms() + (long long)ds->timeout_s * 1000;
+    long long deadline = gs_proc_now_ms() + (long long)ds->timeout_s * 1000;
     for (int g = 0; g < count && g < ds->n; g++) {
         int rc = gs_mps_start_server(&ds->daemon[g], ds->control, getuid(), deadline, err);
         if (rc != 0) {

@@ -11,10 +11,10 @@
 #include <sched.h>
 #include <sys/types.h>
 
-#include "agent/guard.h"
-#include "agent/report.h"
-#include "gpu.h"
-#include "mps.h"
+#include "runtime/agent/guard.h"
+#include "runtime/agent/report.h"
+#include "runtime/gpu.h"
+#include "runtime/mps.h"
 
 /* Bounded wait for a daemon's quit, before SIGTERM and SIGKILL. */
 #define GS_DAEMON_QUIT_TIMEOUT_MS 5000

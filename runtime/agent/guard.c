@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "agent/guard.h"
+#include "runtime/agent/guard.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,11 +11,11 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "agent/ranks.h"
-#include "mps.h"
-#include "gpu.h"
-#include "proc.h"
-#include "rundir.h"
+#include "runtime/agent/ranks.h"
+#include "runtime/mps.h"
+#include "runtime/gpu.h"
+#include "runtime/proc.h"
+#include "runtime/rundir.h"
 
 #define GUARD_MAX_RANKS 4096
 #define GUARD_MAX_MPS (GS_MAX_GPUS * (GS_MPS_MAX_SERVERS + 1))
@@ -30,7 +30,7 @@ typedef struct {
 static void track(gs_rank_t *list, int *n, int max, pid_t pid)
 {
     if (*n < max && pid > 1) {
-        gs_rank_follow(&list[(*n)++], pid);
+        gs_ranks_follow(&list[(*n)++], pid);
     }
 }
 
@@ -81,7 +81,7 @@ static void clean_up(const gs_guard_cleanup_t *c, followed_t *f)
     for (int i = 0; i < f->nranks; i++) {
         alive += gs_proc_alive(f->ranks[i].pid, f->ranks[i].is_pidfd ? f->ranks[i].fd : -1);
     }
-    killed = gs_ranks_end(f->ranks, f->nranks, GS_RANK_TERM_MS);
+    killed = gs_ranks_end(f->ranks, f->nranks, GS_RANKS_TERM_MS);
     /* The daemons die with the agent (parent-death signal); their servers
      * may linger a moment: nothing of MPS may outlive the job. */
     for (int i = 0; i < f->nmps; i++) {

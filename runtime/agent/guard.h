@@ -15,7 +15,7 @@
 
 #include <sys/types.h>
 
-#include "agent/report.h"
+#include "runtime/agent/report.h"
 
 typedef struct {
     int fd;    /* pipe to the guard, -1 without one */

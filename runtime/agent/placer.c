@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "agent/placer.h"
+#include "runtime/agent/placer.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "placement.h"
+#include "runtime/placement.h"
 
 void gs_placer_blocks(int size, int ngpus, int *target)
 {
@@ -28,7 +28,7 @@ int gs_placer_init(gs_placer_t *p, int size, int ngpus, const int *target, const
         p->target[g] = target[g];
     }
     p->gpus = gpus;
-    p->by_locality = p->ngpus > 1 && !in_sequence && gs_place_by_locality(gpus, p->ngpus);
+    p->by_locality = p->ngpus > 1 && !in_sequence && gs_placement_by_locality(gpus, p->ngpus);
     p->deadline_ms = deadline_ms;
     p->rank_gpu = malloc((size_t)(size > 0 ? size : 1) * sizeof(*p->rank_gpu));
     p->rank_cpus = calloc((size_t)(size > 0 ? size : 1), sizeof(*p->rank_cpus));
@@ -99,7 +99,7 @@ int gs_placer_add(gs_placer_t *p, int rank, const cpu_set_t *cpus)
         return -1;
     }
     if (p->by_locality && !p->placed) {
-        return GS_PLACE_WAIT; /* held until every rank has come */
+        return GS_PLACER_WAIT; /* held until every rank has come */
     }
     p->rank_gpu[rank] = p->placed ? late_gpu(p, rank) : block_gpu(p, rank);
     return p->rank_gpu[rank];
@@ -123,12 +123,12 @@ int gs_placer_flush(gs_placer_t *p, int *m_out)
     if (near != NULL) {
         for (int r = 0; r < n; r++) {
             if (p->rank_came[r]) {
-                gs_place_near(p->rank_known[r] ? &p->rank_cpus[r] : NULL, p->gpus, p->ngpus,
+                gs_placement_near(p->rank_known[r] ? &p->rank_cpus[r] : NULL, p->gpus, p->ngpus,
                               near + (size_t)m * (size_t)p->ngpus);
                 idx[m++] = r;
             }
         }
-        close_ones = gs_place_ranks(m, p->ngpus, p->target, near, gpu);
+        close_ones = gs_placement_ranks(m, p->ngpus, p->target, near, gpu);
         for (int i = 0; i < m; i++) {
             p->rank_gpu[idx[i]] = gpu[i];
         }

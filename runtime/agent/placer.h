@@ -14,10 +14,10 @@
 #include <sched.h>
 #include <stddef.h>
 
-#include "gpu.h"
+#include "runtime/gpu.h"
 
 /* gs_placer_add: the rank's answer must wait for gs_placer_flush. */
-#define GS_PLACE_WAIT (-2)
+#define GS_PLACER_WAIT (-2)
 
 typedef struct {
     int size;                 /* local ranks */
@@ -43,7 +43,7 @@ void gs_placer_free(gs_placer_t *p);
  * outnumber GPUs. */
 void gs_placer_blocks(int size, int ngpus, int *target);
 /* Rank `rank` registered with its CPUs (NULL: unknown). Returns its GPU
- * (-1: none) to answer now, or GS_PLACE_WAIT. */
+ * (-1: none) to answer now, or GS_PLACER_WAIT. */
 int gs_placer_add(gs_placer_t *p, int rank, const cpu_set_t *cpus);
 /* Whether answers are held and due (every rank came, or the deadline). */
 int gs_placer_pending(const gs_placer_t *p);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "agent/ranks.h"
+#include "runtime/agent/ranks.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -11,37 +11,37 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "proc.h"
+#include "runtime/proc.h"
 
-int gs_ranktab_init(gs_ranktab_t *t, int size)
+int gs_ranks_init(gs_ranks_t *t, int size)
 {
     memset(t, 0, sizeof(*t));
     t->size = size;
     t->live = calloc((size_t)(size > 0 ? size : 1), sizeof(*t->live));
     t->seen = calloc((size_t)(size > 0 ? size : 1), sizeof(*t->seen));
     if (t->live == NULL || t->seen == NULL) {
-        gs_ranktab_free(t);
+        gs_ranks_free(t);
         return -ENOMEM;
     }
     return 0;
 }
 
-void gs_ranktab_free(gs_ranktab_t *t)
+void gs_ranks_free(gs_ranks_t *t)
 {
     while (t->live != NULL && t->nlive > 0) {
-        gs_ranktab_drop(t, t->nlive - 1);
+        gs_ranks_drop(t, t->nlive - 1);
     }
     free(t->live);
     free(t->seen);
     t->live = t->seen = NULL;
 }
 
-int gs_ranktab_accepts(const gs_ranktab_t *t, int rank)
+int gs_ranks_accepts(const gs_ranks_t *t, int rank)
 {
     return t->live != NULL && rank >= 0 && rank < t->size && t->registered < t->size;
 }
 
-gs_rank_t *gs_ranktab_add(gs_ranktab_t *t, pid_t pid, int rank, int conn)
+gs_rank_t *gs_ranks_add(gs_ranks_t *t, pid_t pid, int rank, int conn)
 {
     gs_rank_t *r = &t->live[t->nlive];
     r->pid = pid;
@@ -57,7 +57,7 @@ gs_rank_t *gs_ranktab_add(gs_ranktab_t *t, pid_t pid, int rank, int conn)
     return r;
 }
 
-void gs_ranktab_drop(gs_ranktab_t *t, int i)
+void gs_ranks_drop(gs_ranks_t *t, int i)
 {
     gs_rank_t *r = &t->live[i];
     if (r->conn >= 0 && r->conn != r->fd) {
@@ -68,12 +68,12 @@ void gs_ranktab_drop(gs_ranktab_t *t, int i)
     t->nlive--;
 }
 
-int gs_ranktab_complete(const gs_ranktab_t *t)
+int gs_ranks_complete(const gs_ranks_t *t)
 {
     return t->registered >= t->size;
 }
 
-int gs_ranktab_rank_of_pid(const gs_ranktab_t *t, pid_t pid)
+int gs_ranks_rank_of_pid(const gs_ranks_t *t, pid_t pid)
 {
     for (int i = 0; t->seen != NULL && i < t->registered; i++) {
         if (t->seen[i].pid == pid) {
@@ -83,7 +83,7 @@ int gs_ranktab_rank_of_pid(const gs_ranktab_t *t, pid_t pid)
     return -1;
 }
 
-pid_t gs_ranktab_pid_of_rank(const gs_ranktab_t *t, int rank)
+pid_t gs_ranks_pid_of_rank(const gs_ranks_t *t, int rank)
 {
     for (int i = 0; t->seen != NULL && i < t->registered; i++) {
         if (t->seen[i].rank == rank) {
@@ -93,12 +93,12 @@ pid_t gs_ranktab_pid_of_rank(const gs_ranktab_t *t, int rank)
     return 0;
 }
 
-short gs_rank_events(const gs_rank_t *r)
+short gs_ranks_events(const gs_rank_t *r)
 {
     return r->is_pidfd ? POLLIN : 0;
 }
 
-void gs_rank_follow(gs_rank_t *r, pid_t pid)
+void gs_ranks_follow(gs_rank_t *r, pid_t pid)
 {
     r->pid = pid;
     r->rank = -1;
@@ -111,17 +111,17 @@ void gs_rank_follow(gs_rank_t *r, pid_t pid)
  * the process exits. */
 static int wait_gone(gs_rank_t *ranks, int n, int *gone, int timeout_ms)
 {
-    long long deadline = gs_now_ms() + timeout_ms;
+    long long deadline = gs_proc_now_ms() + timeout_ms;
     struct pollfd p[n > 0 ? n : 1];
     int left = 0;
 
     for (;;) {
         left = 0;
         for (int i = 0; i < n; i++) {
-            p[i] = (struct pollfd){gone[i] ? -1 : ranks[i].fd, gs_rank_events(&ranks[i]), 0};
+            p[i] = (struct pollfd){gone[i] ? -1 : ranks[i].fd, gs_ranks_events(&ranks[i]), 0};
             left += !gone[i];
         }
-        long long t = deadline - gs_now_ms();
+        long long t = deadline - gs_proc_now_ms();
         if (left == 0 || t <= 0) {
             return left;
         }
@@ -159,7 +159,7 @@ int gs_ranks_end(gs_rank_t *ranks, int n, int term_ms)
     return killed;
 }
 
-pid_t gs_rank_registered_pid(pid_t peer, int parent)
+pid_t gs_ranks_registered_pid(pid_t peer, int parent)
 {
     char path[64], line[256];
     pid_t ppid = 0;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "agent/report.h"
+#include "runtime/agent/report.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "proc.h"
-#include "preflight.h" /* GS_OWNER_FILE */
+#include "runtime/proc.h"
+#include "runtime/preflight.h" /* GS_OWNER_FILE */
 
 void gs_report_init(gs_report_t *r, const char *node_name, int verbose, long long t0_ms)
 {
@@ -59,7 +59,7 @@ void gs_report_mark(gs_report_t *r, const char *step)
     size_t n = strlen(r->timeline);
     if (n + 40 < sizeof(r->timeline)) {
         snprintf(r->timeline + n, sizeof(r->timeline) - n, "%s%s %lld", n ? ", " : "", step,
-                 gs_wall_ms() - r->t0_ms);
+                 gs_proc_wall_ms() - r->t0_ms);
     }
 }
 

@@ -8,7 +8,7 @@
 
 #include <sys/types.h>
 
-#include "agentcmd.h" /* gs_sink_t */
+#include "runtime/agentcmd.h" /* gs_sink_t */
 
 
 typedef struct {

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/daemons.h"
+#include "runtime/agent/daemons.h"
 
 static char control[4096], node_dir[64];
 static gs_gpu_list_t gpus;

@@ -9,8 +9,8 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "affinity.h"
-#include "agent/placer.h"
+#include "runtime/affinity.h"
+#include "runtime/agent/placer.h"
 
 static gs_gpu_t numa[4], same[4];
 
@@ -33,7 +33,7 @@ static int add(gs_placer_t *p, int rank, const char *cpus)
     if (cpus == NULL) {
         return gs_placer_add(p, rank, NULL);
     }
-    assert_int_equal(gs_cpuset_parse(cpus, &set), 0);
+    assert_int_equal(gs_affinity_cpuset_parse(cpus, &set), 0);
     return gs_placer_add(p, rank, &set);
 }
 
@@ -94,7 +94,7 @@ static void test_by_locality_waits_then_near(void **state)
     assert_int_equal(gs_placer_init(&p, 8, 4, t, numa, 0, 0), 0);
     assert_true(p.by_locality);
     for (int r = 0; r < 8; r++) {
-        assert_int_equal(add(&p, r, cpus[r]), GS_PLACE_WAIT);
+        assert_int_equal(add(&p, r, cpus[r]), GS_PLACER_WAIT);
     }
     assert_true(gs_placer_pending(&p));
     assert_int_equal(gs_placer_flush(&p, &m), 8);
@@ -133,9 +133,9 @@ static void test_late_rank_after_deadline(void **state)
     gs_gpu_t two[2] = {numa[0], numa[2]};
     (void)state;
     assert_int_equal(gs_placer_init(&p, 4, 2, t, two, 0, 0), 0);
-    assert_int_equal(add(&p, 0, "8"), GS_PLACE_WAIT);
-    assert_int_equal(add(&p, 1, "9"), GS_PLACE_WAIT);
-    assert_int_equal(add(&p, 2, "0"), GS_PLACE_WAIT);
+    assert_int_equal(add(&p, 0, "8"), GS_PLACER_WAIT);
+    assert_int_equal(add(&p, 1, "9"), GS_PLACER_WAIT);
+    assert_int_equal(add(&p, 2, "0"), GS_PLACER_WAIT);
     assert_int_equal(gs_placer_flush(&p, &m), 3);
     assert_int_equal(m, 3);
     assert_int_equal(gs_placer_gpu(&p, 0), 1);
@@ -154,7 +154,7 @@ static void test_unknown_cpus_fill_in_blocks(void **state)
     (void)state;
     assert_int_equal(gs_placer_init(&p, 4, 4, t, numa, 0, 0), 0);
     for (int r = 0; r < 4; r++) {
-        assert_int_equal(add(&p, r, NULL), GS_PLACE_WAIT);
+        assert_int_equal(add(&p, r, NULL), GS_PLACER_WAIT);
     }
     assert_int_equal(gs_placer_flush(&p, &m), 4); /* near every GPU */
     assert_int_equal(m, 4);

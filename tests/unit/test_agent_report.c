@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/report.h"
+#include "runtime/agent/report.h"
 
 static void drain(int fd, char *buf, size_t len)
 {

@@ -6,7 +6,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "agent/agent_int.h"
+#include "runtime/agent/agent_int.h"
 
 static void walk(const gs_agent_state_t *path, int n)
 {

@@ -7,7 +7,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "agentcmd.h"
+#include "runtime/agentcmd.h"
 
 static int count(char **argv)
 {

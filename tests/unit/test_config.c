@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "policy.h"
+#include "runtime/config.h"
+#include "runtime/policy.h"
 
 static void test_percentage_values(void **state)
 {
@@ -128,10 +128,10 @@ static void test_option_names(void **state)
     gs_config_init(&b);
     assert_int_equal(gs_config_load_env(&b, &err), 0);
     assert_int_equal(b.names, GS_NAMES_MCA);
-    /* gs_plan_compute's messages follow it. */
+    /* gs_policy_plan_compute's messages follow it. */
     gs_plan_t plan;
     b.mps = GS_MPS_ON;
-    assert_true(gs_plan_compute(&b, 4, 0, 1, NULL, &plan, &err) < 0);
+    assert_true(gs_policy_plan_compute(&b, 4, 0, 1, NULL, &plan, &err) < 0);
     assert_non_null(strstr(err.text, "rtc_gsrun_mps=on: no NVIDIA GPU"));
     assert_non_null(strstr(err.text, "use rtc_gsrun_mps=auto"));
     a.names = GS_NAMES_GSRUN;

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "discover.h"
+#include "discovery/discover.h"
 
 static void clear(void)
 {

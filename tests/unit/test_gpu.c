@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gpu.h"
+#include "runtime/gpu.h"
 
 static void test_discover(void **state)
 {

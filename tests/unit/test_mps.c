@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mps.h"
-#include "proc.h"
-#include "rundir.h"
+#include "runtime/mps.h"
+#include "runtime/proc.h"
+#include "runtime/rundir.h"
 
 static char fake[4096];
 static char base[64];
@@ -108,8 +108,8 @@ static void test_lifecycle(void **state)
     init_daemon(&d);
     assert_int_equal(gs_mps_spawn(&d, fake, NULL, &err), 0);
     assert_true(d.daemon_pid > 1);
-    assert_int_equal(gs_mps_wait_socket(&d, gs_now_ms() + 5000, &err), 0);
-    assert_int_equal(gs_mps_start_server(&d, fake, getuid(), gs_now_ms() + 5000, &err), 0);
+    assert_int_equal(gs_mps_wait_socket(&d, gs_proc_now_ms() + 5000, &err), 0);
+    assert_int_equal(gs_mps_start_server(&d, fake, getuid(), gs_proc_now_ms() + 5000, &err), 0);
     assert_int_equal(gs_mps_record_servers(&d, fake, 5000, &err), 0);
     assert_int_equal(d.nservers, 1);
     assert_true(gs_proc_alive(d.server_pid[0], d.server_pidfd[0]));
@@ -137,7 +137,7 @@ static void test_fails_to_start(void **state)
     setenv("FAKE_MPS_FAIL_START", "1", 1);
     init_daemon(&d);
     assert_int_equal(gs_mps_spawn(&d, fake, NULL, &err), 0);
-    assert_true(gs_mps_wait_socket(&d, gs_now_ms() + 5000, &err) < 0);
+    assert_true(gs_mps_wait_socket(&d, gs_proc_now_ms() + 5000, &err) < 0);
     assert_non_null(strstr(err.text, "exited with status 1 before it was ready"));
     assert_non_null(strstr(err.text, "FAKE_MPS_FAIL_START")); /* its own words come through */
 }
@@ -151,9 +151,9 @@ static void test_never_ready(void **state)
     setenv("FAKE_MPS_NO_SOCKET", "1", 1);
     init_daemon(&d);
     assert_int_equal(gs_mps_spawn(&d, fake, NULL, &err), 0);
-    long long t0 = gs_now_ms();
-    assert_int_equal(gs_mps_wait_socket(&d, gs_now_ms() + 300, &err), -ETIMEDOUT);
-    assert_true(gs_now_ms() - t0 < 2000);
+    long long t0 = gs_proc_now_ms();
+    assert_int_equal(gs_mps_wait_socket(&d, gs_proc_now_ms() + 300, &err), -ETIMEDOUT);
+    assert_true(gs_proc_now_ms() - t0 < 2000);
     assert_non_null(strstr(err.text, "did not create its socket"));
     pid_t pid = d.daemon_pid;
     assert_int_equal(gs_mps_stop(&d, fake, 300, note, sizeof(note)), 1);
@@ -173,14 +173,14 @@ static void test_hangs_on_quit(void **state)
     setenv("FAKE_MPS_IGNORE_TERM", "1", 1);
     init_daemon(&d);
     assert_int_equal(gs_mps_spawn(&d, fake, NULL, &err), 0);
-    assert_int_equal(gs_mps_wait_socket(&d, gs_now_ms() + 5000, &err), 0);
-    assert_int_equal(gs_mps_start_server(&d, fake, getuid(), gs_now_ms() + 5000, &err), 0);
+    assert_int_equal(gs_mps_wait_socket(&d, gs_proc_now_ms() + 5000, &err), 0);
+    assert_int_equal(gs_mps_start_server(&d, fake, getuid(), gs_proc_now_ms() + 5000, &err), 0);
     assert_int_equal(gs_mps_record_servers(&d, fake, 5000, &err), 0);
     pid_t pid = d.daemon_pid, server = d.server_pid[0];
-    long long t0 = gs_now_ms();
+    long long t0 = gs_proc_now_ms();
     /* quit is ignored, SIGTERM too: SIGKILL ends it, within the bounds. */
     assert_int_equal(gs_mps_stop(&d, fake, 300, note, sizeof(note)), 1);
-    assert_true(gs_now_ms() - t0 < 6000);
+    assert_true(gs_proc_now_ms() - t0 < 6000);
     assert_non_null(strstr(note, "did not quit"));
     assert_false(kill(pid, 0) == 0);
     usleep(100 * 1000); /* the server follows its daemon through its parent-death signal */
@@ -205,8 +205,8 @@ static void start_with_server(gs_mps_daemon_t *d, int g)
     gs_error_t err;
     init_daemon_at(d, g);
     assert_int_equal(gs_mps_spawn(d, fake, NULL, &err), 0);
-    assert_int_equal(gs_mps_wait_socket(d, gs_now_ms() + 5000, &err), 0);
-    assert_int_equal(gs_mps_start_server(d, fake, getuid(), gs_now_ms() + 5000, &err), 0);
+    assert_int_equal(gs_mps_wait_socket(d, gs_proc_now_ms() + 5000, &err), 0);
+    assert_int_equal(gs_mps_start_server(d, fake, getuid(), gs_proc_now_ms() + 5000, &err), 0);
     assert_int_equal(gs_mps_record_servers(d, fake, 5000, &err), 0);
 }
 

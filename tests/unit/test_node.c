@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "node.h"
-#include "rundir.h"
+#include "runtime/node.h"
+#include "runtime/rundir.h"
 
 static char tmp[256];
 

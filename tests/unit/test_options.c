@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "options.h"
+#include "launcher/options.h"
 
 static int parse(gs_opts_t *o, gs_error_t *err, ...)
 {

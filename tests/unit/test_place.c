@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "affinity.h"
-#include "placement.h"
+#include "runtime/affinity.h"
+#include "runtime/placement.h"
 
 /* 4 GPUs: 0 and 1 near CPUs 0-7 (NUMA 0), 2 and 3 near CPUs 8-15. */
 static void four_gpus(gs_gpu_t *g)
@@ -31,10 +31,10 @@ static void place(const char *const *cpus, int n, const int *targets, int *out)
     four_gpus(g);
     for (int r = 0; r < n; r++) {
         cpu_set_t set;
-        assert_int_equal(gs_cpuset_parse(cpus[r], &set), 0);
-        gs_place_near(&set, g, 4, near + r * 4);
+        assert_int_equal(gs_affinity_cpuset_parse(cpus[r], &set), 0);
+        gs_placement_near(&set, g, 4, near + r * 4);
     }
-    gs_place_ranks(n, 4, targets, near, out);
+    gs_placement_ranks(n, 4, targets, near, out);
 }
 
 static void expect(const int *got, const int *want, int n)
@@ -118,19 +118,19 @@ static void test_near_and_locality(void **state)
     cpu_set_t set;
     (void)state;
     four_gpus(g);
-    assert_true(gs_place_by_locality(g, 4));
-    assert_false(gs_place_by_locality(g, 2)); /* same masks: blocks it is */
-    assert_false(gs_place_by_locality(g, 1));
-    gs_cpuset_parse("7-8", &set);
-    gs_place_near(&set, g, 4, near);
+    assert_true(gs_placement_by_locality(g, 4));
+    assert_false(gs_placement_by_locality(g, 2)); /* same masks: blocks it is */
+    assert_false(gs_placement_by_locality(g, 1));
+    gs_affinity_cpuset_parse("7-8", &set);
+    gs_placement_near(&set, g, 4, near);
     assert_memory_equal(near, ((unsigned char[]){1, 1, 1, 1}), 4);
-    gs_cpuset_parse("20", &set); /* touches no GPU: near all */
-    gs_place_near(&set, g, 4, near);
+    gs_affinity_cpuset_parse("20", &set); /* touches no GPU: near all */
+    gs_placement_near(&set, g, 4, near);
     assert_memory_equal(near, ((unsigned char[]){1, 1, 1, 1}), 4);
-    gs_place_near(NULL, g, 4, near);
+    gs_placement_near(NULL, g, 4, near);
     assert_memory_equal(near, ((unsigned char[]){1, 1, 1, 1}), 4);
     g[3].have_cpumask = 0;
-    assert_false(gs_place_by_locality(g, 4));
+    assert_false(gs_placement_by_locality(g, 4));
 }
 
 static void test_cpuset_text(void **state)
@@ -138,15 +138,15 @@ static void test_cpuset_text(void **state)
     cpu_set_t set;
     char buf[64];
     (void)state;
-    assert_int_equal(gs_cpuset_parse("0-3,8,10-11", &set), 0);
+    assert_int_equal(gs_affinity_cpuset_parse("0-3,8,10-11", &set), 0);
     assert_int_equal(CPU_COUNT(&set), 7);
-    gs_cpuset_format(&set, buf, sizeof(buf));
+    gs_affinity_cpuset_format(&set, buf, sizeof(buf));
     assert_string_equal(buf, "0-3,8,10-11");
-    assert_int_equal(gs_cpuset_parse("", &set), 0);
+    assert_int_equal(gs_affinity_cpuset_parse("", &set), 0);
     assert_int_equal(CPU_COUNT(&set), 0);
-    assert_int_equal(gs_cpuset_parse("3-1", &set), -EINVAL);
-    assert_int_equal(gs_cpuset_parse("a", &set), -EINVAL);
-    assert_int_equal(gs_cpuset_parse("1,,2", &set), -EINVAL);
+    assert_int_equal(gs_affinity_cpuset_parse("3-1", &set), -EINVAL);
+    assert_int_equal(gs_affinity_cpuset_parse("a", &set), -EINVAL);
+    assert_int_equal(gs_affinity_cpuset_parse("1,,2", &set), -EINVAL);
 }
 
 int main(void)

@@ -8,7 +8,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "policy.h"
+#include "runtime/policy.h"
 
 static gs_config_t cfg_auto(void)
 {
@@ -51,7 +51,7 @@ static void test_one_gpu_shares(void **state)
     for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
         gs_config_t c = cfg_auto();
         gs_plan_t p;
-        assert_int_equal(gs_plan_compute(&c, ns[i], 1, 1, NULL, &p, NULL), 0);
+        assert_int_equal(gs_policy_plan_compute(&c, ns[i], 1, 1, NULL, &p, NULL), 0);
         assert_true(p.use_mps);
         assert_int_equal(p.ngpus, 1);
         assert_int_equal(p.gpu[0].first_rank, 0);
@@ -66,12 +66,12 @@ static void test_single_rank_auto_is_off(void **state)
     gs_config_t c = cfg_auto();
     gs_plan_t p;
     (void)state;
-    assert_int_equal(gs_plan_compute(&c, 1, 1, 1, NULL, &p, NULL), 0);
+    assert_int_equal(gs_policy_plan_compute(&c, 1, 1, 1, NULL, &p, NULL), 0);
     assert_false(p.use_mps);
     assert_false(p.notice);
     /* Forced on, one rank gets MPS at 100 %. */
     c.mps = GS_MPS_ON;
-    assert_int_equal(gs_plan_compute(&c, 1, 1, 1, NULL, &p, NULL), 0);
+    assert_int_equal(gs_policy_plan_compute(&c, 1, 1, 1, NULL, &p, NULL), 0);
     assert_true(p.use_mps);
     assert_true(fabs(p.gpu[0].pct - 100.0) < 1e-9);
 }
@@ -82,7 +82,7 @@ static void test_uneven_blocks(void **state)
     gs_plan_t p;
     (void)state;
     /* 5 ranks on 2 GPUs: 0-1 and 2-4 (blocks differ by at most one). */
-    assert_int_equal(gs_plan_compute(&c, 5, 2, 1, NULL, &p, NULL), 0);
+    assert_int_equal(gs_policy_plan_compute(&c, 5, 2, 1, NULL, &p, NULL), 0);
     assert_true(p.use_mps);
     assert_int_equal(p.ngpus, 2);
     assert_int_equal(p.gpu[0].first_rank, 0);
@@ -92,16 +92,16 @@ static void test_uneven_blocks(void **state)
     assert_true(fabs(p.gpu[0].pct - 100.0) < 1e-9);
     assert_true(fabs(p.gpu[1].pct - 200.0 / 3) < 1e-9);
     for (int r = 0; r < 5; r++) {
-        assert_int_equal(gs_plan_gpu_of_rank(&p, r), r < 2 ? 0 : 1);
+        assert_int_equal(gs_policy_plan_gpu_of_rank(&p, r), r < 2 ? 0 : 1);
     }
-    assert_int_equal(gs_plan_gpu_of_rank(&p, 5), -1);
+    assert_int_equal(gs_policy_plan_gpu_of_rank(&p, 5), -1);
     /* 16 ranks on 3 GPUs: 5, 5, 6 */
-    assert_int_equal(gs_plan_compute(&c, 16, 3, 1, NULL, &p, NULL), 0);
+    assert_int_equal(gs_policy_plan_compute(&c, 16, 3, 1, NULL, &p, NULL), 0);
     assert_int_equal(p.gpu[0].nranks + p.gpu[1].nranks + p.gpu[2].nranks, 16);
     assert_int_equal(p.gpu[0].nranks, 5);
     assert_int_equal(p.gpu[2].nranks, 6);
     /* Fewer ranks than GPUs: one each, MPS not needed under auto. */
-    assert_int_equal(gs_plan_compute(&c, 3, 4, 1, NULL, &p, NULL), 0);
+    assert_int_equal(gs_policy_plan_compute(&c, 3, 4, 1, NULL, &p, NULL), 0);
     assert_false(p.use_mps);
     assert_int_equal(p.ngpus, 3);
 }
@@ -113,11 +113,11 @@ static void test_fixed_and_off_percentage(void **state)
     (void)state;
     c.pct_mode = GS_PCT_FIXED;
     c.pct = 25;
-    assert_int_equal(gs_plan_compute(&c, 16, 1, 1, NULL, &p, NULL), 0);
+    assert_int_equal(gs_policy_plan_compute(&c, 16, 1, 1, NULL, &p, NULL), 0);
     assert_true(p.gpu[0].pct_set);
     assert_true(fabs(p.gpu[0].pct - 25) < 1e-9);
     c.pct_mode = GS_PCT_OFF;
-    assert_int_equal(gs_plan_compute(&c, 16, 1, 1, NULL, &p, NULL), 0);
+    assert_int_equal(gs_policy_plan_compute(&c, 16, 1, 1, NULL, &p, NULL), 0);
     assert_false(p.gpu[0].pct_set);
 }
 
@@ -127,27 +127,27 @@ static void test_client_limit(void **state)
     gs_plan_t p;
     gs_error_t err;
     (void)state;
-    assert_int_equal(gs_plan_compute(&c, GS_MPS_MAX_CLIENTS, 1, 1, NULL, &p, &err), 0);
+    assert_int_equal(gs_policy_plan_compute(&c, GS_MPS_MAX_CLIENTS, 1, 1, NULL, &p, &err), 0);
     assert_true(p.use_mps);
     /* auto over the limit: the job runs without MPS, with a notice. */
-    assert_int_equal(gs_plan_compute(&c, GS_MPS_MAX_CLIENTS + 1, 1, 1, NULL, &p, &err), 0);
+    assert_int_equal(gs_policy_plan_compute(&c, GS_MPS_MAX_CLIENTS + 1, 1, 1, NULL, &p, &err), 0);
     assert_false(p.use_mps);
     assert_true(p.notice);
     assert_non_null(strstr(p.reason, "49 ranks share GPU 0, more than the 48 clients"));
     assert_non_null(strstr(p.reason, "running without MPS"));
-    assert_int_equal(gs_plan_compute(&c, 60, 1, 1, NULL, &p, &err), 0);
+    assert_int_equal(gs_policy_plan_compute(&c, 60, 1, 1, NULL, &p, &err), 0);
     assert_false(p.use_mps);
     /* on over the limit: an error that says what to do. */
     c.mps = GS_MPS_ON;
-    assert_true(gs_plan_compute(&c, GS_MPS_MAX_CLIENTS + 1, 1, 1, NULL, &p, &err) < 0);
+    assert_true(gs_policy_plan_compute(&c, GS_MPS_MAX_CLIENTS + 1, 1, 1, NULL, &p, &err) < 0);
     assert_non_null(strstr(err.text, "at most 48 clients"));
-    assert_true(gs_plan_compute(&c, 60, 1, 1, NULL, &p, &err) < 0);
+    assert_true(gs_policy_plan_compute(&c, 60, 1, 1, NULL, &p, &err) < 0);
     /* 60 ranks over 2 GPUs is 30 each: fine. */
-    assert_int_equal(gs_plan_compute(&c, 60, 2, 1, NULL, &p, &err), 0);
+    assert_int_equal(gs_policy_plan_compute(&c, 60, 2, 1, NULL, &p, &err), 0);
     assert_true(p.use_mps);
     /* --mps=off never hits the limit. */
     c.mps = GS_MPS_OFF;
-    assert_int_equal(gs_plan_compute(&c, 60, 1, 1, NULL, &p, &err), 0);
+    assert_int_equal(gs_policy_plan_compute(&c, 60, 1, 1, NULL, &p, &err), 0);
     assert_false(p.use_mps);
 }
 
@@ -157,24 +157,24 @@ static void test_no_gpu_and_no_control(void **state)
     gs_plan_t p;
     gs_error_t err;
     (void)state;
-    assert_int_equal(gs_plan_compute(&c, 16, 0, 1, NULL, &p, &err), 0);
+    assert_int_equal(gs_policy_plan_compute(&c, 16, 0, 1, NULL, &p, &err), 0);
     assert_false(p.use_mps);
     assert_true(p.notice);
     assert_non_null(strstr(p.reason, "no NVIDIA GPU"));
-    assert_int_equal(gs_plan_compute(&c, 16, 1, 0, "control missing", &p, &err), 0);
+    assert_int_equal(gs_policy_plan_compute(&c, 16, 1, 0, "control missing", &p, &err), 0);
     assert_false(p.use_mps);
     assert_non_null(strstr(p.reason, "control missing"));
     assert_true(p.notice);
     /* One rank per GPU needs no MPS under auto: no control program is no
      * news then. */
-    assert_int_equal(gs_plan_compute(&c, 1, 1, 0, "control missing", &p, &err), 0);
+    assert_int_equal(gs_policy_plan_compute(&c, 1, 1, 0, "control missing", &p, &err), 0);
     assert_false(p.use_mps);
     assert_false(p.notice);
     assert_null(strstr(p.reason, "control missing"));
     c.mps = GS_MPS_ON;
-    assert_true(gs_plan_compute(&c, 16, 0, 1, NULL, &p, &err) < 0);
+    assert_true(gs_policy_plan_compute(&c, 16, 0, 1, NULL, &p, &err) < 0);
     assert_non_null(strstr(err.text, "--mps=on"));
-    assert_true(gs_plan_compute(&c, 16, 1, 0, "control missing", &p, &err) < 0);
+    assert_true(gs_policy_plan_compute(&c, 16, 1, 0, "control missing", &p, &err) < 0);
     assert_non_null(strstr(err.text, "control missing"));
 }
 
@@ -183,8 +183,8 @@ static void test_bad_input(void **state)
     gs_config_t c = cfg_auto();
     gs_plan_t p;
     (void)state;
-    assert_true(gs_plan_compute(&c, 0, 1, 1, NULL, &p, NULL) < 0);
-    assert_true(gs_plan_compute(&c, 4, -1, 1, NULL, &p, NULL) < 0);
+    assert_true(gs_policy_plan_compute(&c, 0, 1, 1, NULL, &p, NULL) < 0);
+    assert_true(gs_policy_plan_compute(&c, 4, -1, 1, NULL, &p, NULL) < 0);
 }
 
 int main(void)

@@ -7,36 +7,36 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "protocol.h"
+#include "runtime/protocol.h"
 
 static void test_hello(void **state)
 {
     char line[128], cpus[64];
     int rank = -1, parent = -1;
     (void)state;
-    assert_true(gs_proto_hello_format(line, sizeof(line), 3, "0-3,8", 0) > 0);
+    assert_true(gs_protocol_hello_format(line, sizeof(line), 3, "0-3,8", 0) > 0);
     assert_string_equal(line, "hello 3 0-3,8\n");
-    assert_int_equal(gs_proto_hello_parse(line, &rank, cpus, sizeof(cpus), &parent), 0);
+    assert_int_equal(gs_protocol_hello_parse(line, &rank, cpus, sizeof(cpus), &parent), 0);
     assert_int_equal(rank, 3);
     assert_string_equal(cpus, "0-3,8");
     assert_int_equal(parent, 0);
-    gs_proto_hello_format(line, sizeof(line), 0, "", 1);
+    gs_protocol_hello_format(line, sizeof(line), 0, "", 1);
     assert_string_equal(line, "hello 0 - parent\n");
-    assert_int_equal(gs_proto_hello_parse(line, &rank, cpus, sizeof(cpus), &parent), 0);
+    assert_int_equal(gs_protocol_hello_parse(line, &rank, cpus, sizeof(cpus), &parent), 0);
     assert_string_equal(cpus, "");
     assert_int_equal(parent, 1);
     /* A third word other than "parent" is no parent. */
-    assert_int_equal(gs_proto_hello_parse("hello 1 2 other\n", &rank, cpus, sizeof(cpus), &parent), 0);
+    assert_int_equal(gs_protocol_hello_parse("hello 1 2 other\n", &rank, cpus, sizeof(cpus), &parent), 0);
     assert_int_equal(parent, 0);
-    assert_int_equal(gs_proto_hello_parse("hello -1 -\n", &rank, cpus, sizeof(cpus), &parent), -1);
-    assert_int_equal(gs_proto_hello_parse("stop\n", &rank, cpus, sizeof(cpus), &parent), -1);
-    assert_int_equal(gs_proto_hello_parse("hello x\n", &rank, cpus, sizeof(cpus), &parent), -1);
+    assert_int_equal(gs_protocol_hello_parse("hello -1 -\n", &rank, cpus, sizeof(cpus), &parent), -1);
+    assert_int_equal(gs_protocol_hello_parse("stop\n", &rank, cpus, sizeof(cpus), &parent), -1);
+    assert_int_equal(gs_protocol_hello_parse("hello x\n", &rank, cpus, sizeof(cpus), &parent), -1);
     /* A CPU list longer than the reader's buffer is refused, not cut. */
-    assert_int_equal(gs_proto_hello_parse("hello 1 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,"
+    assert_int_equal(gs_protocol_hello_parse("hello 1 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,"
                                           "18,19,20,21,22,23,24,25,26,27,28,29,30\n",
                                           &rank, cpus, sizeof(cpus), &parent),
                      -1);
-    assert_int_equal(gs_proto_hello_format(line, 8, 3, "0-3", 0), -1);
+    assert_int_equal(gs_protocol_hello_format(line, 8, 3, "0-3", 0), -1);
 }
 
 static void test_answer(void **state)
@@ -44,17 +44,17 @@ static void test_answer(void **state)
     char line[64];
     int by_pidfd = -1, gpu = -5;
     (void)state;
-    gs_proto_answer_format(line, sizeof(line), 1, 2);
+    gs_protocol_answer_format(line, sizeof(line), 1, 2);
     assert_string_equal(line, "ok pidfd gpu=2\n");
-    assert_int_equal(gs_proto_answer_parse(line, &by_pidfd, &gpu), 0);
+    assert_int_equal(gs_protocol_answer_parse(line, &by_pidfd, &gpu), 0);
     assert_int_equal(by_pidfd, 1);
     assert_int_equal(gpu, 2);
-    gs_proto_answer_format(line, sizeof(line), 0, -1);
-    assert_int_equal(gs_proto_answer_parse(line, &by_pidfd, &gpu), 0);
+    gs_protocol_answer_format(line, sizeof(line), 0, -1);
+    assert_int_equal(gs_protocol_answer_parse(line, &by_pidfd, &gpu), 0);
     assert_int_equal(by_pidfd, 0);
     assert_int_equal(gpu, -1);
-    assert_int_equal(gs_proto_answer_parse("error bad registration\n", &by_pidfd, &gpu), -1);
-    assert_int_equal(gs_proto_answer_parse("ok maybe gpu=1\n", &by_pidfd, &gpu), -1);
+    assert_int_equal(gs_protocol_answer_parse("error bad registration\n", &by_pidfd, &gpu), -1);
+    assert_int_equal(gs_protocol_answer_parse("ok maybe gpu=1\n", &by_pidfd, &gpu), -1);
 }
 
 static void test_size(void **state)
@@ -62,28 +62,28 @@ static void test_size(void **state)
     char line[64];
     int n = 0, pid = -1;
     (void)state;
-    gs_proto_size_format(line, sizeof(line), 16, 4242);
+    gs_protocol_size_format(line, sizeof(line), 16, 4242);
     assert_string_equal(line, "size 16 4242\n");
-    assert_int_equal(gs_proto_size_parse(line, &n, &pid), 0);
+    assert_int_equal(gs_protocol_size_parse(line, &n, &pid), 0);
     assert_int_equal(n, 16);
     assert_int_equal(pid, 4242);
-    assert_int_equal(gs_proto_size_parse("size 4\n", &n, &pid), 0);
+    assert_int_equal(gs_protocol_size_parse("size 4\n", &n, &pid), 0);
     assert_int_equal(pid, 0);
-    assert_int_equal(gs_proto_size_parse("size 0 1\n", &n, &pid), -1);
-    assert_int_equal(gs_proto_size_parse("size 2000000 1\n", &n, &pid), -1);
-    assert_int_equal(gs_proto_size_parse("hello 1 -\n", &n, &pid), -1);
+    assert_int_equal(gs_protocol_size_parse("size 0 1\n", &n, &pid), -1);
+    assert_int_equal(gs_protocol_size_parse("size 2000000 1\n", &n, &pid), -1);
+    assert_int_equal(gs_protocol_size_parse("hello 1 -\n", &n, &pid), -1);
 }
 
 static void test_ready(void **state)
 {
     char line[64];
     (void)state;
-    gs_proto_ready_format(line, sizeof(line), 0);
-    assert_int_equal(gs_proto_ready_parse(line), 0);
-    gs_proto_ready_format(line, sizeof(line), 70);
+    gs_protocol_ready_format(line, sizeof(line), 0);
+    assert_int_equal(gs_protocol_ready_parse(line), 0);
+    gs_protocol_ready_format(line, sizeof(line), 70);
     assert_string_equal(line, "error 70 0\n");
-    assert_int_equal(gs_proto_ready_parse(line), 70);
-    assert_int_equal(gs_proto_ready_parse("garbage"), 1);
+    assert_int_equal(gs_protocol_ready_parse(line), 70);
+    assert_int_equal(gs_protocol_ready_parse("garbage"), 1);
     assert_string_equal(GS_PROTO_STOP, "stop\n");
 }
 

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "node.h"
-#include "provision.h"
-#include "rundir.h"
+#include "runtime/node.h"
+#include "runtime/provision.h"
+#include "runtime/rundir.h"
 
 static const char *find(const gs_clientenv_t *env, const char *name)
 {

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rundir.h"
+#include "runtime/rundir.h"
 
 static char base[256];
 

@@ -16,8 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rundir.h"
-#include "rundir_root.h"
+#include "runtime/rundir.h"
+#include "runtime/rundir_root.h"
 
 static char top[64], base[128];
 
@@ -43,13 +43,13 @@ static int teardown(void **state)
 static void test_names(void **state)
 {
     (void)state;
-    assert_true(gs_rootdir_name_ok("job-4711"));
-    assert_true(gs_rootdir_name_ok("slurm-12.0"));
-    assert_false(gs_rootdir_name_ok(""));
-    assert_false(gs_rootdir_name_ok(NULL));
-    assert_false(gs_rootdir_name_ok(".."));
-    assert_false(gs_rootdir_name_ok("a/b"));
-    assert_false(gs_rootdir_name_ok("job\n1"));
+    assert_true(gs_rundir_root_name_ok("job-4711"));
+    assert_true(gs_rundir_root_name_ok("slurm-12.0"));
+    assert_false(gs_rundir_root_name_ok(""));
+    assert_false(gs_rundir_root_name_ok(NULL));
+    assert_false(gs_rundir_root_name_ok(".."));
+    assert_false(gs_rundir_root_name_ok("a/b"));
+    assert_false(gs_rundir_root_name_ok("job\n1"));
 }
 
 static void test_base_checks(void **state)
@@ -60,27 +60,27 @@ static void test_base_checks(void **state)
     if (geteuid() != 0) {
         skip();
     }
-    assert_int_equal(gs_rootdir_check_base(base, 0, &err), -ENOENT);
-    assert_int_equal(gs_rootdir_check_base(base, 1, &err), 0);
-    assert_int_equal(gs_rootdir_check_base(base, 0, &err), 0);
+    assert_int_equal(gs_rundir_root_check_base(base, 0, &err), -ENOENT);
+    assert_int_equal(gs_rundir_root_check_base(base, 1, &err), 0);
+    assert_int_equal(gs_rundir_root_check_base(base, 0, &err), 0);
     /* Writable by others: anyone could take a job's name. */
     chmod(base, 01777);
-    assert_int_equal(gs_rootdir_check_base(base, 0, &err), -EPERM);
+    assert_int_equal(gs_rundir_root_check_base(base, 0, &err), -EPERM);
     assert_non_null(strstr(err.text, "writable by others"));
     chmod(base, 0755);
     /* Another user's base, or one under another user's directory. */
     assert_int_equal(chown(base, 65534, 65534), 0);
-    assert_int_equal(gs_rootdir_check_base(base, 0, &err), -EPERM);
+    assert_int_equal(gs_rundir_root_check_base(base, 0, &err), -EPERM);
     assert_non_null(strstr(err.text, "not root"));
     assert_int_equal(chown(base, 0, 0), 0);
     assert_int_equal(chown(top, 65534, 65534), 0);
-    assert_int_equal(gs_rootdir_check_base(base, 0, &err), -EPERM);
+    assert_int_equal(gs_rundir_root_check_base(base, 0, &err), -EPERM);
     assert_int_equal(chown(top, 0, 0), 0);
     /* A link as the base. */
     snprintf(link, sizeof(link), "%s/link", top);
     assert_int_equal(symlink(base, link), 0);
-    assert_int_equal(gs_rootdir_check_base(link, 0, &err), -ELOOP);
-    assert_true(gs_rootdir_check_base("relative", 0, &err) < 0);
+    assert_int_equal(gs_rundir_root_check_base(link, 0, &err), -ELOOP);
+    assert_true(gs_rundir_root_check_base("relative", 0, &err) < 0);
 }
 
 static void test_make_and_find(void **state)
@@ -93,23 +93,23 @@ static void test_make_and_find(void **state)
     if (geteuid() != 0) {
         skip();
     }
-    assert_int_equal(gs_rootdir_check_base(base, 1, &err), 0);
-    assert_int_equal(gs_rootdir_make(base, "job-1", 65534, 65534, dir, sizeof(dir), &kept, &err), 0);
+    assert_int_equal(gs_rundir_root_check_base(base, 1, &err), 0);
+    assert_int_equal(gs_rundir_root_make(base, "job-1", 65534, 65534, dir, sizeof(dir), &kept, &err), 0);
     assert_int_equal(kept, 0);
     assert_int_equal(lstat(dir, &st), 0);
     assert_true(S_ISDIR(st.st_mode));
     assert_int_equal(st.st_uid, 65534);
     assert_int_equal(st.st_mode & 07777, 0700);
     /* A second prolog keeps it. */
-    assert_int_equal(gs_rootdir_make(base, "job-1", 65534, 65534, dir, sizeof(dir), &kept, &err), 0);
+    assert_int_equal(gs_rundir_root_make(base, "job-1", 65534, 65534, dir, sizeof(dir), &kept, &err), 0);
     assert_int_equal(kept, 1);
     /* The user it was made for finds it; another user does not use it. */
-    assert_int_equal(gs_rootdir_find(base, "job-1", 65534, dir, sizeof(dir), &err), 0);
-    assert_int_equal(gs_rootdir_find(base, "job-1", 4242, dir, sizeof(dir), &err), -EPERM);
+    assert_int_equal(gs_rundir_root_find(base, "job-1", 65534, dir, sizeof(dir), &err), 0);
+    assert_int_equal(gs_rundir_root_find(base, "job-1", 4242, dir, sizeof(dir), &err), -EPERM);
     assert_non_null(strstr(err.text, "not a private directory of uid 4242"));
-    assert_int_equal(gs_rootdir_find(base, "job-2", 65534, dir, sizeof(dir), &err), -ENOENT);
+    assert_int_equal(gs_rundir_root_find(base, "job-2", 65534, dir, sizeof(dir), &err), -ENOENT);
     /* Made for another user under a reused id: replaced, not handed over. */
-    assert_int_equal(gs_rootdir_make(base, "job-1", 4242, 4242, dir, sizeof(dir), &kept, &err), 0);
+    assert_int_equal(gs_rundir_root_make(base, "job-1", 4242, 4242, dir, sizeof(dir), &kept, &err), 0);
     assert_int_equal(kept, 0);
     assert_int_equal(lstat(dir, &st), 0);
     assert_int_equal(st.st_uid, 4242);
@@ -123,14 +123,14 @@ static void test_make_and_find(void **state)
     close(fd);
     snprintf(path, sizeof(path), "%s/job-3", base);
     assert_int_equal(symlink(victim, path), 0);
-    assert_int_equal(gs_rootdir_make(base, "job-3", 65534, 65534, dir, sizeof(dir), &kept, &err), 0);
+    assert_int_equal(gs_rundir_root_make(base, "job-3", 65534, 65534, dir, sizeof(dir), &kept, &err), 0);
     assert_int_equal(lstat(dir, &st), 0);
     assert_true(S_ISDIR(st.st_mode));
     snprintf(path, sizeof(path), "%s/precious", victim);
     assert_int_equal(access(path, F_OK), 0);
-    assert_int_equal(gs_rootdir_owner(base, "job-3", &st.st_uid, &st.st_gid), 0);
+    assert_int_equal(gs_rundir_root_owner(base, "job-3", &st.st_uid, &st.st_gid), 0);
     assert_int_equal(st.st_uid, 65534);
-    assert_int_equal(gs_rootdir_owner(base, "job-9", &st.st_uid, &st.st_gid), -1);
+    assert_int_equal(gs_rundir_root_owner(base, "job-9", &st.st_uid, &st.st_gid), -1);
 }
 
 int main(void)

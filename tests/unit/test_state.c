@@ -11,9 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "proc.h"
-#include "rundir.h"
-#include "state.h"
+#include "runtime/proc.h"
+#include "runtime/rundir.h"
+#include "runtime/state.h"
 
 static gs_state_t sample(void)
 {
@@ -93,9 +93,9 @@ static void test_write_read_wait(void **state)
     (void)state;
     assert_non_null(mkdtemp(dir));
     /* Nothing there: the wait ends at its deadline. */
-    long long t0 = gs_now_ms();
-    assert_int_equal(gs_state_wait(dir, gs_now_ms() + 100, -1, &err), -ETIMEDOUT);
-    assert_true(gs_now_ms() - t0 >= 90);
+    long long t0 = gs_proc_now_ms();
+    assert_int_equal(gs_state_wait(dir, gs_proc_now_ms() + 100, -1, &err), -ETIMEDOUT);
+    assert_true(gs_proc_now_ms() - t0 >= 90);
     /* Published by another process while we wait: we wake at once. */
     a = sample();
     pid_t pid = fork();
@@ -103,7 +103,7 @@ static void test_write_read_wait(void **state)
         usleep(100 * 1000);
         _exit(gs_state_write(dir, &a, NULL) == 0 ? 0 : 1);
     }
-    assert_int_equal(gs_state_wait(dir, gs_now_ms() + 5000, -1, &err), 0);
+    assert_int_equal(gs_state_wait(dir, gs_proc_now_ms() + 5000, -1, &err), 0);
     int st;
     waitpid(pid, &st, 0);
     assert_int_equal(WEXITSTATUS(st), 0);
@@ -115,7 +115,7 @@ static void test_write_read_wait(void **state)
     int p[2];
     assert_int_equal(pipe(p), 0);
     close(p[1]);
-    assert_int_equal(gs_state_wait(dir2, gs_now_ms() + 5000, p[0], &err), -EPIPE);
+    assert_int_equal(gs_state_wait(dir2, gs_proc_now_ms() + 5000, p[0], &err), -EPIPE);
     close(p[0]);
     gs_rundir_remove(dir);
     gs_rundir_remove(dir2);

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "status.h"
+#include "runtime/status.h"
 
 static gs_status_t sample(void)
 {

@@ -4,7 +4,7 @@
  * link it. */
 #include "gs_autoconf.h"
 
-#include "discover.h"
+#include "discovery/discover.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "gs_error.h"
+#include "runtime/gs_error.h"
 
 typedef struct {
     int local_rank;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "discover.h"
+#include "discovery/discover.h"
 
 #include <errno.h>
 #include <stdio.h>
