@@ -3,7 +3,7 @@
  *
  * gsrun never parses the launcher's arguments. It puts gsrun-shim in front
  * of every rank through Open MPI's fork agent parameter (with srun:
- * gsrun-task-prolog as the step's task prolog), forwards what the hook
+ * gsrun-srun-task as the step's task prolog), forwards what the hook
  * needs as GSRUN_* variables, runs the launcher as its child, forwards the
  * signals sent to it, waits for the node agents to finish tearing MPS down,
  * and exits exactly as the launcher did. */
@@ -24,7 +24,7 @@
 #include "discovery/discover.h"
 #include "launcher/helpers.h"
 #include "launcher/reports.h"
-#include "launcher/batch_main.h"
+#include "slurm/batch_main.h"
 #include "launcher/status_main.h"
 #include "launcher/supervise.h"
 #include "runtime/node.h"
@@ -245,7 +245,7 @@ static int is_srun(const char *launcher)
     return strcmp(base != NULL ? base + 1 : launcher, "srun") == 0;
 }
 
-/* srun --task-prolog=<gsrun-task-prolog> <the user's arguments>: srun passes
+/* srun --task-prolog=<gsrun-srun-task> <the user's arguments>: srun passes
  * gsrun's environment (GSRUN_*) on to the tasks. A task prolog the user set
  * in SLURM_TASK_PROLOG runs from ours; one given as --task-prolog in the
  * arguments replaces ours (srun takes the last; documented: gsrun does not
@@ -441,7 +441,7 @@ int main(int argc, char **argv)
         return run_plain(&o, launcher, args, nargs);
     }
     int srun = is_srun(launcher);
-    if (gs_helper_path(srun ? "gsrun-task-prolog" : "gsrun-shim", shim, sizeof(shim), &err) != 0 ||
+    if (gs_helper_path(srun ? "gsrun-srun-task" : "gsrun-shim", shim, sizeof(shim), &err) != 0 ||
         gs_helper_path("gsrun-agent", agent, sizeof(agent), &err) != 0) {
         die(GS_EXIT_SETUP, err.text);
     }

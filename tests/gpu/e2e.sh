@@ -12,7 +12,7 @@
 # as Slurm would run them: --spank runs each rank through the SPANK plugin's
 # hooks (tests/progs/spank_driver: task_init in the rank's process, then
 # exec; the exit hook after the step), --task-prolog through
-# gsrun-task-prolog (as srun's task prolog: a child of the rank's process,
+# gsrun-srun-task (as srun's task prolog: a child of the rank's process,
 # whose "export" lines the rank applies before it execs the program);
 # --prolog provisions the node for a "job" with `gsrun prolog`, runs each
 # rank through `gsrun task-prolog` and ends with `gsrun epilog`. Every rank must report MPS enabled and 200/16 = 12.5 % of the SMs and
@@ -73,7 +73,7 @@ elif [ $front = task-prolog ]; then
         GSRUN_JOB_DIR=$jd GSRUN_MPS=on GSRUN_VERBOSE=1 mpirun -x GSRUN_JOB_DIR -x GSRUN_MPS \
             -x GSRUN_VERBOSE "$1" "$2" "$3" sh -c 'export SLURM_LOCALID=$OMPI_COMM_WORLD_LOCAL_RANK \
             SLURM_NODEID=0 SLURM_STEP_TASKS_PER_NODE=$OMPI_COMM_WORLD_LOCAL_SIZE
-            lines=$('"$build/launcher/gsrun-task-prolog"') || exit $?
+            lines=$('"$build/launcher/gsrun-srun-task"') || exit $?
             eval "$lines"; exec "$0" "$@"' "${@:4}"
         rc=$?
         rmdir "$jd" 2>/dev/null # the agent removes its node dir, the job dir if empty

@@ -34,7 +34,7 @@ deb() { echo "$W/deb/${1}_$V-1_$arch.deb"; }
 dpkg-deb -c "$(deb gsrun)" >gsrun.list
 check "gsrun holds gsrun, its shim, agent and task prolog, the man page, the Lmod module" \
     eval 'for f in ./usr/bin/gsrun ./usr/libexec/gsrun/gsrun-shim ./usr/libexec/gsrun/gsrun-agent \
-        ./usr/libexec/gsrun/gsrun-task-prolog ./usr/share/man/man1/gsrun.1.gz \
+        ./usr/libexec/gsrun/gsrun-srun-task ./usr/share/man/man1/gsrun.1.gz \
         ./usr/share/gsrun/modulefiles/gsrun/$V.lua ./usr/share/doc/gsrun/copyright; do
         grep -q " $f\$" gsrun.list || { echo "# $f missing"; exit 1; }; done'
 ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)

@@ -18,7 +18,7 @@
  * that has become the user. All logic is in runtime/provision.c. */
 #include "gs_autoconf.h"
 
-#include "launcher/batch_main.h"
+#include "slurm/batch_main.h"
 
 #include <errno.h>
 #include <grp.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* gsrun-task-prolog: srun's task prolog under `gsrun srun ...`.
+/* gsrun-srun-task: srun's task prolog under `gsrun srun ...`.
  *
  * srun has no fork agent, so gsrun names this program as the step's task
  * prolog (srun --task-prolog). slurmstepd runs it in each task, as the
@@ -133,7 +133,7 @@ int main(void)
         return GS_EXIT_USAGE;
     }
     if (job_dir == NULL || job_dir[0] != '/') {
-        say("gsrun-task-prolog: GSRUN_JOB_DIR is not set: this is srun's task prolog under "
+        say("gsrun-srun-task: GSRUN_JOB_DIR is not set: this is srun's task prolog under "
             "`gsrun srun ...` (check that srun passes the environment on: no --export=NONE)");
         return GS_EXIT_USAGE;
     }
