@@ -28,7 +28,8 @@ static int add_int(gs_clientenv_t *env, const char *name, int v)
     return add(env, name, buf);
 }
 
-int gs_clientenv_build(const gs_state_t *st, int local_rank, int local_size, gs_clientenv_t *env,
+int gs_clientenv_build(const gs_state_t *st, int rank_gpu, int local_rank, int local_size,
+                       gs_clientenv_t *env,
                        gs_error_t *err)
 {
     int rc = 0;
@@ -42,7 +43,7 @@ int gs_clientenv_build(const gs_state_t *st, int local_rank, int local_size, gs_
     env->unset[env->nunset++] = "GSRUN_EARLY_AGENT";
     env->unset[env->nunset++] = "GSRUN_T0";
 
-    int gi = st->rank_gpu;
+    int gi = rank_gpu;
     if (gi < 0 || gi >= st->ngpus) {
         const gs_state_gpu_t *b = gs_state_gpu_of_rank(st, local_rank);
         gi = b != NULL ? (int)(b - st->gpu) : -1;

@@ -155,8 +155,8 @@ static int spawn_agent(const gs_node_req_t *req, const char *job_dir, int here, 
 /* Registers with the agent, telling it the CPUs this rank is bound to;
  * the answer names the rank's GPU in the state (it may wait until every
  * rank of the node has registered, when the agent places by locality). */
-static int register_rank(gs_state_t *st, int local_rank, int for_parent, int timeout_s,
-                         int *keep_fd, gs_error_t *err)
+static int register_rank(const gs_state_t *st, int local_rank, int for_parent, int timeout_s,
+                         int *gpu, int *keep_fd, gs_error_t *err)
 {
     char line[4200], reply[64], cpus[4096] = "";
     cpu_set_t mine;
@@ -180,13 +180,13 @@ static int register_rank(gs_state_t *st, int local_rank, int for_parent, int tim
     /* One line: in socket mode the agent keeps the connection open. */
     if (gs_proc_read_line(fd, reply, sizeof(reply), gs_proc_now_ms() + (long long)timeout_s * 1000 + 5000) <=
             0 ||
-        gs_protocol_answer_parse(reply, &by_pidfd, &st->rank_gpu) != 0) {
+        gs_protocol_answer_parse(reply, &by_pidfd, gpu) != 0) {
         close(fd);
         return gs_error_set(err, EPROTO, "the node agent refused the registration of rank %d",
                             local_rank);
     }
-    if (st->rank_gpu >= st->ngpus) {
-        st->rank_gpu = -1;
+    if (*gpu >= st->ngpus) {
+        *gpu = -1;
     }
     if (!by_pidfd && for_parent) {
         close(fd);
@@ -326,20 +326,22 @@ int gs_node_start(const gs_node_req_t *req, gs_state_t *st, gs_error_t *err)
     return reach_agent(req, node_dir, sizeof(node_dir), st, err);
 }
 
-int gs_node_join(const gs_node_req_t *req, gs_state_t *st, int *keep_fd, gs_error_t *err)
+int gs_node_join(const gs_node_req_t *req, gs_state_t *st, int *gpu, int *keep_fd,
+                 gs_error_t *err)
 {
     char node_dir[256];
     int rc;
 
     *keep_fd = -1;
+    *gpu = -1;
     if ((rc = reach_agent(req, node_dir, sizeof(node_dir), st, err)) != 0) {
         return rc;
     }
     /* Off or on, a rank registers where the agent listens, so that the
      * agent can end it if the launcher dies. */
     if (st->socket[0] != '\0') {
-        rc = register_rank(st, req->local_rank, req->for_parent, req->cfg->timeout_s, keep_fd,
-                           err);
+        rc = register_rank(st, req->local_rank, req->for_parent, req->cfg->timeout_s, gpu,
+                           keep_fd, err);
         if (rc != 0) {
             st->exit_code = GS_EXIT_SETUP;
             return rc;

@@ -240,7 +240,7 @@ int gs_provision_task_env(const gs_config_t *cfg, const char *job_dir, int local
             gs_policy_format_percentage(plan.gpu[g].pct, st.gpu[g].pct, sizeof(st.gpu[g].pct));
         }
     }
-    if ((rc = gs_clientenv_build(&st, local_rank, local_size, env, err)) != 0) {
+    if ((rc = gs_clientenv_build(&st, -1, local_rank, local_size, env, err)) != 0) {
         return rc;
     }
     *on = 1;

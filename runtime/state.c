@@ -164,7 +164,6 @@ int gs_state_parse(const char *text, gs_state_t *st, gs_error_t *err)
                                              "dir", i);
         }
     }
-    st->rank_gpu = -1;
     return 0;
 }
 

@@ -37,8 +37,6 @@ typedef struct {
     int ngpus;           /* with MPS on, the GPUs it runs on; off, the GPUs
                           * the ranks are given one each (no pipe dirs) */
     gs_state_gpu_t gpu[GS_MAX_GPUS];
-    int rank_gpu;        /* not in the file: this rank's GPU, as the agent
-                          * answered its registration (-1: none) */
 } gs_state_t;
 
 int gs_state_format(const gs_state_t *st, char *buf, size_t len);

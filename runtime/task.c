@@ -14,8 +14,9 @@
 int gs_task_join(const gs_node_req_t *req, gs_state_t *st, gs_clientenv_t *env, int *keep_fd,
                  int *node_wide, gs_error_t *err)
 {
+    int gpu = -1;
     *node_wide = 0;
-    if (gs_node_join(req, st, keep_fd, err) != 0) {
+    if (gs_node_join(req, st, &gpu, keep_fd, err) != 0) {
         int code = st->exit_code ? st->exit_code : GS_EXIT_SETUP;
         if (code != GS_EXIT_RUNDIR || req->cfg->mps != GS_MPS_AUTO) {
             *node_wide = st->kind == GS_STATE_ERROR;
@@ -26,10 +27,10 @@ int gs_task_join(const gs_node_req_t *req, gs_state_t *st, gs_clientenv_t *env, 
         memset(st, 0, sizeof(*st));
         st->kind = GS_STATE_OFF;
         st->notice = 1;
-        st->rank_gpu = -1;
+        gpu = -1;
         snprintf(st->message, sizeof(st->message), "warning: %s; running without MPS", err->text);
     }
-    if (gs_clientenv_build(st, req->local_rank, req->local_size, env, err) != 0) {
+    if (gs_clientenv_build(st, gpu, req->local_rank, req->local_size, env, err) != 0) {
         return GS_EXIT_SETUP;
     }
     return 0;

@@ -40,7 +40,6 @@ static gs_state_t on_state(void)
     st.ngpus = 2;
     st.gpu[0] = (gs_state_gpu_t){0, 8, 1, "25", "GPU-aaaa", "/r/n/g0", "/r/n/g0.log"};
     st.gpu[1] = (gs_state_gpu_t){8, 8, 0, "", "GPU-bbbb", "/r/n/g1", "/r/n/g1.log"};
-    st.rank_gpu = -1; /* not placed: blocks */
     return st;
 }
 
@@ -51,7 +50,7 @@ static void test_mps_on(void **state)
     gs_error_t err;
     (void)state;
     st = on_state();
-    assert_int_equal(gs_clientenv_build(&st, 3, 16, &e, &err), 0);
+    assert_int_equal(gs_clientenv_build(&st, -1, 3, 16, &e, &err), 0);
     assert_string_equal(find(&e, "CUDA_MPS_PIPE_DIRECTORY"), "/r/n/g0");
     assert_string_equal(find(&e, "CUDA_MPS_LOG_DIRECTORY"), "/r/n/g0.log");
     assert_string_equal(find(&e, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "25");
@@ -64,21 +63,20 @@ static void test_mps_on(void **state)
     assert_string_equal(find(&e, "GSRUN_MPS_ACTIVE"), "1");
     assert_true(unsets(&e, "GSRUN_JOB_DIR"));
     /* Percentage off: an inherited value must not survive. */
-    assert_int_equal(gs_clientenv_build(&st, 12, 16, &e, &err), 0);
+    assert_int_equal(gs_clientenv_build(&st, -1, 12, 16, &e, &err), 0);
     assert_string_equal(find(&e, "CUDA_MPS_PIPE_DIRECTORY"), "/r/n/g1");
     assert_null(find(&e, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
     assert_true(unsets(&e, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
     /* A rank outside the plan is an error, not a guess. */
-    assert_true(gs_clientenv_build(&st, 16, 17, &e, &err) < 0);
+    assert_true(gs_clientenv_build(&st, -1, 16, 17, &e, &err) < 0);
     /* The agent's answer (placement by the rank's cores) wins over blocks. */
-    st.rank_gpu = 1;
-    assert_int_equal(gs_clientenv_build(&st, 3, 16, &e, &err), 0);
+    assert_int_equal(gs_clientenv_build(&st, 1, 3, 16, &e, &err), 0);
     assert_string_equal(find(&e, "CUDA_MPS_PIPE_DIRECTORY"), "/r/n/g1");
     assert_string_equal(find(&e, "GSRUN_GPU_UUID"), "GPU-bbbb");
     assert_null(find(&e, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"));
     /* A memory limit is for device 0, the rank's only device. */
     st.mem_limit_mb = 4096;
-    assert_int_equal(gs_clientenv_build(&st, 3, 16, &e, &err), 0);
+    assert_int_equal(gs_clientenv_build(&st, 1, 3, 16, &e, &err), 0);
     assert_string_equal(find(&e, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "0=4096MB");
 }
 
@@ -90,7 +88,7 @@ static void test_mps_off(void **state)
     (void)state;
     memset(&st, 0, sizeof(st));
     st.kind = GS_STATE_OFF;
-    assert_int_equal(gs_clientenv_build(&st, 1, 2, &e, &err), 0);
+    assert_int_equal(gs_clientenv_build(&st, -1, 1, 2, &e, &err), 0);
     assert_string_equal(find(&e, "GSRUN_MPS_ACTIVE"), "0");
     assert_null(find(&e, "CUDA_MPS_PIPE_DIRECTORY"));
     assert_null(find(&e, "CUDA_VISIBLE_DEVICES"));
@@ -100,11 +98,9 @@ static void test_mps_off(void **state)
     snprintf(st.gpu[1].uuid, sizeof(st.gpu[1].uuid), "MIG-bbbb");
     st.gpu[0].nranks = st.gpu[1].nranks = 1;
     st.gpu[1].first_rank = 1;
-    st.rank_gpu = -1;
-    assert_int_equal(gs_clientenv_build(&st, 1, 2, &e, &err), 0);
+    assert_int_equal(gs_clientenv_build(&st, -1, 1, 2, &e, &err), 0);
     assert_string_equal(find(&e, "CUDA_VISIBLE_DEVICES"), "MIG-bbbb");
-    st.rank_gpu = 0;
-    assert_int_equal(gs_clientenv_build(&st, 1, 2, &e, &err), 0);
+    assert_int_equal(gs_clientenv_build(&st, 0, 1, 2, &e, &err), 0);
     assert_string_equal(find(&e, "CUDA_VISIBLE_DEVICES"), "GPU-aaaa");
     assert_null(find(&e, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"));
 }
@@ -118,7 +114,7 @@ static void test_apply(void **state)
     st = on_state();
     setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "77", 1);
     setenv("GSRUN_JOB_DIR", "/x", 1);
-    assert_int_equal(gs_clientenv_build(&st, 9, 16, &e, &err), 0);
+    assert_int_equal(gs_clientenv_build(&st, -1, 9, 16, &e, &err), 0);
     assert_int_equal(gs_clientenv_apply(&e, &err), 0);
     assert_null(getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
     assert_null(getenv("GSRUN_JOB_DIR"));
