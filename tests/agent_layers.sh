@@ -8,7 +8,8 @@
 #   1  report  ranks  placer the agent's independent parts
 #   2  guard                 uses ranks, report
 #   3  daemons               uses guard, report
-#   4  agent (agent.c, agent_serve.c, agent_publish.c, agent_int.h, agent.h)
+#   4  agent (agent.c, agent_setup.c, agent_serve.c, agent_publish.c, agent_int.h,
+#      agent.h, agent_main.c)
 #
 # Outside runtime/agent/ nothing uses the agent (gsrun-agent's main is
 # runtime/agent/agent_main.c). TAP output.

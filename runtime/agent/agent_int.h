@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The node agent's own state, seen only by the agent layer (agent.c, the
- * state machine and loop; agent_serve.c, the waits on the socket; and
- * agent_publish.c, the node state and status files). The parts below it
+ * state machine and loop; agent_setup.c, its start and end; agent_serve.c,
+ * the waits on the socket; agent_publish.c, the node state and status
+ * files). The parts below it
  * each own their state and know nothing of this struct:
  *
  *   report.c   what happened, delivered once         (uses nothing)
@@ -74,6 +75,12 @@ typedef struct {
     gs_guard_t guard;
     gs_daemons_t daemons;
 } gs_agent_t;
+
+/* agent_setup.c: before the loop (0, or -1 when another agent holds the node
+ * dir) and after it. */
+void gs_agent_init_report(gs_agent_t *a);
+int gs_agent_setup(gs_agent_t *a, int *lockfd);
+void gs_agent_teardown(gs_agent_t *a, int lockfd);
 
 /* agent.c */
 const char *gs_agent_state_name(gs_agent_state_t s);
