@@ -14,11 +14,13 @@ typedef struct {
     int node_id;        /* -1 if unknown */
     char job[256];      /* PMIx namespace, or the launcher's job id */
     char peers[1024];   /* PMIX_LOCAL_PEERS, if known */
-    const char *source; /* "pmix", "openmpi" or "slurm" */
+    const char *source; /* "pmix", "openmpi", "slurm", "hydra", "mvapich", "pals",
+                         * "gsrun" */
 } gs_local_t;
 
 /* Fills loc. With Open MPI's per-rank variables present they are used;
- * otherwise PMIx when a server is there; otherwise Slurm's variables.
+ * otherwise PMIx when a server is there; otherwise Slurm's, Hydra's,
+ * MVAPICH's, PALS' variables or GSRUN_LOCAL_RANK/_SIZE.
  * GSRUN_DISCOVERY=pmix or =env forces one way. */
 int gs_discover(gs_local_t *loc, gs_error_t *err);
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Discovery from the launchers' own variables (Open MPI's, Slurm's): no
+/* Discovery from the launchers' own variables (Open MPI's, Slurm's, Hydra's,
+ * MVAPICH's, Cray PALS', or GSRUN_LOCAL_RANK/_SIZE given by hand): no
  * PMIx, so that programs that need only these (gsrun task-prolog) do not
  * link it. */
 #include "gs_autoconf.h"
@@ -63,6 +64,17 @@ int gs_discover_slurm_tasks(const char *spec, int node_id)
     return -ENOENT;
 }
 
+/* Launchers that give a rank its local rank and the node's rank count in
+ * two variables of their own (doc/launchers.md says where each is from). */
+static const struct {
+    const char *source, *rank, *size;
+} pairs[] = {
+    {"hydra", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},  /* MPICH's Hydra, Intel MPI */
+    {"mvapich", "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE"},
+    {"pals", "PALS_LOCAL_RANKID", "PALS_LOCAL_SIZE"}, /* HPE Cray PALS mpiexec */
+    {"gsrun", "GSRUN_LOCAL_RANK", "GSRUN_LOCAL_SIZE"}, /* any launcher: set by hand */
+};
+
 int gs_discover_from_env(gs_local_t *loc, gs_error_t *err)
 {
     int rank, size, node;
@@ -84,10 +96,19 @@ int gs_discover_from_env(gs_local_t *loc, gs_error_t *err)
             snprintf(loc->job, sizeof(loc->job), "%s", getenv("SLURM_JOB_ID"));
         }
     } else {
-        return gs_error_set(err, ENOENT,
-                            "cannot find this rank's place on its node: no PMIx server, and "
-                            "neither OMPI_COMM_WORLD_LOCAL_RANK/_SIZE nor SLURM_LOCALID with "
-                            "SLURM_STEP_TASKS_PER_NODE is set; start the job through gsrun");
+        size_t i = 0;
+        while (i < sizeof(pairs) / sizeof(pairs[0]) &&
+               (env_int(pairs[i].rank, &rank) != 0 || env_int(pairs[i].size, &size) != 0)) {
+            i++;
+        }
+        if (i == sizeof(pairs) / sizeof(pairs[0])) {
+            return gs_error_set(err, ENOENT,
+                                "cannot find this rank's place on its node: no PMIx server, and "
+                                "no launcher variables (Open MPI's OMPI_COMM_WORLD_LOCAL_RANK, "
+                                "Slurm's SLURM_LOCALID, Hydra's MPI_LOCALRANKID, ...); set "
+                                "GSRUN_LOCAL_RANK and GSRUN_LOCAL_SIZE for each rank");
+        }
+        loc->source = pairs[i].source;
     }
     if (rank >= size) {
         return gs_error_set(err, EINVAL, "local rank %d is not below the local size %d (from %s)",

@@ -24,6 +24,7 @@
 #include "discovery/discover.h"
 #include "launcher/helpers.h"
 #include "launcher/reports.h"
+#include "launcher/exec_main.h"
 #include "slurm/batch_main.h"
 #include "launcher/status_main.h"
 #include "launcher/supervise.h"
@@ -412,6 +413,9 @@ int main(int argc, char **argv)
     }
     if (argc > 1 && gs_batch_is_command(argv[1])) {
         return gs_batch_main(argc - 1, argv + 1);
+    }
+    if (argc > 1 && strcmp(argv[1], "exec") == 0) {
+        return gs_exec_main(argc - 1, argv + 1);
     }
     if (gs_opts_parse(argc, argv, &o, &err) != 0) {
         die(GS_EXIT_USAGE, err.text);

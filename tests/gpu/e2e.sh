@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # GPU end-to-end test, for a machine with an NVIDIA GPU (not run by CI).
 #
-#   tests/gpu/e2e.sh [--component|--spank|--task-prolog|--prolog] [BUILD_DIR]
+#   tests/gpu/e2e.sh [--component|--spank|--task-prolog|--prolog|--exec] [BUILD_DIR]
 #                                    (BUILD_DIR defaults to ./_build; built if missing)
 #
 # Runs `gsrun -np 16 examples/mps_probe` with real MPS three times back to
@@ -15,7 +15,9 @@
 # gsrun-srun-task (as srun's task prolog: a child of the rank's process,
 # whose "export" lines the rank applies before it execs the program);
 # --prolog provisions the node for a "job" with `gsrun prolog`, runs each
-# rank through `gsrun task-prolog` and ends with `gsrun epilog`. Every rank must report MPS enabled and 200/16 = 12.5 % of the SMs and
+# rank through `gsrun task-prolog` and ends with `gsrun epilog`; --exec puts
+# the rank prefix `gsrun exec` in front of each rank under plain mpirun.
+# Every rank must report MPS enabled and 200/16 = 12.5 % of the SMs and
 # a correct result; after each job no MPS process and no gsrun run dir may
 # remain. Ends with "N passed, N failed".
 set -u
@@ -26,6 +28,7 @@ case "${1:-}" in
 --spank) front=spank; shift ;;
 --task-prolog) front=task-prolog; shift ;;
 --prolog) front=prolog; shift ;;
+--exec) front=exec; shift ;;
 esac
 build=${1:-$top/_build}
 np=${GSRUN_E2E_NP:-16}
@@ -94,6 +97,11 @@ elif [ $front = prolog ]; then
         "$build/launcher/gsrun" epilog -v
         return $rc
     }
+elif [ $front = exec ]; then
+    # The rank prefix under plain mpirun: no gsrun around the launcher.
+    launch() { # launch -np N --oversubscribe PROGRAM ARGS...
+        mpirun "$1" "$2" "$3" "$build/launcher/gsrun" exec -v --mps=on -- "${@:4}"
+    }
 else
     launch() { "$build/launcher/gsrun" -v --mps=on "$@"; }
 fi
@@ -137,7 +145,7 @@ for i in $(seq 1 "$runs"); do
         || notok "run $i: $problems problem lines"
     after=$(mps_procs)
     [ "$after" = "$before" ] && ok "run $i: no MPS process left" || notok "run $i: MPS processes left: $after"
-    left=$(ls -d "${TMPDIR:-/tmp}"/gsrun.* /run/gsrun/* 2>/dev/null | tr '\n' ' ')
+    left=$(ls -d "${TMPDIR:-/tmp}"/gsrun.* "${TMPDIR:-/tmp}"/gsrun-*/* /run/gsrun/* 2>/dev/null | tr '\n' ' ')
     [ -z "$left" ] && ok "run $i: no run directory left" || notok "run $i: left: $left"
     rm -f "$out"
 done

@@ -211,6 +211,19 @@ check "  ... one MPS control daemon per node (host1 host2: $(daemons_per_host $J
 check "  ... the summary names both nodes" \
     [ "$(grep -c 'served 4 of 4 ranks' $J/g.err)" -eq 2 ]
 check "  ... nothing left on any node within 2 s" clean_within 2000 "$(date +%s%N)"
+# --- the rank prefix under plain srun (no plugin, no wrapper) ---------------------
+job x "$SRUN $GSRUN exec -v --mps-control=$FAKE_CONTROL -- $PROG"
+rc=$?
+check "srun -N2 -n8 gsrun exec (the rank prefix): status 0, 8 tasks" \
+    [ $rc -eq 0 -a "$(grep -c '^rank=' $J/x.out)" -eq 8 ] || diag $J/x.err
+check "  ... every task: its local rank of 4, MPS at 50%, a pipe dir in the user's base on its host" \
+    tasks_ok $J/x.out '/tmp/gsrun-[0-9]*/exec-[0-9a-f]*-[^/]*' || diag $J/x.out
+check "  ... one MPS control daemon per node (host1 host2: $(daemons_per_host $J/x.err))" \
+    [ "$(daemons_per_host $J/x.err)" = "1 1" ] || diag $J/x.err
+xleft=$(for h in $HOSTS; do on_host $h "ls -A /tmp/gsrun-$(id -u) 2>/dev/null"; done)
+check "  ... no job dir left in either host's base" [ -z "$xleft" ] || echo "# left: $xleft"
+for h in $HOSTS; do on_host $h "rm -rf /tmp/gsrun-$(id -u)"; done
+check "  ... nothing left on any node within 2 s" clean_within 2000 "$(date +%s%N)"
 # gsrun on a node with no task of the step (a login node, say).
 job gw "$GSRUN -v --mps-control=$FAKE_CONTROL srun -N1 -n4 -w host2 --mpi=pmix $PROG"
 rc=$?

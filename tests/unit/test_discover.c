@@ -13,7 +13,11 @@ static void clear(void)
 {
     static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
                                        "SLURM_LOCALID", "SLURM_NODEID", "SLURM_TASKS_PER_NODE",
-                                       "SLURM_STEP_TASKS_PER_NODE", "SLURM_JOB_ID", NULL};
+                                       "SLURM_STEP_TASKS_PER_NODE", "SLURM_JOB_ID",
+                                       "MPI_LOCALRANKID", "MPI_LOCALNRANKS",
+                                       "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE",
+                                       "PALS_LOCAL_RANKID", "PALS_LOCAL_SIZE", "GSRUN_LOCAL_RANK",
+                                       "GSRUN_LOCAL_SIZE", NULL};
     for (const char *const *v = vars; *v; v++) {
         unsetenv(*v);
     }
@@ -80,7 +84,51 @@ static void test_nothing(void **state)
     (void)state;
     clear();
     assert_true(gs_discover_from_env(&l, &err) < 0);
-    assert_non_null(strstr(err.text, "through gsrun"));
+    assert_non_null(strstr(err.text, "set GSRUN_LOCAL_RANK and GSRUN_LOCAL_SIZE"));
+}
+
+/* Environments as each launcher sets them (recorded from their sources and
+ * users' scripts, doc/launchers.md): the local rank and size, and which
+ * launcher said so; a launcher's pair wins over the ones after it. */
+static void test_other_launchers(void **state)
+{
+    static const struct {
+        const char *vars[6];
+        const char *source;
+        int rank, size;
+    } cases[] = {
+        /* mpiexec.hydra -n 5 -ppn 3, rank 4 (Intel MPI prints the same) */
+        {{"MPI_LOCALRANKID", "1", "MPI_LOCALNRANKS", "2", NULL}, "hydra", 1, 2},
+        /* MVAPICH's mpirun_rsh */
+        {{"MV2_COMM_WORLD_LOCAL_RANK", "5", "MV2_COMM_WORLD_LOCAL_SIZE", "8", NULL}, "mvapich", 5, 8},
+        /* HPE Cray PALS mpiexec */
+        {{"PALS_LOCAL_RANKID", "0", "PALS_LOCAL_SIZE", "12", NULL}, "pals", 0, 12},
+        /* set by hand, any launcher */
+        {{"GSRUN_LOCAL_RANK", "2", "GSRUN_LOCAL_SIZE", "3", NULL}, "gsrun", 2, 3},
+        /* Hydra's pair comes before a hand-set one */
+        {{"MPI_LOCALRANKID", "0", "MPI_LOCALNRANKS", "4", "GSRUN_LOCAL_RANK", "9"}, "hydra", 0, 4},
+    };
+    gs_local_t l;
+    gs_error_t err;
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        clear();
+        for (int v = 0; v < 6 && cases[i].vars[v] != NULL; v += 2) {
+            setenv(cases[i].vars[v], cases[i].vars[v + 1], 1);
+        }
+        assert_int_equal(gs_discover_from_env(&l, &err), 0);
+        assert_string_equal(l.source, cases[i].source);
+        assert_int_equal(l.local_rank, cases[i].rank);
+        assert_int_equal(l.local_size, cases[i].size);
+    }
+    /* Half a pair is no pair; a rank past the size is refused. */
+    clear();
+    setenv("MPI_LOCALRANKID", "1", 1);
+    assert_true(gs_discover_from_env(&l, &err) < 0);
+    setenv("MPI_LOCALNRANKS", "1", 1);
+    assert_true(gs_discover_from_env(&l, &err) < 0);
+    assert_non_null(strstr(err.text, "from hydra"));
+    clear();
 }
 
 int main(void)
@@ -89,6 +137,7 @@ int main(void)
         cmocka_unit_test(test_openmpi),
         cmocka_unit_test(test_slurm),
         cmocka_unit_test(test_nothing),
+        cmocka_unit_test(test_other_launchers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gsrun exec [options] [--] program [args]: the rank prefix.
+ *
+ * Put in front of the program under any launcher (mpiexec -n 16 gsrun exec
+ * ./app, srun gsrun exec ./app, mpirun ... ): each rank works out its job's
+ * key on its node (runtime/jobkey.c), makes or finds the job's directory in
+ * the user's private base, and becomes gsrun-shim, which joins the node
+ * (local rank 0 starts the node agent and MPS), sets the client
+ * environment and execs the program with its PID, stdio and exit status.
+ * The agent ends MPS when the node's last rank exits or the launcher's
+ * process on the node dies, and removes the job's directory. */
+#include "gs_autoconf.h"
+
+#include "launcher/exec_main.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "discovery/discover.h"
+#include "launcher/helpers.h"
+#include "runtime/config.h"
+#include "runtime/gs_error.h"
+#include "runtime/jobkey.h"
+#include "runtime/provision.h"
+#include "runtime/rundir.h"
+
+static const char usage[] =
+    "usage: gsrun exec [options] [--] program [args]\n"
+    "\n"
+    "The rank prefix: put it in front of the program under a launcher that gsrun\n"
+    "does not start, e.g.  mpiexec -n 16 gsrun exec ./app  or  srun gsrun exec ./app.\n"
+    "Each node's ranks share one MPS daemon per GPU, started by the node's first\n"
+    "rank and quit when its last rank exits (or the launcher does).\n"
+    "\n"
+    "Options: --mps, --mps-percentage, --mps-control, --mps-timeout,\n"
+    "--mps-memory-limit, --gpu-bind (as for gsrun), -v.\n"
+    "Each rank's place on its node comes from PMIx or the launcher's variables\n"
+    "(Open MPI, Slurm, Hydra/Intel MPI, MVAPICH, Cray PALS), or from\n"
+    "GSRUN_LOCAL_RANK and GSRUN_LOCAL_SIZE set for each rank; GSRUN_JOB_KEY may\n"
+    "name the job when its ranks on a node have no common parent process.\n";
+
+/* Local rank 0 (or an unknown rank) says what concerns the whole node. */
+static int speaks_for_node(void)
+{
+    gs_local_t loc;
+    return gs_discover_from_env(&loc, NULL) != 0 || loc.local_rank == 0;
+}
+
+static int run_plain(char **prog)
+{
+    execvp(prog[0], prog);
+    fprintf(stderr, "gsrun exec: cannot run '%s': %s\n", prog[0], strerror(errno));
+    return errno == ENOENT ? GS_EXIT_NOTFOUND : GS_EXIT_NOEXEC;
+}
+
+static int parse(int argc, char **argv, gs_config_t *cfg, int *first, gs_error_t *err)
+{
+    int i = 1;
+    while (i < argc) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            fputs(usage, stdout);
+            exit(0);
+        }
+        if (a[0] == '-' && a[1] == 'v' && strspn(a + 1, "v") == strlen(a + 1)) {
+            cfg->verbose += (int)strlen(a + 1);
+            cfg->verbose = cfg->verbose > 9 ? 9 : cfg->verbose;
+            i++;
+            continue;
+        }
+        if (strncmp(a, "--", 2) != 0) {
+            break; /* the program */
+        }
+        char name[64];
+        const char *eq = strchr(a + 2, '=');
+        size_t n = eq ? (size_t)(eq - (a + 2)) : strlen(a + 2);
+        snprintf(name, sizeof(name), "%.*s", (int)(n < sizeof(name) ? n : sizeof(name) - 1),
+                 a + 2);
+        /* gsrun's valued settings, but the launcher: there is none here. */
+        const gs_config_key_t *k = gs_config_key(name);
+        if (k == NULL || n >= sizeof(name) || !(k->fronts & GS_FRONT_GSRUN) || !k->valued ||
+            strcmp(name, "launcher") == 0) {
+            return gs_error_set(err, EINVAL, "gsrun exec: unknown option '%s' (see gsrun exec "
+                                             "--help)", a);
+        }
+        const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+        char origin[80];
+        snprintf(origin, sizeof(origin), "--%s", name);
+        if (value == NULL) {
+            return gs_error_set(err, EINVAL, "gsrun exec: --%s: missing value", name);
+        }
+        if (gs_config_set(cfg, name, value, origin, err) != 0) {
+            return -EINVAL;
+        }
+        i++;
+    }
+    *first = i;
+    if (i >= argc) {
+        return gs_error_set(err, EINVAL, "gsrun exec: no program given (see gsrun exec --help)");
+    }
+    return 0;
+}
+
+int gs_exec_main(int argc, char **argv)
+{
+    gs_config_t cfg;
+    gs_error_t err;
+    char key[512], name[160], base[512], job_dir[700], shim[4096];
+    const char *source = NULL;
+    int first = 0;
+
+    gs_config_init(&cfg);
+    if (gs_config_load_env(&cfg, &err) != 0 || parse(argc, argv, &cfg, &first, &err) != 0) {
+        fprintf(stderr, "gsrun: %s\n", err.text);
+        return GS_EXIT_USAGE;
+    }
+    char **prog = argv + first;
+    /* Already a rank of a gsrun job (its shim ran): nothing to add. */
+    if (getenv("GSRUN_MPS_ACTIVE") != NULL) {
+        return run_plain(prog);
+    }
+    if (cfg.mps == GS_MPS_OFF) {
+        return run_plain(prog);
+    }
+    /* The user's private base in this node's TMPDIR (as gsrun's own job
+     * dirs): checked, so that no other user can have made it first. */
+    char want[300];
+    snprintf(want, sizeof(want), "%s/gsrun-%u", gs_rundir_tmpdir(), (unsigned)getuid());
+    if (gs_jobkey_get(key, sizeof(key), &source) != 0 ||
+        gs_provision_user_base(want, base, sizeof(base), &err) != 0 ||
+        (gs_jobkey_dir_name(key, name, sizeof(name)),
+         (size_t)snprintf(job_dir, sizeof(job_dir), "%s/%s", base, name) >= sizeof(job_dir)) ||
+        gs_rundir_ensure(job_dir, &err) != 0) {
+        if (source == NULL) {
+            snprintf(err.text, sizeof(err.text), "cannot name this job: no launcher variable "
+                     "names it and /proc/<parent>/stat cannot be read; set GSRUN_JOB_KEY");
+        }
+        if (cfg.mps == GS_MPS_ON) {
+            fprintf(stderr, "gsrun exec: error: %s\n", err.text);
+            return GS_EXIT_RUNDIR;
+        }
+        if (speaks_for_node()) {
+            fprintf(stderr, "gsrun exec: warning: %s; running without MPS\n", err.text);
+        }
+        return run_plain(prog);
+    }
+    if (cfg.verbose && speaks_for_node()) {
+        fprintf(stderr, "gsrun exec: job key %s (from %s), run dir %s\n", key, source, job_dir);
+    }
+    /* The shim reads its settings and the job dir from the environment, as
+     * under gsrun; nothing of an outer gsrun's may leak in. */
+    if (gs_config_export_env(&cfg, &err) != 0 || setenv("GSRUN_JOB_DIR", job_dir, 1) != 0 ||
+        gs_helper_path("gsrun-shim", shim, sizeof(shim), &err) != 0) {
+        fprintf(stderr, "gsrun exec: error: %s\n", err.text);
+        return GS_EXIT_SETUP;
+    }
+    /* The shim's PMIx client and the program's must not share PMIx's
+     * shared-memory store (MPI_Init then fails: seen with srun --mpi=pmix,
+     * as gsrun's own -x PMIX_MCA_gds=hash avoids under mpirun). */
+    setenv("PMIX_MCA_gds", "hash", 0);
+    unsetenv("GSRUN_NODE_ID");
+    unsetenv("GSRUN_PID");
+    unsetenv("GSRUN_EARLY_AGENT");
+    unsetenv("GSRUN_T0");
+    unsetenv("GSRUN_FORK_AGENT");
+    char **args = calloc((size_t)(argc - first) + 3, sizeof(*args));
+    if (args == NULL) {
+        fprintf(stderr, "gsrun exec: out of memory\n");
+        return GS_EXIT_SETUP;
+    }
+    args[0] = shim;
+    args[1] = "--";
+    for (int i = first; i < argc; i++) {
+        args[2 + i - first] = argv[i];
+    }
+    execv(shim, args);
+    fprintf(stderr, "gsrun exec: cannot run %s: %s\n", shim, strerror(errno));
+    return GS_EXIT_SETUP;
+}

@@ -1,0 +1,116 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The rank prefix, `gsrun exec`, under launchers gsrun does not start: plain
+# mpirun with the prefix in front of the program, and a launcher of the
+# test's own that sets only GSRUN_LOCAL_RANK/_SIZE. One daemon per job and
+# node, every rank's environment, exit status as without the prefix, the
+# end of a killed launcher, and nothing left.
+. "$GS_TOP_SRCDIR/tests/integration/lib.sh"
+REC=$TEST_TMP/record
+export LD_LIBRARY_PATH=$FAKE_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} FAKE_NVML_GPUS=1
+export GSRUN_MPS_CONTROL=$FAKE_CONTROL
+LEFTOVER_EXES=$B/launcher/gsrun-shim
+base=$TMPDIR/gsrun-$(id -u)
+jobs_left() { ls -A "$base" 2>/dev/null | tr '\n' ' '; }
+
+# Plain mpirun, the prefix in front of each rank.
+FAKE_MPS_RECORD=$REC mpirun -np 4 "$GSRUN" exec -- "$PROG" >"$OUT" 2>"$ERR"
+rc=$?
+check "mpirun -np 4 gsrun exec -- prog: status 0" [ $rc -eq 0 ] || diag "$ERR"
+check "every rank has MPS at 50 % (4 ranks on one GPU)" \
+    [ "$(grep -c 'mps=1 pipe=/.*/g0 .*pct=50 ' "$OUT")" -eq 4 ]
+check "local ranks 0-3 each once" [ "$(grep -o 'local=[0-9]*/4' "$OUT" | sort -u | wc -l)" -eq 4 ]
+check "one MPS control daemon for the job" [ "$(grep -c '^start ' "$REC")" -eq 1 ]
+check "its run dir is in the user's private base ($base)" grep -q "pipe=$base/exec-" "$REC"
+check "the base is the user's, mode 0700" [ "$(stat -c '%u %a' "$base")" = "$(id -u) 700" ]
+check "the job's dir is gone" [ -z "$(jobs_left)" ] || echo "# left: $(jobs_left)"
+check "nothing printed to stderr without -v" [ ! -s "$ERR" ] || diag "$ERR"
+rm -rf "$base"
+check_clean "mpirun with the prefix"
+
+# The exit status comes through as without the prefix.
+mpirun -np 2 sh -c 'exit 3' >/dev/null 2>&1
+plain=$?
+mpirun -np 2 "$GSRUN" exec -- sh -c 'exit 3' >"$OUT" 2>"$ERR"
+check "a failing rank: the same status as plain mpirun ($plain)" [ $? -eq $plain ]
+rm -rf "$base"
+check_clean "a failing rank"
+
+# Two jobs at once get two daemons and two dirs.
+rm -f "$REC"
+FAKE_MPS_RECORD=$REC mpirun -np 2 "$GSRUN" exec -- "$PROG" >"$OUT.1" 2>&1 &
+a=$!
+FAKE_MPS_RECORD=$REC mpirun -np 2 "$GSRUN" exec -- "$PROG" >"$OUT.2" 2>&1
+wait $a
+check "two jobs at once: two daemons, in two job dirs" \
+    [ "$(grep '^start ' "$REC" | grep -o "pipe=$base/exec-[^/]*" | sort -u | wc -l)" -eq 2 ]
+check "  ... and each job's ranks all had MPS" \
+    [ "$(cat "$OUT.1" "$OUT.2" | grep -c 'mps=1 .*pct=100 ')" -eq 4 ]
+rm -rf "$base"
+check_clean "two jobs at once"
+
+# A launcher of our own: only GSRUN_LOCAL_RANK/_SIZE, the ranks' common
+# parent names the job (this shell's subshell).
+(
+    for r in 0 1 2; do
+        GSRUN_LOCAL_RANK=$r GSRUN_LOCAL_SIZE=3 "$GSRUN" exec -- sh -c \
+            'echo "rank $GSRUN_LOCAL_RANK mps=$GSRUN_MPS_ACTIVE pct=$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"' &
+    done
+    wait
+) >"$OUT" 2>"$ERR"
+check "GSRUN_LOCAL_RANK/_SIZE by hand: 3 ranks with MPS at 66.6667 %" \
+    [ "$(grep -c 'mps=1 pct=66.6667' "$OUT")" -eq 3 ] || { diag "$OUT"; diag "$ERR"; }
+rm -rf "$base"
+check_clean "a launcher of our own"
+
+# No launcher variables at all: one line that names what to set.
+"$GSRUN" exec -- true >"$OUT" 2>"$ERR"
+rc=$?
+check "no launcher variables: a non-zero status ($rc) and a message naming GSRUN_LOCAL_RANK" \
+    eval '[ $rc -ne 0 ] && grep -q "GSRUN_LOCAL_RANK and GSRUN_LOCAL_SIZE" "$ERR"' || diag "$ERR"
+rm -rf "$base"
+check_clean "no launcher variables"
+
+# Under gsrun (the shim already ran): the prefix adds nothing.
+rm -f "$REC"
+FAKE_MPS_RECORD=$REC gsrun_fake 1 -np 2 "$GSRUN" exec -- "$PROG" >"$OUT" 2>"$ERR"
+check "inside a gsrun job: status 0, one daemon (gsrun's), every rank with MPS" \
+    eval '[ $? -eq 0 ] && [ "$(grep -c "^start " "$REC")" -eq 1 ] && [ "$(grep -c "mps=1 " "$OUT")" -eq 2 ]'
+check "  ... and no job dir of the prefix" [ ! -e "$base" ]
+check_clean "the prefix under gsrun"
+
+# --mps=off runs the program alone; a bad option is refused before it runs.
+mpirun -np 2 "$GSRUN" exec --mps=off -- sh -c 'echo "mps=${GSRUN_MPS_ACTIVE:-unset}"' >"$OUT" 2>"$ERR"
+check "--mps=off: the program runs without gsrun's environment" [ "$(grep -c 'mps=unset' "$OUT")" -eq 2 ]
+"$GSRUN" exec --mps=sometimes -- true >"$OUT" 2>"$ERR"
+rc=$?
+check "--mps=sometimes: status 2 ($rc) and the accepted values" \
+    eval '[ $rc -eq 2 ] && grep -q "auto, on or off" "$ERR"' || diag "$ERR"
+"$GSRUN" exec --launcher=x -- true >"$OUT" 2>"$ERR"
+rc=$?
+check "--launcher: no such option here (status $rc)" eval '[ $rc -eq 2 ] && grep -q "unknown option" "$ERR"' ||
+    diag "$ERR"
+"$GSRUN" exec >"$OUT" 2>"$ERR"
+rc=$?
+check "no program: status 2 ($rc) and says so" eval '[ $rc -eq 2 ] && grep -q "no program" "$ERR"' || diag "$ERR"
+
+# A killed launcher: the agent ends the node's ranks and MPS.
+rm -f "$REC"
+FAKE_MPS_RECORD=$REC mpirun -np 2 "$GSRUN" exec -- sleep 61.5 >"$OUT" 2>&1 &
+m=$!
+for _ in $(seq 200); do
+    [ "$(grep -sc '^start ' "$REC")" = 1 ] && [ "$(pgrep -fc 'sleep 61.5')" = 2 ] && break
+    sleep 0.05
+done
+sleep 0.3
+kill -KILL $m
+t0=$(date +%s%N)
+gone() { [ -z "$(leftover_procs)" ] && [ -z "$(jobs_left)" ] && [ "$(pgrep -fc 'sleep 61.5')" = 0 ]; }
+for _ in $(seq 100); do gone && break; sleep 0.05; done
+ms=$((($(date +%s%N) - t0) / 1000000))
+check "mpirun SIGKILLed: ranks, agent, MPS and the job dir gone within 5 s ($ms ms)" gone
+pkill -KILL -f 'sleep 61.5' 2>/dev/null
+wait $m 2>/dev/null
+rm -rf "$base"
+check_clean "a killed launcher"
+finish
