@@ -12,6 +12,7 @@
 #   off     gsrun --mps=off -np N prog
 #   on      gsrun --mps=on -np N prog (fake MPS daemon and NVML; with --real
 #           the machine's NVML and nvidia-cuda-mps-control)
+#   exec    mpirun -np N gsrun exec --mps=on -- prog: the rank prefix, no wrapper
 #   hand    (--real) MPS by hand around mpirun: nvidia-cuda-mps-control -d,
 #           mpirun, echo quit, wait until the daemon is gone
 #   pre     (--real) mpirun on an MPS daemon started before the timer (the
@@ -62,6 +63,8 @@ run() { # run CONFIG
     plain) mpirun -np "$np" "$prog" >/dev/null 2>&1 || rc=$? ;;
     off) "$gsrun" --mps=off -np "$np" "$prog" >/dev/null 2>&1 || rc=$? ;;
     on) "${fake_env[@]}" "$gsrun" --mps=on --mps-control="$control" -np "$np" "$prog" >/dev/null 2>&1 || rc=$? ;;
+    exec) "${fake_env[@]}" mpirun -np "$np" "$gsrun" exec --mps=on --mps-control="$control" -- "$prog" \
+        >/dev/null 2>&1 || rc=$? ;;
     hand)
         mps_hand_up "$d"
         CUDA_MPS_PIPE_DIRECTORY=$d/p CUDA_MPS_LOG_DIRECTORY=$d/l mpirun -x CUDA_MPS_PIPE_DIRECTORY \
