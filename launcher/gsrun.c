@@ -124,10 +124,14 @@ static int check_open_mpi(const char *launcher, gs_error_t *err)
     if (strstr(out, "Open MPI") == NULL && strstr(out, "OpenRTE") == NULL) {
         char first[120];
         snprintf(first, sizeof(first), "%.*s", (int)strcspn(out, "\n"), out);
+        /* MPICH's Hydra, Intel MPI, MVAPICH ...: no fork agent to put the
+         * shim in, and gsrun never parses a launcher's arguments. */
         return gs_error_set(err, EINVAL,
                             "'%s' is not Open MPI's mpirun (its --version says '%s'); gsrun "
-                            "needs Open MPI's fork agent: give an Open MPI mpirun",
-                            launcher, first);
+                            "wraps only Open MPI's mpirun and srun: with this launcher put the "
+                            "rank prefix in front of the program instead, '%s <its arguments> "
+                            "gsrun exec <program>' (doc/launchers.md)",
+                            launcher, first, launcher);
     }
     return 0;
 }

@@ -30,6 +30,16 @@ GSRUN_MPS=sometimes expect 2 "GSRUN_MPS" -np 2 "$PROG"
 expect 127 "--launcher" --launcher=/nonexistent/mpirun -np 2 "$PROG"
 expect 126 "--launcher" --launcher=/etc/passwd -np 2 "$PROG"
 expect 2 "is not Open MPI's mpirun" --launcher=/bin/echo -np 2 "$PROG"
+# A launcher without a fork agent (here a stand-in for MPICH's Hydra): gsrun
+# stops before it runs and shows the rank prefix instead.
+cat >"$TEST_TMP/mpiexec" <<SH
+#!/bin/sh
+[ "\$1" = --version ] && { echo "HYDRA build details:"; exit 0; }
+touch "$TEST_TMP/hydra-ran"
+SH
+chmod +x "$TEST_TMP/mpiexec"
+expect 2 "gsrun exec <program>" "$TEST_TMP/mpiexec" -n 2 "$PROG"
+check "  ... and the launcher never ran the job" [ ! -e "$TEST_TMP/hydra-ran" ]
 "$GSRUN" --launcher="$(command -v mpirun)" --mps=off -np 2 "$PROG" >"$OUT" 2>"$ERR"
 check "--launcher naming Open MPI's mpirun is accepted" [ $? -eq 0 ]
 # A first word naming Open MPI's launcher is taken as --launcher.
