@@ -28,6 +28,20 @@ check "nothing printed to stderr without -v" [ ! -s "$ERR" ] || diag "$ERR"
 rm -rf "$base"
 check_clean "mpirun with the prefix"
 
+# The prefix as the site's (or user's) fork agent: plain mpirun, nothing in
+# front of the program on the command line. Open MPI 4 reads orte_fork_agent,
+# Open MPI 5 (PRRTE) odls_base_exec_agent; each ignores the other's name.
+rm -f "$REC"
+FAKE_MPS_RECORD=$REC OMPI_MCA_orte_fork_agent="$GSRUN exec" PRTE_MCA_odls_base_exec_agent="$GSRUN exec" \
+    mpirun -np 4 "$PROG" >"$OUT" 2>"$ERR"
+rc=$?
+check "the prefix as fork/exec agent (plain mpirun -np 4 prog): status 0 ($rc)" [ $rc -eq 0 ] || diag "$ERR"
+check "  ... every rank has MPS at 50 %, one daemon" \
+    eval '[ "$(grep -c "mps=1 pipe=/.*/g0 .*pct=50 " "$OUT")" -eq 4 ] && [ "$(grep -c "^start " "$REC")" -eq 1 ]' ||
+    diag "$OUT"
+rm -rf "$base"
+check_clean "the prefix as fork agent"
+
 # The exit status comes through as without the prefix.
 mpirun -np 2 sh -c 'exit 3' >/dev/null 2>&1
 plain=$?
