@@ -27,7 +27,7 @@ mirror=$(sed -n 's/^URIs: *\(http[^ ]*debian\/*\)$/\1/p' /etc/apt/sources.list.d
 mirror=${mirror:-http://deb.debian.org/debian}
 
 root=${keep:-$(mktemp -d /var/tmp/gsrun-ompi5.XXXXXX)}
-chmod 755 "$root" # the root's "/": tests run commands as other users there
+mkdir -p "$root" && chmod 755 "$root" # the root's "/": tests run commands as other users there
 cleanup() { [ -n "$keep" ] || rm -rf --one-file-system "$root"; }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP

@@ -14,13 +14,13 @@ if ! command -v rpmbuild >/dev/null; then
     exit 0
 fi
 R=$W/rpm
-mkdir -p "$R/SOURCES" "$R/BUILD" "$R/RPMS" "$R/SRPMS" "$R/SPECS"
+mkdir -p "$R/SOURCES" "$R/BUILD" "$R/RPMS" "$R/SRPMS" "$R/SPECS" "$R/tmp"
 cp "$tarball" "$R/SOURCES/"
 tar -xzOf "$tarball" "gsrun-$V/packaging/rpm/gsrun.spec" >"$R/SPECS/gsrun.spec"
 check "the release tarball carries the spec" test -s "$R/SPECS/gsrun.spec" || exit 0
 check "the spec's version is the tarball's ($V)" grep -qE "^Version: +$V\$" "$R/SPECS/gsrun.spec"
 t0=$(date +%s)
-rpmbuild -bb --nodeps --define "_topdir $R" \
+rpmbuild -bb --nodeps --define "_topdir $R" --define "_tmppath $R/tmp" \
     --define "slurm_version $(deb_upstream libslurm-dev)" \
     --define "ompi_version $(deb_upstream libopenmpi-dev)" \
     --define "ompi_prefix $(pkg-config --variable=libdir ompi 2>/dev/null | sed 's|/lib$||')" \
