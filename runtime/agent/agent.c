@@ -135,8 +135,8 @@ static gs_agent_state_t discovering(gs_agent_t *a)
     if (!a->have_control) {
         snprintf(a->control_error, sizeof(a->control_error), "%s", err.text);
     }
-    gs_daemons_init(&a->daemons, a->node_dir, a->control, a->prestart, a->o->cfg.timeout_s,
-                    &a->report, &a->guard);
+    gs_daemons_init(&a->daemons, a->node_dir, a->control, a->o->cfg.prestart,
+                    a->o->cfg.timeout_s, &a->report, &a->guard);
     switch (a->mode) {
     case GS_MODE_EARLY:
         gs_report_mark(&a->report, "discovered");
@@ -166,9 +166,9 @@ static gs_agent_state_t prestarting(gs_agent_t *a)
 {
     if (a->o->cfg.mps != GS_MPS_OFF && a->gpus.count > 0 && a->have_control) {
         int n = a->gpus.count < GS_MAX_GPUS ? a->gpus.count : GS_MAX_GPUS;
-        a->daemons.prestart = a->prestart && !any_exclusive(&a->gpus);
+        a->daemons.prestart = a->o->cfg.prestart && !any_exclusive(&a->gpus);
         a->early_rc = gs_daemons_start(&a->daemons, &a->gpus, n, &a->early_err);
-        a->daemons.prestart = a->prestart;
+        a->daemons.prestart = a->o->cfg.prestart;
         a->early_ready_ms = gs_proc_now_ms();
         gs_report_mark(&a->report, "mps started");
     }
@@ -211,7 +211,7 @@ static gs_agent_state_t planning(gs_agent_t *a)
         }
         if (!a->plan.use_mps) {
             a->early_rc = 0; /* no MPS wanted: a failed start does not matter */
-        } else if (a->early_rc == 0 && a->prestart && any_exclusive(&a->gpus)) {
+        } else if (a->early_rc == 0 && a->o->cfg.prestart && any_exclusive(&a->gpus)) {
             a->early_rc = gs_daemons_start_servers(&a->daemons, a->plan.ngpus, &a->early_err);
         }
     }
@@ -286,9 +286,9 @@ static gs_agent_state_t starting(gs_agent_t *a)
         snprintf(msg, sizeof(msg), "MPS could not start: %s; running without MPS", err.text);
         mps_failed = 1;
     }
-    a->mps_on = a->plan.use_mps && !mps_failed;
+    int mps_on = a->plan.use_mps && !mps_failed;
     int target[GS_MAX_GPUS] = {0}, ngpus = 0;
-    if (a->mps_on) {
+    if (mps_on) {
         ngpus = a->plan.ngpus;
         for (int g = 0; g < ngpus; g++) {
             target[g] = a->plan.gpu[g].nranks;
@@ -333,7 +333,7 @@ static gs_agent_state_t starting(gs_agent_t *a)
         }
         gs_agent_confirm_servers(a, 0);
     }
-    if (cfg->mem_limit_mb > 0 && !a->mps_on) {
+    if (cfg->mem_limit_mb > 0 && !mps_on) {
         char opt[64];
         gs_report_add(&a->report, 0, "%s applies to MPS clients only; not set (MPS is off)",
                       gs_config_opt(cfg, "mps-memory-limit", opt, sizeof(opt)));
@@ -412,7 +412,6 @@ int gs_agent_main(const gs_agent_opts_t *o)
         gs_agent_signal_ready(a, "error\n");
         return GS_EXIT_RUNDIR;
     }
-    a->prestart = o->cfg.prestart;
 
     for (a->state = GS_AGENT_DISCOVERING; a->state != GS_AGENT_DONE;) {
         gs_agent_state_t next = step[a->state](a);

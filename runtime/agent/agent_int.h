@@ -54,7 +54,6 @@ typedef struct {
     int gsrun_fd;            /* pidfd of gsrun on this node */
     int ready_fd;            /* "ok"/"error" (early: "listening", "error") to the starter */
     int local_size;
-    int prestart;            /* servers started before any rank (GSRUN_MPS_PRESTART) */
     long long started_ms;    /* wall clock, for `gsrun status` */
     long long t_start;       /* monotonic: when the agent started */
 
@@ -63,7 +62,6 @@ typedef struct {
     int have_control;
     char control_error[GS_ERROR_LEN];
     gs_plan_t plan;
-    int mps_on;              /* MPS serves the ranks (planned and started) */
     int early_rc;            /* early: MPS failed before the size came, with early_err */
     gs_error_t early_err;
     long long early_ready_ms, size_ms;

@@ -90,7 +90,7 @@ void gs_agent_confirm_servers(gs_agent_t *a, int job_long)
         const gs_gpu_share_t *s = &a->plan.gpu[g];
         gs_mps_daemon_t *d = &a->daemons.daemon[g];
         char pct[24] = "100 (unset)";
-        if (a->prestart) {
+        if (a->o->cfg.prestart) {
             gs_daemons_record_servers(&a->daemons, g);
         }
         if (job_long) {
@@ -109,7 +109,7 @@ void gs_agent_confirm_servers(gs_agent_t *a, int job_long)
                       g, a->gpus.gpu[g].name, d->uuid, (int)d->daemon_pid, a->daemons.pinned[g],
                       (int)d->server_pid[0], s->nranks, s->nranks == 1 ? "" : "s", pct,
                       d->ready_ms - d->start_ms);
-        if (!a->prestart) {
+        if (!a->o->cfg.prestart) {
             gs_report_add(&a->report, 0, "GPU %d: server not started in advance "
                                          "(GSRUN_MPS_PRESTART=0): the first rank that uses CUDA "
                                          "starts it", g);
