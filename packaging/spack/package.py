@@ -46,29 +46,24 @@ class Gsrun(AutotoolsPackage):
     # configure options left at their defaults: --with-slurm-plugindir
     # (LIBDIR/gsrun/slurm; plugstack.conf names the installed path).
 
+    # Each variant: the configure option that turns it on (with the dependency's
+    # prefix) and the one that turns it off.
+    _switches = (
+        ("openmpi", "openmpi", "--with-ompi=", "--without-ompi"),
+        ("slurm", "slurm", "--with-slurm=", "--without-slurm"),
+        ("hwloc", "hwloc", "--with-hwloc=", "--without-hwloc"),
+        ("pmix", "pmix", "--with-pmix=", "--without-pmix"),
+        ("cuda", "cuda", "--with-cuda=", "--without-cuda"),
+    )
+
     def configure_args(self):
         spec = self.spec
         args = ["--with-root-rundir=" + spec.variants["root_rundir"].value]
-        if spec.satisfies("+openmpi"):
-            args.append("--with-ompi=" + spec["openmpi"].prefix)
-        else:
-            args.append("--without-ompi")
-        if spec.satisfies("+slurm"):
-            args.append("--with-slurm=" + spec["slurm"].prefix)
-        else:
-            args.append("--without-slurm")
-        if spec.satisfies("+hwloc"):
-            args.append("--with-hwloc=" + spec["hwloc"].prefix)
-        else:
-            args.append("--without-hwloc")
-        if spec.satisfies("+pmix"):
-            args.append("--with-pmix=" + spec["pmix"].prefix)
-        else:
-            args.append("--without-pmix")
-        if spec.satisfies("+cuda"):
-            args.append("--with-cuda=" + spec["cuda"].prefix)
-        else:
-            args.append("--without-cuda")
+        for variant, dep, on, off in self._switches:
+            if spec.satisfies("+" + variant):
+                args.append(on + spec[dep].prefix)
+            else:
+                args.append(off)
         return args
 
     def check(self):

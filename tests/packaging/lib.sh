@@ -13,3 +13,11 @@ diag() { sed 's/^/# /' "$@"; }
 tarball_version() { basename "$1" .tar.gz | sed 's/^gsrun-//'; }
 # A Debian package's upstream version (no epoch, no revision): 22.05.8
 deb_upstream() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null | sed 's/^[0-9]*://; s/-[^-]*$//'; }
+# A package build's log: how many unit tests passed (echoed); fails when
+# none ran or one failed.
+units_passed() { # units_passed LOG
+    local n
+    n=$(grep -cE "^PASS: tests/unit/" "$1")
+    echo "$n"
+    [ "$n" -gt 0 ] && ! grep -qE "^(FAIL|ERROR): " "$1"
+}

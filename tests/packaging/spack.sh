@@ -18,7 +18,9 @@ unknown=$(comm -13 "$W/configure" "$W/recipe" | tr '\n' ' ')
 check "every option of the recipe is configure's${unknown:+ (unknown: $unknown)}" test -z "$unknown"
 bad=""
 for v in $(sed -n 's/^ *variant("\([a-z_]*\)".*/\1/p' "$recipe"); do
-    grep -qE "\"\\+$v\"|variants\\[\"$v\"\\]" "$recipe" || bad="$bad $v"
+    # "+name" in a spec test (not a depends_on's when=), variants["name"], or a
+    # row ("name", ...) of the recipe's table of switches
+    grep -qE "(^|[^=])\"\\+$v\"|variants\\[\"$v\"\\]|^ *\\(\"$v\"," "$recipe" || bad="$bad $v"
 done
 check "every variant changes configure's arguments${bad:+ (unused:$bad)}" test -z "$bad"
 bad=""
