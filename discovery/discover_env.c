@@ -69,9 +69,9 @@ int gs_discover_slurm_tasks(const char *spec, int node_id)
 static const struct {
     const char *source, *rank, *size;
 } pairs[] = {
-    {"hydra", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},  /* MPICH's Hydra, Intel MPI */
+    {"hydra", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"}, /* MPICH's Hydra, Intel MPI */
     {"mvapich", "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE"},
-    {"pals", "PALS_LOCAL_RANKID", "PALS_LOCAL_SIZE"}, /* HPE Cray PALS mpiexec */
+    {"pals", "PALS_LOCAL_RANKID", "PALS_LOCAL_SIZE"},  /* HPE Cray PALS mpiexec */
     {"gsrun", "GSRUN_LOCAL_RANK", "GSRUN_LOCAL_SIZE"}, /* any launcher: set by hand */
 };
 

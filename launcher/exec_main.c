@@ -81,14 +81,15 @@ static int parse(int argc, char **argv, gs_config_t *cfg, int *first, gs_error_t
         char name[64];
         const char *eq = strchr(a + 2, '=');
         size_t n = eq ? (size_t)(eq - (a + 2)) : strlen(a + 2);
-        snprintf(name, sizeof(name), "%.*s", (int)(n < sizeof(name) ? n : sizeof(name) - 1),
-                 a + 2);
+        snprintf(name, sizeof(name), "%.*s", (int)(n < sizeof(name) ? n : sizeof(name) - 1), a + 2);
         /* gsrun's valued settings, but the launcher: there is none here. */
         const gs_config_key_t *k = gs_config_key(name);
         if (k == NULL || n >= sizeof(name) || !(k->fronts & GS_FRONT_GSRUN) || !k->valued ||
             strcmp(name, "launcher") == 0) {
-            return gs_error_set(err, EINVAL, "gsrun exec: unknown option '%s' (see gsrun exec "
-                                             "--help)", a);
+            return gs_error_set(err, EINVAL,
+                                "gsrun exec: unknown option '%s' (see gsrun exec "
+                                "--help)",
+                                a);
         }
         const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
         char origin[80];
@@ -139,7 +140,8 @@ int gs_exec_main(int argc, char **argv)
          (size_t)snprintf(job_dir, sizeof(job_dir), "%s/%s", base, name) >= sizeof(job_dir)) ||
         gs_rundir_ensure(job_dir, &err) != 0) {
         if (source == NULL) {
-            snprintf(err.text, sizeof(err.text), "cannot name this job: no launcher variable "
+            snprintf(err.text, sizeof(err.text),
+                     "cannot name this job: no launcher variable "
                      "names it and /proc/<parent>/stat cannot be read; set GSRUN_JOB_KEY");
         }
         if (cfg.mps == GS_MPS_ON) {

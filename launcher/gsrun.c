@@ -20,19 +20,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/config.h"
 #include "discovery/discover.h"
-#include "launcher/helpers.h"
-#include "launcher/reports.h"
 #include "launcher/exec_main.h"
-#include "slurm/batch_main.h"
+#include "launcher/helpers.h"
+#include "launcher/options.h"
+#include "launcher/reports.h"
 #include "launcher/status_main.h"
 #include "launcher/supervise.h"
+#include "runtime/config.h"
 #include "runtime/node.h"
-#include "launcher/options.h"
 #include "runtime/preflight.h"
 #include "runtime/proc.h"
 #include "runtime/rundir.h"
+#include "slurm/batch_main.h"
 
 static void die(int code, const char *msg)
 {

@@ -8,11 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "launcher/status_main.h"
 #include "runtime/config.h"
 #include "runtime/proc.h"
 #include "runtime/rundir.h"
 #include "runtime/status.h"
-#include "launcher/status_main.h"
 
 #define GS_STATUS_MAX_JOBS 64
 

@@ -30,11 +30,11 @@
 #include "orte/mca/rtc/rtc.h"
 #include "orte/runtime/orte_globals.h"
 
-#include "runtime/protocol.h"
 #include "runtime/clientenv.h"
 #include "runtime/config.h"
 #include "runtime/node.h"
 #include "runtime/proc.h"
+#include "runtime/protocol.h"
 #include "runtime/rundir.h"
 #include "runtime/state.h"
 #include "runtime/task.h"
@@ -275,9 +275,8 @@ static int rtc_register(void)
         char origin[80];
         snprintf(origin, sizeof(origin), "MCA parameter rtc_gsrun_%s",
                  mca_name(&gs_config_keys[i], name, sizeof(name)));
-        if (param_value[i] != NULL &&
-            gs_config_set(&rtc_cfg, gs_config_keys[i].option, param_value[i], origin,
-                          &rtc_cfg_err) != 0) {
+        if (param_value[i] != NULL && gs_config_set(&rtc_cfg, gs_config_keys[i].option,
+                                                    param_value[i], origin, &rtc_cfg_err) != 0) {
             rtc_cfg_bad = 1;
         }
     }

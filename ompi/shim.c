@@ -15,10 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/clientenv.h"
-#include "runtime/config.h"
 #include "discovery/discover.h"
 #include "launcher/helpers.h"
+#include "runtime/clientenv.h"
+#include "runtime/config.h"
 #include "runtime/node.h"
 #include "runtime/rundir.h"
 #include "runtime/task.h"

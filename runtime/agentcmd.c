@@ -11,15 +11,17 @@
 typedef enum { ARG_STR, ARG_INT, ARG_PID, ARG_LL, ARG_MODE, ARG_REPORT } arg_type_t;
 
 static const char *const mode_names[] = {"per-job", "early", "job-long", NULL};
-static const char *const report_names[] = {"nowhere", "file", "leader-fd", "rank0", "epilog",
-                                           NULL};
+static const char *const report_names[] = {"nowhere", "file", "leader-fd", "rank0", "epilog", NULL};
 
 static const struct {
     const char *flag;
     arg_type_t type;
     size_t offset, size;
 } rows[] = {
-#define ROW(flag, type, field) {flag, type, offsetof(gs_agentcmd_t, field), sizeof(((gs_agentcmd_t *)0)->field)}
+#define ROW(flag, type, field)                                                                     \
+    {                                                                                              \
+        flag, type, offsetof(gs_agentcmd_t, field), sizeof(((gs_agentcmd_t *)0)->field)            \
+    }
     ROW("--job-dir", ARG_STR, job_dir),
     ROW("--node", ARG_STR, node_name),
     ROW("--local-size", ARG_INT, local_size),
@@ -68,7 +70,7 @@ static void format(const gs_agentcmd_t *a, size_t i, char *out, size_t len)
 }
 
 int gs_agentcmd_to_argv(const gs_agentcmd_t *a, const char *program, char *buf, size_t len,
-                          char **argv, int max)
+                        char **argv, int max)
 {
     size_t used = 0;
     int n = 0;

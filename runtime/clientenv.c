@@ -29,8 +29,7 @@ static int add_int(gs_clientenv_t *env, const char *name, int v)
 }
 
 int gs_clientenv_build(const gs_state_t *st, int rank_gpu, int local_rank, int local_size,
-                       gs_clientenv_t *env,
-                       gs_error_t *err)
+                       gs_clientenv_t *env, gs_error_t *err)
 {
     int rc = 0;
     memset(env, 0, sizeof(*env));

@@ -18,9 +18,9 @@ typedef struct {
 
 /* Computes the changes for local_rank of local_size from the node state and
  * the GPU the agent gave the rank (rank_gpu, an index into st's GPUs; -1:
- * none, the rank's block). With MPS on the rank sees its GPU as device 0: the daemon was started with
- * only that GPU visible, and MPS remaps a client's CUDA_VISIBLE_DEVICES
- * relative to the server's. */
+ * none, the rank's block). With MPS on the rank sees its GPU as device 0: the daemon was started
+ * with only that GPU visible, and MPS remaps a client's CUDA_VISIBLE_DEVICES relative to the
+ * server's. */
 int gs_clientenv_build(const gs_state_t *st, int rank_gpu, int local_rank, int local_size,
                        gs_clientenv_t *env, gs_error_t *err);
 

@@ -10,7 +10,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-
 void gs_config_init(gs_config_t *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));
@@ -280,11 +279,12 @@ static void fmt_prestart(const gs_config_t *c, char *b, size_t n)
     snprintf(b, n, "%d", c->prestart ? 1 : 0);
 }
 
-#define ALL_FRONTS (GS_FRONT_GSRUN | GS_FRONT_BATCH | GS_FRONT_MCA | GS_FRONT_SPANK | GS_FRONT_RANKS)
+#define ALL_FRONTS                                                                                 \
+    (GS_FRONT_GSRUN | GS_FRONT_BATCH | GS_FRONT_MCA | GS_FRONT_SPANK | GS_FRONT_RANKS)
 const gs_config_key_t gs_config_keys[] = {
     {"mps", "GSRUN_MPS", "auto, on or off", "mps", ALL_FRONTS, 1, set_mps, fmt_mps},
-    {"mps-percentage", "GSRUN_MPS_PERCENTAGE", "auto, off, or a number from 1 to 100",
-     "percentage", ALL_FRONTS, 1, set_pct, fmt_pct},
+    {"mps-percentage", "GSRUN_MPS_PERCENTAGE", "auto, off, or a number from 1 to 100", "percentage",
+     ALL_FRONTS, 1, set_pct, fmt_pct},
     {"mps-control", "GSRUN_MPS_CONTROL", "the path of nvidia-cuda-mps-control", "control",
      ALL_FRONTS, 1, set_control, fmt_control},
     {"mps-timeout", "GSRUN_MPS_TIMEOUT", "whole seconds from 1 to 3600", "timeout", ALL_FRONTS, 1,
@@ -293,8 +293,8 @@ const gs_config_key_t gs_config_keys[] = {
      GS_FRONT_GSRUN | GS_FRONT_MCA | GS_FRONT_SPANK | GS_FRONT_RANKS, 1, set_gpu_bind,
      fmt_gpu_bind},
     {"mps-memory-limit", "GSRUN_MPS_MEMORY_LIMIT",
-     "off, or a size such as 4G or 512M (K, M, G, T: powers of 1024; at least 1M)",
-     "memory_limit", ALL_FRONTS, 1, set_mem, fmt_mem},
+     "off, or a size such as 4G or 512M (K, M, G, T: powers of 1024; at least 1M)", "memory_limit",
+     ALL_FRONTS, 1, set_mem, fmt_mem},
     {"launcher", "GSRUN_LAUNCHER", "the path or name of an Open MPI mpirun", NULL, GS_FRONT_GSRUN,
      1, set_launcher, fmt_launcher},
     {"dry-run", "GSRUN_DRY_RUN", "0 or 1", NULL, GS_FRONT_GSRUN, 0, set_dry_run, fmt_dry_run},

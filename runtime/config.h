@@ -34,7 +34,7 @@ typedef struct {
     long long mem_limit_mb;      /* MPS pinned device memory per client, 0: none */
     int dry_run;
     int verbose;
-    int prestart;                /* start each daemon's server before any rank (tuning) */
+    int prestart;     /* start each daemon's server before any rank (tuning) */
     gs_names_t names; /* how messages name the settings (GSRUN_OPTION_NAMES) */
 } gs_config_t;
 
@@ -55,7 +55,7 @@ typedef struct {
     const char *accepted; /* for messages: what the value may be */
     const char *spank;    /* its plugstack.conf argument, NULL: not there */
     unsigned fronts;
-    int valued;           /* gsrun's option takes a value (else a flag: --dry-run, -v) */
+    int valued; /* gsrun's option takes a value (else a flag: --dry-run, -v) */
     int (*parse)(gs_config_t *cfg, const char *value); /* 0 or -EINVAL; cfg unchanged then */
     void (*format)(const gs_config_t *cfg, char *buf, size_t len); /* what parse reads back */
 } gs_config_key_t;

@@ -15,10 +15,10 @@
 
 #include "runtime/affinity.h"
 #include "runtime/agentcmd.h"
-#include "runtime/protocol.h"
-#include "runtime/unixsock.h"
 #include "runtime/proc.h"
+#include "runtime/protocol.h"
 #include "runtime/rundir.h"
+#include "runtime/unixsock.h"
 
 void gs_node_id(char *buf, size_t len)
 {
@@ -178,8 +178,8 @@ static int register_rank(const gs_state_t *st, int local_rank, int for_parent, i
     }
     shutdown(fd, SHUT_WR);
     /* One line: in socket mode the agent keeps the connection open. */
-    if (gs_proc_read_line(fd, reply, sizeof(reply), gs_proc_now_ms() + (long long)timeout_s * 1000 + 5000) <=
-            0 ||
+    if (gs_proc_read_line(fd, reply, sizeof(reply),
+                          gs_proc_now_ms() + (long long)timeout_s * 1000 + 5000) <= 0 ||
         gs_protocol_answer_parse(reply, &by_pidfd, gpu) != 0) {
         close(fd);
         return gs_error_set(err, EPROTO, "the node agent refused the registration of rank %d",
@@ -261,7 +261,7 @@ static int tell_size(const char *node_dir, int local_size, pid_t launcher, int t
      * (bounded by the same timeout, plus stopping what it started). */
     long n = len > 0 && write(fd, line, (size_t)len) == len
                  ? gs_proc_read_line(fd, reply, sizeof(reply),
-                                gs_proc_now_ms() + ((long long)timeout_s + 15) * 1000)
+                                     gs_proc_now_ms() + ((long long)timeout_s + 15) * 1000)
                  : -1;
     close(fd);
     if (n <= 0 || strncmp(reply, "ok", 2) != 0) {
@@ -326,8 +326,7 @@ int gs_node_start(const gs_node_req_t *req, gs_state_t *st, gs_error_t *err)
     return reach_agent(req, node_dir, sizeof(node_dir), st, err);
 }
 
-int gs_node_join(const gs_node_req_t *req, gs_state_t *st, int *gpu, int *keep_fd,
-                 gs_error_t *err)
+int gs_node_join(const gs_node_req_t *req, gs_state_t *st, int *gpu, int *keep_fd, gs_error_t *err)
 {
     char node_dir[256];
     int rc;
@@ -340,8 +339,8 @@ int gs_node_join(const gs_node_req_t *req, gs_state_t *st, int *gpu, int *keep_f
     /* Off or on, a rank registers where the agent listens, so that the
      * agent can end it if the launcher dies. */
     if (st->socket[0] != '\0') {
-        rc = register_rank(st, req->local_rank, req->for_parent, req->cfg->timeout_s, gpu,
-                           keep_fd, err);
+        rc = register_rank(st, req->local_rank, req->for_parent, req->cfg->timeout_s, gpu, keep_fd,
+                           err);
         if (rc != 0) {
             st->exit_code = GS_EXIT_SETUP;
             return rc;

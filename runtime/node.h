@@ -64,12 +64,11 @@ int gs_node_start(const gs_node_req_t *req, gs_state_t *st, gs_error_t *err);
 int gs_node_start_early(const gs_node_req_t *req, gs_error_t *err);
 
 /* Joins the node: with req->agent_path (the node leader) starts the agent
- * first, or tells the one gsrun started how many ranks the node has. On success st holds the node state (on, off); an error
- * state is returned as a failure with st->exit_code and the message in err.
- * *gpu is the GPU the agent gave this rank (an index into st's, -1: none).
- * *keep_fd is a descriptor the rank must keep open across exec (or -1). */
-int gs_node_join(const gs_node_req_t *req, gs_state_t *st, int *gpu, int *keep_fd,
-                 gs_error_t *err);
+ * first, or tells the one gsrun started how many ranks the node has. On success st holds the node
+ * state (on, off); an error state is returned as a failure with st->exit_code and the message in
+ * err. *gpu is the GPU the agent gave this rank (an index into st's, -1: none). *keep_fd is a
+ * descriptor the rank must keep open across exec (or -1). */
+int gs_node_join(const gs_node_req_t *req, gs_state_t *st, int *gpu, int *keep_fd, gs_error_t *err);
 
 /* The directory of this node inside a job dir. */
 int gs_node_dir(const char *job_dir, char *out, size_t len, gs_error_t *err);

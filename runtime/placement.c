@@ -16,7 +16,7 @@ static int first_with_room(int ngpus, const int *targets, const int *load, const
 }
 
 int gs_placement_ranks(int nranks, int ngpus, const int *targets, const unsigned char *near,
-                   int *gpu_of_rank)
+                       int *gpu_of_rank)
 {
     int load[GS_MAX_GPUS] = {0}, placed_near = 0;
 
@@ -51,7 +51,7 @@ static int mask_touches(const gs_gpu_t *g, const cpu_set_t *cpus)
 }
 
 void gs_placement_near(const cpu_set_t *rank_cpus, const gs_gpu_t *gpus, int ngpus,
-                   unsigned char *near)
+                       unsigned char *near)
 {
     int any = 0;
     for (int g = 0; g < ngpus; g++) {

@@ -20,13 +20,13 @@
  * targets (sum of targets < nranks) get -1. Returns how many ranks were
  * placed on a GPU near them. */
 int gs_placement_ranks(int nranks, int ngpus, const int *targets, const unsigned char *near,
-                   int *gpu_of_rank);
+                       int *gpu_of_rank);
 
 /* Fills near for one rank from its CPUs and the GPUs' (gpus[0..ngpus-1]):
  * a rank with no known CPUs, touching no GPU's CPUs, or a GPU without a CPU
  * mask count as near every GPU. */
 void gs_placement_near(const cpu_set_t *rank_cpus, const gs_gpu_t *gpus, int ngpus,
-                   unsigned char *near);
+                       unsigned char *near);
 
 /* Whether placement by locality can differ from blocks: at least two GPUs
  * and their CPU masks are not all the same. */

@@ -38,7 +38,7 @@ static void off(gs_plan_t *plan, int notice, const char *reason)
 }
 
 int gs_policy_plan_compute(const gs_config_t *cfg, int local_size, int ngpus, int have_control,
-                    const char *control_error, gs_plan_t *plan, gs_error_t *err)
+                           const char *control_error, gs_plan_t *plan, gs_error_t *err)
 {
     int used, most = 0, busiest = 0;
 

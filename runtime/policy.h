@@ -47,7 +47,7 @@ void gs_policy_format_percentage(double pct, char *buf, size_t len);
  * not start; err says why and what to do. Under auto those cases give a
  * plan without MPS and a notice. */
 int gs_policy_plan_compute(const gs_config_t *cfg, int local_size, int ngpus, int have_control,
-                    const char *control_error, gs_plan_t *plan, gs_error_t *err);
+                           const char *control_error, gs_plan_t *plan, gs_error_t *err);
 
 /* Index of the GPU in the plan that local_rank uses, or -1. */
 int gs_policy_plan_gpu_of_rank(const gs_plan_t *plan, int local_rank);

@@ -20,7 +20,7 @@ int gs_protocol_hello_format(char *buf, size_t len, int local_rank, const char *
 }
 
 int gs_protocol_hello_parse(const char *line, int *local_rank, char *cpus, size_t cpuslen,
-                         int *parent)
+                            int *parent)
 {
     char list[4100] = "", who[16] = "";
     int n = sscanf(line, "hello %d %4099s %15s", local_rank, list, who);

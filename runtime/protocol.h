@@ -27,7 +27,7 @@ int gs_protocol_hello_format(char *buf, size_t len, int local_rank, const char *
 /* 0, or -1 for anything else. cpus gets "" for "-" (or none given); a
  * third word other than "parent" is ignored. */
 int gs_protocol_hello_parse(const char *line, int *local_rank, char *cpus, size_t cpuslen,
-                         int *parent);
+                            int *parent);
 
 /* "ok pidfd gpu=N" / "ok socket gpu=N". */
 int gs_protocol_answer_format(char *buf, size_t len, int by_pidfd, int gpu);

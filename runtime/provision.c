@@ -10,14 +10,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "runtime/protocol.h"
-#include "runtime/unixsock.h"
 #include "runtime/node.h"
 #include "runtime/policy.h"
 #include "runtime/proc.h"
+#include "runtime/protocol.h"
 #include "runtime/rundir.h"
 #include "runtime/rundir_root.h"
 #include "runtime/task.h"
+#include "runtime/unixsock.h"
 
 int gs_provision_job_name(const char *job, char *out, size_t len, gs_error_t *err)
 {
@@ -160,7 +160,8 @@ static int ask_stop(const char *node_dir, FILE *out, int verbose)
     snprintf(path, sizeof(path), "%s/%s", node_dir, GS_PROTO_SOCKET);
     int fd = gs_unixsock_connect(path, NULL);
 
-    if (fd < 0 || write(fd, GS_PROTO_STOP, strlen(GS_PROTO_STOP)) != (ssize_t)strlen(GS_PROTO_STOP)) {
+    if (fd < 0 ||
+        write(fd, GS_PROTO_STOP, strlen(GS_PROTO_STOP)) != (ssize_t)strlen(GS_PROTO_STOP)) {
         if (fd >= 0) {
             close(fd);
         }

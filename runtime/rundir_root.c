@@ -100,7 +100,7 @@ static int is_private_of(const struct stat *st, uid_t uid)
 }
 
 int gs_rundir_root_make(const char *base, const char *name, uid_t uid, gid_t gid, char *out,
-                    size_t len, int *kept, gs_error_t *err)
+                        size_t len, int *kept, gs_error_t *err)
 {
     struct stat st;
     int rc, fd;
@@ -143,7 +143,7 @@ int gs_rundir_root_make(const char *base, const char *name, uid_t uid, gid_t gid
 }
 
 int gs_rundir_root_find(const char *base, const char *name, uid_t uid, char *out, size_t len,
-                    gs_error_t *err)
+                        gs_error_t *err)
 {
     struct stat st;
     int rc;

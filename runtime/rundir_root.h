@@ -28,14 +28,14 @@ int gs_rundir_root_name_ok(const char *name);
  * again); anything else under that name (a dead job's, another uid's) is
  * removed first. The base must have passed gs_rundir_root_check_base. */
 int gs_rundir_root_make(const char *base, const char *name, uid_t uid, gid_t gid, char *out,
-                    size_t len, int *kept, gs_error_t *err);
+                        size_t len, int *kept, gs_error_t *err);
 
 /* <base>/<name> into out if it is uid's private directory (a real
  * directory owned by uid, no group or other access); the caller has
  * checked the base. Returns 0, -ENOENT when there is none, or another
  * negative errno with err saying why (another user's, not a directory). */
 int gs_rundir_root_find(const char *base, const char *name, uid_t uid, char *out, size_t len,
-                    gs_error_t *err);
+                        gs_error_t *err);
 
 /* The owner of <base>/<name> (a real directory), or -1 if there is none. */
 int gs_rundir_root_owner(const char *base, const char *name, uid_t *uid, gid_t *gid);

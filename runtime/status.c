@@ -204,8 +204,7 @@ static int read_job(const char *tmpdir, const char *name, const char *node, int 
     gs_error_t err;
 
     if ((size_t)snprintf(job_dir, sizeof(job_dir), "%s/%s", tmpdir, name) >= sizeof(job_dir) ||
-        lstat(job_dir, &sb) != 0 || !S_ISDIR(sb.st_mode) ||
-        (sb.st_uid == getuid()) == others) {
+        lstat(job_dir, &sb) != 0 || !S_ISDIR(sb.st_mode) || (sb.st_uid == getuid()) == others) {
         return 0;
     }
     snprintf(node_dir, sizeof(node_dir), "%s/%s", job_dir, node);

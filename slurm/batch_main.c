@@ -31,11 +31,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/protocol.h"
-#include "runtime/config.h"
 #include "discovery/discover.h"
 #include "launcher/helpers.h"
+#include "runtime/config.h"
 #include "runtime/proc.h"
+#include "runtime/protocol.h"
 #include "runtime/provision.h"
 #include "runtime/rundir.h"
 #include "runtime/rundir_root.h"
@@ -223,8 +223,8 @@ static int unusable_dir(batch_opts_t *o, const gs_error_t *err)
         fprintf(stderr, "gsrun: node %s: job %s: error: %s\n", node, o->job, err->text);
         return GS_EXIT_RUNDIR;
     }
-    fprintf(stderr, "gsrun: node %s: job %s: warning: %s; the job runs without MPS\n", node,
-            o->job, err->text);
+    fprintf(stderr, "gsrun: node %s: job %s: warning: %s; the job runs without MPS\n", node, o->job,
+            err->text);
     return 0;
 }
 
@@ -329,8 +329,8 @@ static int task_prolog(batch_opts_t *o, const char *name)
         fprintf(stderr, "gsrun: task-prolog: %s\n", err.text);
         return GS_EXIT_SETUP;
     }
-    if (gs_provision_task_env(&o->cfg, job_dir, loc.local_rank, loc.local_size, &env, &on,
-                              &err) != 0) {
+    if (gs_provision_task_env(&o->cfg, job_dir, loc.local_rank, loc.local_size, &env, &on, &err) !=
+        0) {
         fprintf(stderr, "gsrun: task-prolog: %s\n", err.text);
         return o->cfg.mps == GS_MPS_ON ? GS_EXIT_UNAVAILABLE : 0;
     }
@@ -388,17 +388,18 @@ static int epilog(batch_opts_t *o, const char *name)
         return GS_EXIT_RUNDIR;
     }
     snprintf(job_dir, sizeof(job_dir), "%s/%s", base, name);
-    int code = uid == 0 ? stop_keep(o, job_dir)
-                        : as_user(uid, gid, NULL, stop_keep, o, job_dir,
-                                  GS_PROTO_QUIT_TIMEOUT_MS + 5000);
+    int code =
+        uid == 0 ? stop_keep(o, job_dir)
+                 : as_user(uid, gid, NULL, stop_keep, o, job_dir, GS_PROTO_QUIT_TIMEOUT_MS + 5000);
     /* The agent has stopped, or its time is up (a stuck agent, or whatever
      * the job's user put in the dir): root removes the dir, following no
      * link inside it, and the epilog succeeds. A failing epilog would
      * drain the node for what is at most that user's own leftover; the
      * batch system ends the job's processes itself. */
     if (code != 0) {
-        fprintf(stderr, "gsrun: epilog: job %s: warning: the node agent did not stop cleanly; "
-                        "its directory is removed anyway\n",
+        fprintf(stderr,
+                "gsrun: epilog: job %s: warning: the node agent did not stop cleanly; "
+                "its directory is removed anyway\n",
                 o->job);
     }
     int rc = gs_rundir_remove(job_dir);

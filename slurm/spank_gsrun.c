@@ -31,8 +31,8 @@
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 
-#include "runtime/protocol.h"
 #include "runtime/config.h"
+#include "runtime/protocol.h"
 #include "runtime/provision.h"
 #include "runtime/rundir.h"
 #include "runtime/task.h"

@@ -22,10 +22,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/clientenv.h"
-#include "runtime/config.h"
 #include "discovery/discover.h"
 #include "launcher/helpers.h"
+#include "runtime/clientenv.h"
+#include "runtime/config.h"
 #include "runtime/rundir.h"
 #include "runtime/task.h"
 

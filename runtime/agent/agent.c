@@ -76,8 +76,9 @@ const char *gs_agent_read_signals(gs_agent_t *a)
         while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
             if (gs_guard_is(&a->guard, pid)) {
                 a->guard.pid = 0;
-                gs_report_add(&a->report, 1, "the agent's guard exited early; the agent goes on "
-                                             "without it");
+                gs_report_add(&a->report, 1,
+                              "the agent's guard exited early; the agent goes on "
+                              "without it");
             } else {
                 gs_daemons_reaped(&a->daemons, pid, st);
             }
@@ -129,14 +130,14 @@ static gs_agent_state_t discovering(gs_agent_t *a)
         snprintf(a->gpus.reason, sizeof(a->gpus.reason), "%s", err.text);
         a->gpus.count = 0;
     }
-    a->have_control = gs_config_find_executable(a->o->cfg.control, GS_CONTROL_SEARCH_DIRS,
-                                                "MPS control program", a->control,
-                                                sizeof(a->control), &err) == 0;
+    a->have_control =
+        gs_config_find_executable(a->o->cfg.control, GS_CONTROL_SEARCH_DIRS, "MPS control program",
+                                  a->control, sizeof(a->control), &err) == 0;
     if (!a->have_control) {
         snprintf(a->control_error, sizeof(a->control_error), "%s", err.text);
     }
-    gs_daemons_init(&a->daemons, a->node_dir, a->control, a->o->cfg.prestart,
-                    a->o->cfg.timeout_s, &a->report, &a->guard);
+    gs_daemons_init(&a->daemons, a->node_dir, a->control, a->o->cfg.prestart, a->o->cfg.timeout_s,
+                    &a->report, &a->guard);
     switch (a->mode) {
     case GS_MODE_EARLY:
         gs_report_mark(&a->report, "discovered");
@@ -196,7 +197,7 @@ static gs_agent_state_t planning(gs_agent_t *a)
 {
     gs_error_t err;
     int failed = gs_policy_plan_compute(&a->o->cfg, a->local_size, a->gpus.count, a->have_control,
-                                 a->control_error, &a->plan, &err) != 0;
+                                        a->control_error, &a->plan, &err) != 0;
     gs_report_mark(&a->report, "planned");
     if (failed) {
         gs_daemons_stop_from(&a->daemons, 0, NULL, NULL); /* early: nothing to wait for */
@@ -323,9 +324,10 @@ static gs_agent_state_t starting(gs_agent_t *a)
         gs_agent_publish_on(a);
         gs_report_mark(&a->report, "published");
         if (a->early_ready_ms > 0) {
-            gs_report_add(&a->report, 0, "MPS ready %lld ms after the agent started, %lld ms "
-                                         "before the node's first rank came (started by gsrun "
-                                         "before mpirun)",
+            gs_report_add(&a->report, 0,
+                          "MPS ready %lld ms after the agent started, %lld ms "
+                          "before the node's first rank came (started by gsrun "
+                          "before mpirun)",
                           a->early_ready_ms - a->t_start, a->size_ms - a->early_ready_ms);
         } else {
             gs_report_add(&a->report, 0, "MPS ready for the ranks %lld ms after the agent started",

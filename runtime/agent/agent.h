@@ -17,7 +17,7 @@
 #include "runtime/config.h"
 
 typedef struct {
-    gs_config_t cfg;      /* the GSRUN_* settings */
+    gs_config_t cfg;    /* the GSRUN_* settings */
     gs_agentcmd_t args; /* its command line (agentcmd.h) */
 } gs_agent_opts_t;
 

@@ -27,17 +27,17 @@
 #include "runtime/state.h"
 
 typedef enum {
-    GS_AGENT_DISCOVERING,  /* listening (early, job-long); GPUs, control program */
-    GS_AGENT_PRESTARTING,  /* early: MPS on every visible GPU while mpirun launches */
-    GS_AGENT_SIZING,       /* early: waiting for the node's first rank to say the size */
-    GS_AGENT_PLANNING,     /* shares per GPU for the node's ranks */
-    GS_AGENT_STARTING,     /* MPS where the plan wants it; the node state published */
-    GS_AGENT_SERVING,      /* ranks register and run; until they are gone or the launcher is */
-    GS_AGENT_HOLDING,      /* job-long: MPS up until "stop" or a signal */
-    GS_AGENT_STOPPING,     /* MPS quit, daemons reaped */
-    GS_AGENT_FAILED,       /* node-wide error published (or nobody to serve): report, then
-                            * wait for the launcher, whose ranks read the state and exit */
-    GS_AGENT_DONE,         /* directories removed, report delivered, guard released */
+    GS_AGENT_DISCOVERING, /* listening (early, job-long); GPUs, control program */
+    GS_AGENT_PRESTARTING, /* early: MPS on every visible GPU while mpirun launches */
+    GS_AGENT_SIZING,      /* early: waiting for the node's first rank to say the size */
+    GS_AGENT_PLANNING,    /* shares per GPU for the node's ranks */
+    GS_AGENT_STARTING,    /* MPS where the plan wants it; the node state published */
+    GS_AGENT_SERVING,     /* ranks register and run; until they are gone or the launcher is */
+    GS_AGENT_HOLDING,     /* job-long: MPS up until "stop" or a signal */
+    GS_AGENT_STOPPING,    /* MPS quit, daemons reaped */
+    GS_AGENT_FAILED,      /* node-wide error published (or nobody to serve): report, then
+                           * wait for the launcher, whose ranks read the state and exit */
+    GS_AGENT_DONE,        /* directories removed, report delivered, guard released */
     GS_AGENT_NSTATES
 } gs_agent_state_t;
 
@@ -45,27 +45,27 @@ typedef struct {
     const gs_agent_opts_t *o;
     gs_agentcmd_mode_t mode;
     gs_agent_state_t state;
-    int code;                /* the agent's exit status */
+    int code; /* the agent's exit status */
     char node_dir[256];
-    char sock[256];          /* the registration socket */
+    char sock[256]; /* the registration socket */
     int listen_fd, sig_fd;
-    int watch_fd;            /* the launcher: pidfd, or gsrun's pipe (early) */
-    pid_t watch_pid;         /* the launcher's PID (early: from the size message) */
-    int gsrun_fd;            /* pidfd of gsrun on this node */
-    int ready_fd;            /* "ok"/"error" (early: "listening", "error") to the starter */
+    int watch_fd;    /* the launcher: pidfd, or gsrun's pipe (early) */
+    pid_t watch_pid; /* the launcher's PID (early: from the size message) */
+    int gsrun_fd;    /* pidfd of gsrun on this node */
+    int ready_fd;    /* "ok"/"error" (early: "listening", "error") to the starter */
     int local_size;
-    long long started_ms;    /* wall clock, for `gsrun status` */
-    long long t_start;       /* monotonic: when the agent started */
+    long long started_ms; /* wall clock, for `gsrun status` */
+    long long t_start;    /* monotonic: when the agent started */
 
     gs_gpu_list_t gpus;
     char control[4096];
     int have_control;
     char control_error[GS_ERROR_LEN];
     gs_plan_t plan;
-    int early_rc;            /* early: MPS failed before the size came, with early_err */
+    int early_rc; /* early: MPS failed before the size came, with early_err */
     gs_error_t early_err;
     long long early_ready_ms, size_ms;
-    int stop_from;           /* early: daemons from this GPU on stop once the ranks came */
+    int stop_from; /* early: daemons from this GPU on stop once the ranks came */
 
     gs_report_t report;
     gs_ranks_t ranks;

@@ -94,10 +94,11 @@ void gs_agent_confirm_servers(gs_agent_t *a, int job_long)
             gs_daemons_record_servers(&a->daemons, g);
         }
         if (job_long) {
-            gs_report_add(&a->report, 0, "GPU %d (%s, %s): MPS control daemon %d on %s, server "
-                                         "%d, for the job's tasks, ready in %lld ms",
-                          g, a->gpus.gpu[g].name, d->uuid, (int)d->daemon_pid,
-                          a->daemons.pinned[g], (int)d->server_pid[0], d->ready_ms - d->start_ms);
+            gs_report_add(&a->report, 0,
+                          "GPU %d (%s, %s): MPS control daemon %d on %s, server "
+                          "%d, for the job's tasks, ready in %lld ms",
+                          g, a->gpus.gpu[g].name, d->uuid, (int)d->daemon_pid, a->daemons.pinned[g],
+                          (int)d->server_pid[0], d->ready_ms - d->start_ms);
             continue;
         }
         if (s->pct_set) {
@@ -110,9 +111,11 @@ void gs_agent_confirm_servers(gs_agent_t *a, int job_long)
                       (int)d->server_pid[0], s->nranks, s->nranks == 1 ? "" : "s", pct,
                       d->ready_ms - d->start_ms);
         if (!a->o->cfg.prestart) {
-            gs_report_add(&a->report, 0, "GPU %d: server not started in advance "
-                                         "(GSRUN_MPS_PRESTART=0): the first rank that uses CUDA "
-                                         "starts it", g);
+            gs_report_add(&a->report, 0,
+                          "GPU %d: server not started in advance "
+                          "(GSRUN_MPS_PRESTART=0): the first rank that uses CUDA "
+                          "starts it",
+                          g);
         }
     }
 }

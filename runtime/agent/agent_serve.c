@@ -22,8 +22,10 @@ int gs_agent_listen(gs_agent_t *a, gs_error_t *err)
 {
     if ((size_t)snprintf(a->sock, sizeof(a->sock), "%s/%s", a->node_dir, GS_PROTO_SOCKET) >=
         sizeof(a->sock)) {
-        return gs_error_set(err, ENAMETOOLONG, "agent socket path '%s' is too long; set TMPDIR "
-                                               "to a shorter directory", a->sock);
+        return gs_error_set(err, ENAMETOOLONG,
+                            "agent socket path '%s' is too long; set TMPDIR "
+                            "to a shorter directory",
+                            a->sock);
     }
     int fd = gs_unixsock_listen(a->sock, err);
     if (fd < 0) {
@@ -47,8 +49,8 @@ static int accept_line(gs_agent_t *a, char *buf, size_t len, long *n)
 int gs_agent_wait_size(gs_agent_t *a)
 {
     for (;;) {
-        struct pollfd p[3] = {{a->listen_fd, POLLIN, 0}, {a->watch_fd, POLLIN, 0},
-                              {a->sig_fd, POLLIN, 0}};
+        struct pollfd p[3] = {
+            {a->listen_fd, POLLIN, 0}, {a->watch_fd, POLLIN, 0}, {a->sig_fd, POLLIN, 0}};
         if (poll(p, 3, -1) < 0 && errno != EINTR) {
             return 0;
         }
@@ -106,8 +108,10 @@ void gs_agent_ranks_came(gs_agent_t *a)
     gs_report_mark(&a->report, "registered");
     if (gs_placer_pending(&a->placer)) {
         int near = gs_placer_flush(&a->placer, &m);
-        gs_report_add(&a->report, 0, "placement by the ranks' cores: %d of %d ranks on a GPU near "
-                                     "them", near, m);
+        gs_report_add(&a->report, 0,
+                      "placement by the ranks' cores: %d of %d ranks on a GPU near "
+                      "them",
+                      near, m);
         for (int i = 0; i < a->ranks.nlive; i++) {
             answer(&a->ranks.live[i], gs_placer_gpu(&a->placer, a->ranks.live[i].rank));
         }
@@ -161,8 +165,9 @@ static void accept_rank(gs_agent_t *a)
     }
     gs_rank_t *r = gs_ranks_add(&a->ranks, pid, rank, fd);
     gs_guard_tell(&a->guard, "rank", pid);
-    int gpu = gs_placer_add(&a->placer, rank,
-                            cpulist[0] && gs_affinity_cpuset_parse(cpulist, &cpus) == 0 ? &cpus : NULL);
+    int gpu =
+        gs_placer_add(&a->placer, rank,
+                      cpulist[0] && gs_affinity_cpuset_parse(cpulist, &cpus) == 0 ? &cpus : NULL);
     if (gpu != GS_PLACER_WAIT) {
         answer(r, gpu);
     }
@@ -203,7 +208,7 @@ void gs_agent_serve(gs_agent_t *a)
             timeout = w < 0 ? 0 : (timeout < 0 || w < timeout ? (int)w : timeout);
         }
         int t_report = gs_report_open_rank0(&a->report, gs_ranks_pid_of_rank(t, 0),
-                                             gs_proc_wall_ms(), give_up_rank0);
+                                            gs_proc_wall_ms(), give_up_rank0);
         if (t_report >= 0 && (timeout < 0 || t_report < timeout)) {
             timeout = t_report;
         }

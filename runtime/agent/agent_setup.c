@@ -113,11 +113,12 @@ int gs_agent_setup(gs_agent_t *a, int *lockfd)
     if (o->args.gsrun_pid > 1) {
         a->gsrun_fd = gs_proc_pidfd_open(o->args.gsrun_pid);
     }
-    gs_guard_cleanup_t c = {a->node_dir, o->args.job_dir, o->args.node_name, o->args.gsrun_pid, a->gsrun_fd,
-                            a->ready_fd, &a->report};
+    gs_guard_cleanup_t c = {a->node_dir, o->args.job_dir, o->args.node_name, o->args.gsrun_pid,
+                            a->gsrun_fd, a->ready_fd,     &a->report};
     if (gs_guard_start(&a->guard, &c) != 0) {
-        gs_report_add(&a->report, 1, "cannot start the agent's guard; a killed agent would "
-                                     "leave ranks and directories behind");
+        gs_report_add(&a->report, 1,
+                      "cannot start the agent's guard; a killed agent would "
+                      "leave ranks and directories behind");
     }
     return 0;
 }

@@ -78,7 +78,8 @@ void gs_daemons_stop_from(gs_daemons_t *ds, int first, gs_rank_of_pid_fn rank_of
         if (esc) {
             gs_report_add(ds->report, 1, "GPU %d (%s): %s", g, d->uuid, note);
         } else if (was_running) {
-            gs_report_add(ds->report, 0, "GPU %d: MPS shut down in %lld ms", g, gs_proc_now_ms() - t0);
+            gs_report_add(ds->report, 0, "GPU %d: MPS shut down in %lld ms", g,
+                          gs_proc_now_ms() - t0);
         }
         report_log_errors(ds, g, rank_of_pid, ctx);
         gs_rundir_remove(d->pipe_dir);
@@ -222,20 +223,24 @@ void gs_daemons_avoid(gs_daemons_t *ds, const gs_gpu_list_t *gpus, const cpu_set
                 CPU_OR(&avoid, &avoid, &ds->cpus[o]);
             }
         }
-        gs_affinity_pick_core(gpu->have_cpumask ? gpu->cpumask : NULL, GS_GPU_CPUMASK_WORDS,
-                              &avoid, &to, desc, sizeof(desc));
+        gs_affinity_pick_core(gpu->have_cpumask ? gpu->cpumask : NULL, GS_GPU_CPUMASK_WORDS, &avoid,
+                              &to, desc, sizeof(desc));
         CPU_AND(&both, &to, ranks);
         if (CPU_COUNT(&both) != 0 || CPU_EQUAL(&to, &ds->cpus[g])) {
-            gs_report_add(ds->report, 0, "GPU %d: MPS daemon stays on %s (shared with a rank: no "
-                                         "free core near the GPU)", g, ds->pinned[g]);
+            gs_report_add(ds->report, 0,
+                          "GPU %d: MPS daemon stays on %s (shared with a rank: no "
+                          "free core near the GPU)",
+                          g, ds->pinned[g]);
             continue;
         }
         gs_affinity_move(ds->daemon[g].daemon_pid, &to);
         for (int i = 0; i < ds->daemon[g].nservers; i++) {
             gs_affinity_move(ds->daemon[g].server_pid[i], &to);
         }
-        gs_report_add(ds->report, 0, "GPU %d: MPS daemon and server moved from %s to %s (a rank "
-                                     "is bound there)", g, ds->pinned[g], desc);
+        gs_report_add(ds->report, 0,
+                      "GPU %d: MPS daemon and server moved from %s to %s (a rank "
+                      "is bound there)",
+                      g, ds->pinned[g], desc);
         ds->cpus[g] = to;
         snprintf(ds->pinned[g], sizeof(ds->pinned[g]), "%s", desc);
     }

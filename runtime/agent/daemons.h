@@ -22,16 +22,16 @@
 typedef int (*gs_rank_of_pid_fn)(const void *ctx, pid_t pid);
 
 typedef struct {
-    char node_dir[256];          /* the daemons' dirs: <node_dir>/g<N>, g<N>.log */
-    char control[4096];          /* nvidia-cuda-mps-control */
-    int prestart;                /* start each server before any client */
-    int timeout_s;               /* bound on a daemon's start */
+    char node_dir[256]; /* the daemons' dirs: <node_dir>/g<N>, g<N>.log */
+    char control[4096]; /* nvidia-cuda-mps-control */
+    int prestart;       /* start each server before any client */
+    int timeout_s;      /* bound on a daemon's start */
     gs_report_t *report;
-    gs_guard_t *guard;           /* told each daemon's PID (NULL: none) */
+    gs_guard_t *guard; /* told each daemon's PID (NULL: none) */
     gs_mps_daemon_t daemon[GS_MAX_GPUS];
     char pinned[GS_MAX_GPUS][96]; /* where each runs, for the report and status */
     cpu_set_t cpus[GS_MAX_GPUS];
-    int n;                       /* daemons started, GPUs 0..n-1 */
+    int n; /* daemons started, GPUs 0..n-1 */
 } gs_daemons_t;
 
 void gs_daemons_init(gs_daemons_t *ds, const char *node_dir, const char *control, int prestart,

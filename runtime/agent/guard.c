@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "runtime/agent/ranks.h"
-#include "runtime/mps.h"
 #include "runtime/gpu.h"
+#include "runtime/mps.h"
 #include "runtime/proc.h"
 #include "runtime/rundir.h"
 

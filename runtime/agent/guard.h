@@ -24,13 +24,13 @@ typedef struct {
 
 /* What the guard needs to clean up after a killed agent. */
 typedef struct {
-    const char *node_dir;   /* removed */
-    const char *job_dir;    /* dropped too unless gsrun, on this node, still runs */
+    const char *node_dir; /* removed */
+    const char *job_dir;  /* dropped too unless gsrun, on this node, still runs */
     const char *node_name;
-    pid_t gsrun_pid;        /* gsrun on this node, 0 if not here */
-    int gsrun_fd;           /* its pidfd, -1 for none */
-    int ready_fd;           /* closed in the guard: the leader must see the agent's death */
-    gs_report_t *report;    /* the guard's copy: cleared, its own lines, delivered */
+    pid_t gsrun_pid;     /* gsrun on this node, 0 if not here */
+    int gsrun_fd;        /* its pidfd, -1 for none */
+    int ready_fd;        /* closed in the guard: the leader must see the agent's death */
+    gs_report_t *report; /* the guard's copy: cleared, its own lines, delivered */
 } gs_guard_cleanup_t;
 
 /* Forks the guard. 0, or -errno (the agent goes on without one). */

@@ -124,7 +124,7 @@ int gs_placer_flush(gs_placer_t *p, int *m_out)
         for (int r = 0; r < n; r++) {
             if (p->rank_came[r]) {
                 gs_placement_near(p->rank_known[r] ? &p->rank_cpus[r] : NULL, p->gpus, p->ngpus,
-                              near + (size_t)m * (size_t)p->ngpus);
+                                  near + (size_t)m * (size_t)p->ngpus);
                 idx[m++] = r;
             }
         }

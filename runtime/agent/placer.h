@@ -20,14 +20,14 @@
 #define GS_PLACER_WAIT (-2)
 
 typedef struct {
-    int size;                 /* local ranks */
-    int ngpus;                /* GPUs ranks are given (0: none) */
-    int target[GS_MAX_GPUS];  /* ranks each GPU takes */
-    const gs_gpu_t *gpus;     /* their locality */
-    int by_locality;          /* answers wait for every rank's CPUs */
-    int placed;               /* the ranks so far have GPUs */
-    long long deadline_ms;    /* by_locality: place with whoever came by then */
-    int *rank_gpu;            /* -1 until placed */
+    int size;                /* local ranks */
+    int ngpus;               /* GPUs ranks are given (0: none) */
+    int target[GS_MAX_GPUS]; /* ranks each GPU takes */
+    const gs_gpu_t *gpus;    /* their locality */
+    int by_locality;         /* answers wait for every rank's CPUs */
+    int placed;              /* the ranks so far have GPUs */
+    long long deadline_ms;   /* by_locality: place with whoever came by then */
+    int *rank_gpu;           /* -1 until placed */
     cpu_set_t *rank_cpus;
     unsigned char *rank_known; /* rank_cpus[r] holds rank r's CPUs */
     unsigned char *rank_came;  /* rank r registered */

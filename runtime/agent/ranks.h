@@ -13,18 +13,18 @@
 #define GS_RANKS_TERM_MS 1000
 
 typedef struct {
-    int fd;       /* pidfd, or the rank's connection */
+    int fd; /* pidfd, or the rank's connection */
     int is_pidfd;
-    int conn;     /* the registration, while its answer waits; else -1 */
+    int conn; /* the registration, while its answer waits; else -1 */
     pid_t pid;
-    int rank;     /* local rank, -1 for a process the guard follows */
+    int rank; /* local rank, -1 for a process the guard follows */
 } gs_rank_t;
 
 typedef struct {
-    int size;          /* local ranks expected */
-    gs_rank_t *live;   /* registered and not yet exited */
+    int size;        /* local ranks expected */
+    gs_rank_t *live; /* registered and not yet exited */
     int nlive;
-    gs_rank_t *seen;   /* every registration, in order (naming PIDs in MPS's logs) */
+    gs_rank_t *seen; /* every registration, in order (naming PIDs in MPS's logs) */
     int registered;
 } gs_ranks_t;
 

@@ -10,18 +10,17 @@
 
 #include "runtime/agentcmd.h" /* gs_sink_t */
 
-
 typedef struct {
     char node_name[64];
-    int verbose;           /* lines beyond the problems are delivered (-v) */
+    int verbose; /* lines beyond the problems are delivered (-v) */
     char text[16384];
     size_t len;
     int problems;
-    char timeline[512];    /* "agent 612, discovered 620, ...": -vv shows it */
-    long long t0_ms;       /* wall clock the timeline counts from */
+    char timeline[512]; /* "agent 612, discovered 620, ...": -vv shows it */
+    long long t0_ms;    /* wall clock the timeline counts from */
     gs_sink_t sink;
-    char job_dir[256];     /* GS_SINK_FILE */
-    int fd;                /* the FD sinks, -1 until known */
+    char job_dir[256]; /* GS_SINK_FILE */
+    int fd;            /* the FD sinks, -1 until known */
     int delivered;
 } gs_report_t;
 
