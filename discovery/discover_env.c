@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Discovery from the launchers' own variables (Open MPI's, Slurm's, Hydra's,
- * MVAPICH's, Cray PALS', or GSRUN_LOCAL_RANK/_SIZE given by hand): no
+ * MVAPICH's, Cray PALS', IBM jsrun's, Flux's, or GSRUN_LOCAL_RANK/_SIZE
+ * given by hand): no
  * PMIx, so that programs that need only these (gsrun task-prolog) do not
  * link it. */
 #include "gs_autoconf.h"
@@ -71,7 +72,11 @@ static const struct {
 } pairs[] = {
     {"hydra", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"}, /* MPICH's Hydra, Intel MPI */
     {"mvapich", "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE"},
-    {"pals", "PALS_LOCAL_RANKID", "PALS_LOCAL_SIZE"},  /* HPE Cray PALS mpiexec */
+    {"pals", "PALS_LOCAL_RANKID", "PALS_LOCAL_SIZE"},                  /* HPE Cray PALS mpiexec */
+    {"jsrun", "JSM_NAMESPACE_LOCAL_RANK", "JSM_NAMESPACE_LOCAL_SIZE"}, /* IBM JSM */
+    /* Flux's job shell gives a task its local rank but not the node's task
+     * count (only the job's size and node count): that comes by hand. */
+    {"flux", "FLUX_TASK_LOCAL_ID", "GSRUN_LOCAL_SIZE"},
     {"gsrun", "GSRUN_LOCAL_RANK", "GSRUN_LOCAL_SIZE"}, /* any launcher: set by hand */
 };
 
@@ -100,6 +105,13 @@ int gs_discover_from_env(gs_local_t *loc, gs_error_t *err)
         while (i < sizeof(pairs) / sizeof(pairs[0]) &&
                (env_int(pairs[i].rank, &rank) != 0 || env_int(pairs[i].size, &size) != 0)) {
             i++;
+        }
+        if (i == sizeof(pairs) / sizeof(pairs[0]) && getenv("FLUX_TASK_LOCAL_ID") != NULL) {
+            return gs_error_set(err, ENOENT,
+                                "cannot find how many ranks share this node: Flux gives each task "
+                                "its local rank (FLUX_TASK_LOCAL_ID) but not the node's task "
+                                "count; run with PMIx (flux run -o pmi=pmix ...) or set it: "
+                                "flux run --env=GSRUN_LOCAL_SIZE=<tasks per node> ...");
         }
         if (i == sizeof(pairs) / sizeof(pairs[0])) {
             return gs_error_set(err, ENOENT,

@@ -38,9 +38,10 @@ static const char usage[] =
     "Options: --mps, --mps-percentage, --mps-control, --mps-timeout,\n"
     "--mps-memory-limit, --gpu-bind (as for gsrun), -v.\n"
     "Each rank's place on its node comes from PMIx or the launcher's variables\n"
-    "(Open MPI, Slurm, Hydra/Intel MPI, MVAPICH, Cray PALS), or from\n"
-    "GSRUN_LOCAL_RANK and GSRUN_LOCAL_SIZE set for each rank; GSRUN_JOB_KEY may\n"
-    "name the job when its ranks on a node have no common parent process.\n";
+    "(Open MPI, Slurm, Hydra/Intel MPI, MVAPICH, Cray PALS, IBM jsrun; Flux's\n"
+    "local rank with GSRUN_LOCAL_SIZE), or from GSRUN_LOCAL_RANK and\n"
+    "GSRUN_LOCAL_SIZE set for each rank; GSRUN_JOB_KEY may name the job when\n"
+    "its ranks on a node have no common parent process.\n";
 
 /* Local rank 0 (or an unknown rank) says what concerns the whole node. */
 static int speaks_for_node(void)

@@ -45,6 +45,9 @@ int gs_jobkey_get(char *out, size_t len, const char **source)
                getenv("SLURM_STEP_ID") != NULL) {
         *source = "SLURM_JOB_ID";
         snprintf(out, len, "slurm-%s.%s", v, getenv("SLURM_STEP_ID"));
+    } else if ((v = getenv("FLUX_JOB_ID")) != NULL && *v != '\0') {
+        *source = "FLUX_JOB_ID";
+        snprintf(out, len, "flux-%s", v);
     } else {
         pid_t parent = getppid();
         long long t = gs_jobkey_start_time(parent);

@@ -17,7 +17,8 @@ static void clear(void)
                                        "MPI_LOCALRANKID", "MPI_LOCALNRANKS",
                                        "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE",
                                        "PALS_LOCAL_RANKID", "PALS_LOCAL_SIZE", "GSRUN_LOCAL_RANK",
-                                       "GSRUN_LOCAL_SIZE", NULL};
+                                       "GSRUN_LOCAL_SIZE", "JSM_NAMESPACE_LOCAL_RANK",
+                                       "JSM_NAMESPACE_LOCAL_SIZE", "FLUX_TASK_LOCAL_ID", NULL};
     for (const char *const *v = vars; *v; v++) {
         unsetenv(*v);
     }
@@ -103,6 +104,11 @@ static void test_other_launchers(void **state)
         {{"MV2_COMM_WORLD_LOCAL_RANK", "5", "MV2_COMM_WORLD_LOCAL_SIZE", "8", NULL}, "mvapich", 5, 8},
         /* HPE Cray PALS mpiexec */
         {{"PALS_LOCAL_RANKID", "0", "PALS_LOCAL_SIZE", "12", NULL}, "pals", 0, 12},
+        /* IBM jsrun (LSF's JSM): jsrun -n 2 -a 6, a task of the second set */
+        {{"JSM_NAMESPACE_LOCAL_RANK", "4", "JSM_NAMESPACE_LOCAL_SIZE", "6", NULL}, "jsrun", 4, 6},
+        /* flux run -N 2 -n 8 --env=GSRUN_LOCAL_SIZE=4: Flux's local rank, the
+         * count by hand */
+        {{"FLUX_TASK_LOCAL_ID", "3", "GSRUN_LOCAL_SIZE", "4", NULL}, "flux", 3, 4},
         /* set by hand, any launcher */
         {{"GSRUN_LOCAL_RANK", "2", "GSRUN_LOCAL_SIZE", "3", NULL}, "gsrun", 2, 3},
         /* Hydra's pair comes before a hand-set one */
@@ -128,6 +134,12 @@ static void test_other_launchers(void **state)
     setenv("MPI_LOCALNRANKS", "1", 1);
     assert_true(gs_discover_from_env(&l, &err) < 0);
     assert_non_null(strstr(err.text, "from hydra"));
+    /* Flux without the count: one line saying how to give it. */
+    clear();
+    setenv("FLUX_TASK_LOCAL_ID", "0", 1);
+    assert_true(gs_discover_from_env(&l, &err) < 0);
+    assert_non_null(strstr(err.text, "FLUX_TASK_LOCAL_ID"));
+    assert_non_null(strstr(err.text, "--env=GSRUN_LOCAL_SIZE="));
     clear();
 }
 

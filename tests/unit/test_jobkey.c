@@ -18,6 +18,7 @@ static void clear(void)
     unsetenv("PMIX_NAMESPACE");
     unsetenv("SLURM_JOB_ID");
     unsetenv("SLURM_STEP_ID");
+    unsetenv("FLUX_JOB_ID");
 }
 
 static void test_sources_in_order(void **state)
@@ -32,6 +33,10 @@ static void test_sources_in_order(void **state)
     assert_string_equal(key, want);
     assert_true(gs_jobkey_start_time(getpid()) > 0);
     assert_int_equal(gs_jobkey_start_time(999999999), -1);
+    setenv("FLUX_JOB_ID", "f2SWEd8Vzrj", 1); /* as flux run sets it */
+    assert_int_equal(gs_jobkey_get(key, sizeof(key), &src), 0);
+    assert_string_equal(key, "flux-f2SWEd8Vzrj");
+    unsetenv("FLUX_JOB_ID");
     setenv("SLURM_JOB_ID", "4242", 1);
     assert_int_equal(gs_jobkey_get(key, sizeof(key), &src), 0);
     assert_string_equal(src, "parent"); /* a job without a step is no step's key */
