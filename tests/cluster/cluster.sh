@@ -2,8 +2,8 @@
 # A simulated cluster on one Linux machine, for tests (source this file).
 #
 # Each host is a set of namespaces of its own: PID (its init is gs-hostd),
-# UTS (hostname), mount (private tmpfs on /tmp and /run/gsrun, its own
-# /etc/hosts), IPC
+# UTS (hostname), mount (private tmpfs on /tmp, /dev/shm and /run/gsrun, its
+# own /etc/hosts), IPC
 # and network (eth0 on a bridge that lives in a switch namespace of its own).
 # Nothing is added to the machine's own network namespace or mount table, so
 # killing the hosts' inits removes everything: the kernel ends every process
@@ -87,7 +87,10 @@ cluster_up() { # cluster_up N
             mkdir -p "$GSC_DIR/carry$i.$k"
             carry="$carry mount --bind '$top' '$GSC_DIR/carry$i.$k' &&"
         done
-        carry="$carry mount -t tmpfs -o mode=1777 tmpfs /tmp && mount -t tmpfs -o mode=0755 tmpfs /run/gsrun &&"
+        # Its own /dev/shm too: MPI libraries' shared-memory segments of a
+        # killed job (Open MPI's vader_segment.*) stay on the host, not the machine.
+        carry="$carry mount -t tmpfs -o mode=1777 tmpfs /tmp && mount -t tmpfs -o mode=0755 tmpfs /run/gsrun &&
+            mount -t tmpfs -o mode=1777 tmpfs /dev/shm &&"
         k=0
         for top in $keep; do
             k=$((k + 1))

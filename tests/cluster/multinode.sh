@@ -5,6 +5,7 @@
 # stand-in MPS daemon and NVML on every host. TAP output.
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"
 . "$GS_TOP_SRCDIR/tests/cluster/cluster.sh"
+. "$GS_TOP_SRCDIR/tests/cluster/jobs.sh"
 
 if ! why=$(cluster_can_run); then
     echo "1..0 # SKIP simulated cluster: $why"
@@ -36,42 +37,6 @@ bg_job() { # bg_job OUTNAME ARGS...: the same in the background; gsrun's PID in 
     on_host host1 "$JOBENV echo \$\$ >$J/$name.pid; exec $GSRUN --mps-control=$FAKE_CONTROL $* \
         >$J/$name.out 2>$J/$name.err" &
 }
-wait_lines() { # wait_lines FILE N: until FILE has N rank lines (10 s at most)
-    for _ in $(seq 100); do [ "$(grep -c '^rank=' "$1" 2>/dev/null)" -ge "$2" ] && return 0; sleep 0.1; done
-    return 1
-}
-leftovers() { # every host at once: one poll is one host's time, not three
-    local h pids=""
-    for h in $HOSTS; do cluster_leftovers $h | sed "s/^/$h: /" >$J/left.$h & pids="$pids $!"; done
-    wait $pids
-    for h in $HOSTS; do cat $J/left.$h; done
-}
-# gsrun's part of a job: ranks (after the shim's exec), agents and guards,
-# MPS daemons, the run dirs of the nodes (gsrun's own, on host1, goes when
-# gsrun exits, after mpirun).
-ours_left() {
-    leftovers | grep -E "process [0-9]+: [^ ]*(rank_report|gsrun-agent|gsrun-shim|nvidia-cuda-mps)|host[23]: file /tmp/gsrun" |
-        grep -E "^${OURS_HOSTS:-host[123]}:"
-}
-ranks_left() {
-    leftovers | grep -E "process [0-9]+: [^ ]*rank_report" | grep -E "^${OURS_HOSTS:-host[123]}:"
-}
-clean_within() { # clean_within MS T0 [ours|ranks]: polls every host until nothing of the job is left
-    local left
-    while :; do
-        case "${3:-}" in
-        ours) left=$(ours_left) ;;
-        ranks) left=$(ranks_left) ;;
-        *) left=$(leftovers) ;;
-        esac
-        [ -z "$left" ] && break
-        [ $((($(date +%s%N) - $2) / 1000000)) -ge "$1" ] && break
-        sleep 0.05
-    done
-    ELAPSED=$((($(date +%s%N) - $2) / 1000000))
-    [ -z "$left" ] || { echo "$left" | diag; return 1; }
-}
-
 # --- 3 hosts x 4 ranks: each rank set up for its own host ------------------
 job ok -v --mps-memory-limit=1G $MPIARGS $PROG
 rc=$?
@@ -109,13 +74,14 @@ for case in "--exit 5 3" "--kill 6" "--segv 10"; do
 done
 
 # --- the job ends whole --------------------------------------------------------
-kill_pid() { # kill_pid HOST PGREP-ARGS|gsrun NAME: SIGKILLs it; T0 is when
-    local pid
-    if [ "$2" = gsrun ]; then pid=$(cat $J/$3.pid); else pid=$(on_host $1 "pgrep $2"); fi
-    case "$pid" in ""|*[!0-9]*) echo "no single process to kill on $1 ($2): '$pid'" | diag; pid=0 ;; esac
-    T0=$(date +%s%N)
-    on_host "$1" "kill -KILL $pid"
-    KILLED=$pid
+kill_target() { # kill_target HOST PGREP-ARGS|gsrun NAME: SIGKILLs it (gsrun: the job's, by its PID file)
+    if [ "$2" = gsrun ]; then
+        T0=$(date +%s%N)
+        KILLED=$(cat $J/$3.pid)
+        on_host "$1" "kill -KILL $KILLED"
+    else
+        kill_pid "$1" "$2"
+    fi
 }
 kill_test() { # kill_test WHAT HOST PGREP-ARGS MS-OURS MS-ALL [MS-AFTER-RANKS]
     # gsrun's part on OURS_HOSTS (default: all) within MS-OURS; with OURS_HOSTS
@@ -130,7 +96,7 @@ kill_test() { # kill_test WHAT HOST PGREP-ARGS MS-OURS MS-ALL [MS-AFTER-RANKS]
     local counts
     counts="$(cluster_count_exe host1 "$FAKE_CONTROL") $(cluster_count_exe host2 "$FAKE_CONTROL") $(cluster_count_exe host3 "$FAKE_CONTROL")"
     check "$what: one daemon per host before (host1-3: $counts)" [ "$counts" = "1 1 1" ]
-    kill_pid $host "$pat" kt
+    kill_target $host "$pat" kt
     if clean_within "$4" "$T0" ours; then
         ok "$what (pid $KILLED on $host): no rank, agent, MPS daemon or run dir left on ${OURS_HOSTS:-any host} after $ELAPSED ms"
     else
@@ -190,7 +156,7 @@ if [ -f "$B/ompi/mca/mca_rtc_gsrun.so" ]; then
     on_host host1 "$JOBENV exec mpirun $RTC $MPIARGS $PROG --sleep 60000 >$J/rtck.out 2>&1" &
     bgpid=$!
     if wait_lines $J/rtck.out 12; then
-        kill_pid host2 "-x orted" none
+        kill_pid host2 "-x orted"
         if OURS_HOSTS=host2 clean_within 2000 "$T0" ours; then
             ok "  ... SIGKILL of host2's orted: host2 clean after $ELAPSED ms"
         else

@@ -1,10 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Runs the simulated-cluster suites (multinode.sh and the Slurm tests) many
+# Runs the simulated-cluster suites (multinode.sh, launchers.sh and the Slurm
+# tests: all, or those named by --only, e.g. --only launchers) many
 # times in a row, optionally while a compile keeps every core busy: a timing
 # bound or a race in them shows up here, not on CI.
 #
-#   tests/cluster/repeat.sh [--build DIR] [--runs N] [--load]
+#   tests/cluster/repeat.sh [--build DIR] [--runs N] [--load] [--only NAME]...
 #
 # --load: an out-of-tree build of this tree runs again and again (make -j of
 # the machine's cores) for as long as the runs last. Each run's TAP output is
@@ -13,13 +14,22 @@
 # run passed. Needs root, as the suites do.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-B=$top/_build runs=20 load=0
+B=$top/_build runs=20 load=0 only=""
 while [ $# -gt 0 ]; do
     case $1 in
     --build) B=$(cd "$2" && pwd) || exit 2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --load) load=1; shift ;;
-    *) echo "usage: $0 [--build DIR] [--runs N] [--load]" >&2; exit 2 ;;
+    --only) only="$only $2"; shift 2 ;;
+    *) echo "usage: $0 [--build DIR] [--runs N] [--load] [--only multinode|launchers|srun]..." >&2; exit 2 ;;
+    esac
+done
+suites=""
+for name in ${only:-multinode launchers srun}; do
+    case $name in
+    multinode | launchers) suites="$suites $top/tests/cluster/$name.sh" ;;
+    srun) suites="$suites $top/tests/slurm/srun.sh" ;;
+    *) echo "$0: --only: no suite '$name' (multinode, launchers, srun)" >&2; exit 2 ;;
     esac
 done
 case "$runs" in ''|*[!0-9]*) echo "$0: --runs takes a number, not '$runs'" >&2; exit 2 ;; esac
@@ -50,10 +60,7 @@ fi
 pass=0 fail=0
 for k in $(seq "$runs"); do
     t0=$(date +%s)
-    {
-        bash "$top/tests/cluster/multinode.sh"
-        bash "$top/tests/slurm/srun.sh"
-    } >"$logs/run-$k.log" 2>&1
+    for suite in $suites; do bash "$suite"; done >"$logs/run-$k.log" 2>&1
     bad=$(grep -E "^(not ok|Bail out)" "$logs/run-$k.log")
     n=$(grep -cE "^ok " "$logs/run-$k.log")
     if [ -z "$bad" ] && [ "$n" -gt 0 ]; then

@@ -3,10 +3,13 @@
  * gave it, and can fail on request.
  *
  *   rank_report [--exit R CODE] [--kill R] [--segv R] [--sleep MS] [--check-control]
- *               [--ignore-term] [--grandchild SECONDS]
+ *               [--ignore-term] [--grandchild SECONDS] [--barrier]
  *
  * --check-control: fail unless $CUDA_MPS_PIPE_DIRECTORY/control exists when
- * the rank starts (MPS must be ready before any rank runs). */
+ * the rank starts (MPS must be ready before any rank runs).
+ * --barrier: every rank has finished MPI_Init before any fails (MPICH's
+ * mpiexec reports a rank lost during the others' MPI_Init by whichever
+ * rank notices first: its status then depends on timing). */
 #define _GNU_SOURCE /* sched_getaffinity */
 #include <mpi.h>
 #include <sched.h>
@@ -26,7 +29,7 @@ static const char *env(const char *n)
 int main(int argc, char **argv)
 {
     int rank, size, exit_rank = -1, exit_code = 0, kill_rank = -1, segv_rank = -1;
-    int sleep_ms = 0, check = 0, control_ok = -1, grandchild = 0;
+    int sleep_ms = 0, check = 0, control_ok = -1, grandchild = 0, barrier = 0;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--exit") == 0 && i + 2 < argc) {
@@ -42,6 +45,8 @@ int main(int argc, char **argv)
             check = 1;
         } else if (strcmp(argv[i], "--ignore-term") == 0) {
             signal(SIGTERM, SIG_IGN); /* only SIGKILL ends this rank */
+        } else if (strcmp(argv[i], "--barrier") == 0) {
+            barrier = 1;
         } else if (strcmp(argv[i], "--grandchild") == 0 && i + 1 < argc) {
             grandchild = atoi(argv[++i]);
         }
@@ -80,6 +85,9 @@ int main(int argc, char **argv)
             sleep((unsigned)grandchild);
         }
         _exit(0);
+    }
+    if (barrier) {
+        MPI_Barrier(MPI_COMM_WORLD);
     }
     if (sleep_ms > 0) {
         usleep((useconds_t)sleep_ms * 1000);
