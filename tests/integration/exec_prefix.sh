@@ -54,6 +54,39 @@ settle
 rm -rf "$base"
 check_clean "the prefix as fork agent"
 
+# The same from a parameter file, as doc/openmpi.md tells a user or a site:
+# nothing in the environment or on the command line. A user's file (Open MPI
+# 4: ~/.openmpi/mca-params.conf; 5, PRRTE: ~/.prte/mca-params.conf) always;
+# the site's file only where the test may change it (GSRUN_TEST_SITE_PARAMS:
+# tests/ompi5/check.sh sets it in its Debian 13 root).
+if mpirun --version 2>/dev/null | grep -q "Open MPI) 4"; then
+    ufile=.openmpi/mca-params.conf pline="orte_fork_agent = $GSRUN exec"
+else
+    ufile=.prte/mca-params.conf pline="odls_base_exec_agent = $GSRUN exec"
+fi
+param_file_case() { # param_file_case WHAT [HOME]
+    rm -f "$REC"
+    FAKE_MPS_RECORD=$REC HOME=${2:-$HOME} mpirun -np 4 "$PROG" >"$OUT" 2>"$ERR"
+    rc=$?
+    check "the prefix from $1 (plain mpirun -np 4 prog): status 0 ($rc)" [ $rc -eq 0 ] || diag "$ERR"
+    check "  ... every rank has MPS at 50 %, one daemon" \
+        eval '[ "$(grep -c "mps=1 pipe=/.*/g0 .*pct=50 " "$OUT")" -eq 4 ] && [ "$(grep -c "^start " "$REC")" -eq 1 ]' ||
+        diag "$OUT"
+    settle
+    rm -rf "$base"
+    check_clean "the prefix from $1"
+}
+mkdir -p "$TEST_TMP/home/${ufile%/*}"
+echo "$pline" >"$TEST_TMP/home/$ufile"
+param_file_case "the user's ~/$ufile" "$TEST_TMP/home"
+if [ -n "${GSRUN_TEST_SITE_PARAMS:-}" ]; then
+    cp "$GSRUN_TEST_SITE_PARAMS" "$TEST_TMP/site.saved"
+    # Debian's file may end without a newline: the line must stand alone.
+    printf '\n%s\n' "$pline" >>"$GSRUN_TEST_SITE_PARAMS"
+    param_file_case "the site's $GSRUN_TEST_SITE_PARAMS"
+    cp "$TEST_TMP/site.saved" "$GSRUN_TEST_SITE_PARAMS"
+fi
+
 # The exit status comes through as without the prefix.
 mpirun -np 2 sh -c 'exit 3' >/dev/null 2>&1
 plain=$?
