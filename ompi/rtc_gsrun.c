@@ -2,16 +2,21 @@
 /* mca_rtc_gsrun: automatic MPS for plain `mpirun`, as an Open MPI 4.x (ORTE)
  * run-time control component. A thin adapter over runtime/, like gsrun-shim:
  *
+ *   init   (in mpirun, when the framework is selected, long before any
+ *           job is known): starts mpirun's node agent early, which finds
+ *           the GPUs and starts MPS while mpirun parses and launches, as
+ *           gsrun does on its own node;
  *   assign (in mpirun and in every orted, once per job, before its ranks
  *           are forked): makes the job's run dir on this node, starts the
- *           node agent, which plans the node and starts MPS, and waits for
- *           its state;
+ *           node agent (or, in mpirun, tells the early one the node's rank
+ *           count), which plans the node and starts MPS, and waits for its
+ *           state;
  *   set    (in each forked rank, just before exec): registers the rank with
  *           the agent (its PID is the program's) and puts the MPS client
  *           environment into the rank's own environment;
  *   finalize (when the daemon closes the framework): waits, bounded, for
- *           this daemon's agents to have cleaned up, so that mpirun returns
- *           with nothing left behind.
+ *           this daemon's agents to have cleaned up (and ends an early one
+ *           no job took), so that mpirun returns with nothing left behind.
  * The agent watches the daemon's PID, so a killed mpirun or orted still
  * ends that node's ranks and MPS. Jobs started by gsrun (GSRUN_JOB_DIR in
  * their environment) are left to gsrun's own shim. */
@@ -29,6 +34,7 @@
 #include "opal/util/opal_environ.h"
 #include "orte/mca/rtc/rtc.h"
 #include "orte/runtime/orte_globals.h"
+#include "orte/util/proc_info.h"
 
 #include "runtime/clientenv.h"
 #include "runtime/config.h"
@@ -67,8 +73,15 @@ typedef struct rtc_job {
     char error[GS_ERROR_LEN];
     char job_dir[256];
     char node_dir[300];
+    int early_fd; /* the early agent's pipe (it took that agent), or -1 */
 } rtc_job_t;
 static rtc_job_t *rtc_jobs;
+
+/* mpirun's early agent, until a job takes it (or finalize ends it). */
+static struct {
+    int pipe_fd; /* held while mpirun runs: its closing tells the agent to go */
+    char job_dir[256];
+} early = {-1, ""};
 
 static rtc_job_t *find_job(orte_jobid_t id)
 {
@@ -102,6 +115,103 @@ static void fail_job(rtc_job_t *j, int code, const char *text)
     snprintf(j->error, sizeof(j->error), "%s", text);
 }
 
+/* Open MPI's own variables, which mpirun adds to a job's environment. */
+static int ompi_own(const char *e)
+{
+    return strncmp(e, "OMPI_", 5) == 0 || strncmp(e, "PMIX_", 5) == 0 ||
+           strncmp(e, "OPAL_", 5) == 0 || strncmp(e, "ORTE_", 5) == 0;
+}
+
+/* The early agent was started with mpirun's environment, and a job's ranks
+ * on mpirun's node get that environment with the job's own variables on
+ * top (app->env holds those: mpirun -x NAME=VALUE, and Open MPI's own). A
+ * job whose own variables change what mpirun has (mpirun -x
+ * CUDA_VISIBLE_DEVICES=1, say) gets an agent of its own instead. */
+static int env_is_mpiruns(char **env)
+{
+    for (char **e = env; e != NULL && *e != NULL; e++) {
+        const char *eq = strchr(*e, '=');
+        char name[256];
+        if (ompi_own(*e)) {
+            continue;
+        }
+        if (eq == NULL || (size_t)(eq - *e) >= sizeof(name)) {
+            return 0;
+        }
+        snprintf(name, sizeof(name), "%.*s", (int)(eq - *e), *e);
+        const char *mine = getenv(name);
+        if (mine == NULL || strcmp(mine, eq + 1) != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* A job's run dir in this node's TMPDIR (checked first). */
+static int make_job_dir(char *out, size_t len, gs_error_t *err)
+{
+    int rc = gs_rundir_check_parent(gs_rundir_tmpdir(), err);
+    return rc != 0 ? rc : gs_rundir_create_job(gs_rundir_tmpdir(), out, len, err);
+}
+
+/* In mpirun, at once: the node agent starts now (it finds the GPUs and
+ * starts MPS while mpirun launches) instead of in assign, where the node's
+ * ranks wait for it. Not under gsrun or with a fork agent of any other kind
+ * (the prefix), whose jobs are not this component's; nor in the orteds,
+ * whose environment is not their jobs' (a remote shell's). Failing, it
+ * leaves the start to assign, as before. */
+static void start_early(void)
+{
+    gs_node_req_t req;
+    gs_error_t err;
+    int w[2];
+
+    if (!ORTE_PROC_IS_HNP || rtc_cfg_bad || rtc_cfg.mps == GS_MPS_OFF || orte_fork_agent != NULL ||
+        getenv("GSRUN_JOB_DIR") != NULL ||
+        make_job_dir(early.job_dir, sizeof(early.job_dir), &err) != 0) {
+        return;
+    }
+    if (pipe2(w, O_CLOEXEC) != 0) {
+        gs_rundir_remove(early.job_dir);
+        return;
+    }
+    memset(&req, 0, sizeof(req));
+    req.cfg = &rtc_cfg;
+    req.job_dir = early.job_dir;
+    req.agent_path = rtc_agent;
+    req.launcher_pid = getpid();
+    req.early = 1;
+    req.early_watch_fd = w[0];
+    req.in_sequence = 1; /* as for every job here: see rtc_assign */
+    int rc = gs_node_start_early(&req, &err);
+    close(w[0]);
+    if (rc != 0) {
+        close(w[1]);
+        gs_rundir_remove(early.job_dir);
+        if (rtc_cfg.verbose) {
+            fprintf(stderr, "gsrun: note: %s; the job's start starts it instead\n", err.text);
+        }
+        return;
+    }
+    early.pipe_fd = w[1];
+}
+
+/* Ends the early agent no job took, and waits (bounded) until it is gone. */
+static void end_early(void)
+{
+    char node_dir[300];
+    gs_error_t ignored;
+
+    if (early.pipe_fd < 0) {
+        return;
+    }
+    close(early.pipe_fd);
+    early.pipe_fd = -1;
+    if (gs_node_dir(early.job_dir, node_dir, sizeof(node_dir), &ignored) == 0) {
+        gs_task_wait_agent(node_dir, GS_PROTO_QUIT_TIMEOUT_MS + 2000);
+    }
+}
+
 static void rtc_assign(orte_job_t *jdata)
 {
     orte_app_context_t *app = first_app(jdata);
@@ -115,6 +225,7 @@ static void rtc_assign(orte_job_t *jdata)
         return;
     }
     j->jobid = jdata->jobid;
+    j->early_fd = -1;
     j->next = rtc_jobs;
     rtc_jobs = j;
     if (jdata->num_local_procs == 0 || app == NULL || rtc_cfg.mps == GS_MPS_OFF ||
@@ -126,8 +237,17 @@ static void rtc_assign(orte_job_t *jdata)
         fail_job(j, GS_EXIT_USAGE, rtc_cfg_err.text);
         return;
     }
-    if (gs_rundir_check_parent(gs_rundir_tmpdir(), &err) != 0 ||
-        gs_rundir_create_job(gs_rundir_tmpdir(), j->job_dir, sizeof(j->job_dir), &err) != 0) {
+    /* The first job here takes mpirun's early agent, if its environment is
+     * the one the agent started with; another gets one of its own. */
+    int use_early = early.pipe_fd >= 0 && env_is_mpiruns(app->env);
+    if (!use_early) {
+        end_early();
+    }
+    if (use_early) {
+        snprintf(j->job_dir, sizeof(j->job_dir), "%s", early.job_dir);
+        j->early_fd = early.pipe_fd;
+        early.pipe_fd = -1;
+    } else if (make_job_dir(j->job_dir, sizeof(j->job_dir), &err) != 0) {
         fail_job(j, GS_EXIT_RUNDIR, err.text);
         return;
     }
@@ -141,6 +261,7 @@ static void rtc_assign(orte_job_t *jdata)
     req.agent_env = app->env; /* the agent sees what the ranks see */
     /* ORTE forks the next rank only when this one has exec'd. */
     req.in_sequence = 1;
+    req.early_agent = use_early;
     gs_node_dir(j->job_dir, j->node_dir, sizeof(j->node_dir), &err);
     gs_rundir_node_name(node, sizeof(node));
     if (gs_node_start(&req, &st, &err) != 0) {
@@ -214,12 +335,17 @@ static void rtc_finalize(void)
         if (!j->skip && j->exit_code == 0) {
             gs_task_wait_agent(j->node_dir, GS_PROTO_QUIT_TIMEOUT_MS + 2000);
         }
+        if (j->early_fd >= 0) {
+            close(j->early_fd); /* only now: its closing ends the agent's ranks */
+        }
         free(j);
     }
+    end_early();
 }
 
 static int rtc_init(void)
 {
+    start_early();
     return ORTE_SUCCESS;
 }
 

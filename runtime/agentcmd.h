@@ -13,7 +13,8 @@
 /* The three ways an agent runs (one loop, different paths: agent/agent.c). */
 typedef enum {
     GS_MODE_PER_JOB,  /* started by the node's first rank (or a front end) */
-    GS_MODE_EARLY,    /* started by gsrun on its node before mpirun */
+    GS_MODE_EARLY,    /* started on mpirun's node with it (by gsrun, or in
+                       * mpirun by the Open MPI component), before the ranks */
     GS_MODE_JOB_LONG, /* a whole batch job's (gsrun prolog), until gsrun epilog */
 } gs_agentcmd_mode_t;
 

@@ -326,8 +326,8 @@ static gs_agent_state_t starting(gs_agent_t *a)
         if (a->early_ready_ms > 0) {
             gs_report_add(&a->report, 0,
                           "MPS ready %lld ms after the agent started, %lld ms "
-                          "before the node's first rank came (started by gsrun "
-                          "before mpirun)",
+                          "before the node's first rank came (started with "
+                          "mpirun, before the job's ranks)",
                           a->early_ready_ms - a->t_start, a->size_ms - a->early_ready_ms);
         } else {
             gs_report_add(&a->report, 0, "MPS ready for the ranks %lld ms after the agent started",

@@ -13,6 +13,8 @@
 #   on      gsrun --mps=on -np N prog (fake MPS daemon and NVML; with --real
 #           the machine's NVML and nvidia-cuda-mps-control)
 #   exec    mpirun -np N gsrun exec --mps=on -- prog: the rank prefix, no wrapper
+#   component  plain mpirun -np N prog with the Open MPI 4 component
+#           (mca_rtc_gsrun, rtc_gsrun_mps=on; the build's, by its path)
 #   hand    (--real) MPS by hand around mpirun: nvidia-cuda-mps-control -d,
 #           mpirun, echo quit, wait until the daemon is gone
 #   pre     (--real) mpirun on an MPS daemon started before the timer (the
@@ -45,6 +47,10 @@ else
     control=$build/tests/fake/nvidia-cuda-mps-control
     fake_env=(env LD_LIBRARY_PATH="$build/tests/fake")
 fi
+case " $configs " in *" component "*)
+    [ -f "$build/ompi/mca/mca_rtc_gsrun.so" ] ||
+        { echo "$0: component: $build/ompi/mca/mca_rtc_gsrun.so was not built (no Open MPI 4 headers)" >&2; exit 1; } ;;
+esac
 for f in "$prog" "$gsrun" "$control"; do
     [ -e "$f" ] || { echo "$0: $f is missing; build first ('make check' builds the fakes)" >&2; exit 1; }
 done
@@ -65,6 +71,9 @@ run() { # run CONFIG
     on) "${fake_env[@]}" "$gsrun" --mps=on --mps-control="$control" -np "$np" "$prog" >/dev/null 2>&1 || rc=$? ;;
     exec) "${fake_env[@]}" mpirun -np "$np" "$gsrun" exec --mps=on --mps-control="$control" -- "$prog" \
         >/dev/null 2>&1 || rc=$? ;;
+    component) "${fake_env[@]}" mpirun --mca mca_base_component_path "SYS_DEFAULT:$build/ompi/mca" \
+        --mca rtc_gsrun_agent "$build/launcher/gsrun-agent" --mca rtc_gsrun_mps on \
+        --mca rtc_gsrun_mps_control "$control" -np "$np" "$prog" >/dev/null 2>&1 || rc=$? ;;
     hand)
         mps_hand_up "$d"
         CUDA_MPS_PIPE_DIRECTORY=$d/p CUDA_MPS_LOG_DIRECTORY=$d/l mpirun -x CUDA_MPS_PIPE_DIRECTORY \

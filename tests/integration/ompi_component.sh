@@ -37,10 +37,30 @@ for n in 4 16; do
         [ "$(grep -c "^rank=.* mps=1 pipe=$TMPDIR/gsrun\.[A-Za-z0-9]*/[^/]*/g0 .* pct=$pct .* control=1 " "$OUT")" -eq $n ]
     check "  ... exactly one MPS control daemon" [ "$(grep -c "MPS control daemon [0-9]* on" "$ERR")" -eq 1 ]
     check "  ... the agent served all $n ranks" grep -q "served $n of $n ranks; stopping MPS: every rank has exited" "$ERR"
+    check "  ... it started with mpirun, before the job's ranks (the component's init)" \
+        grep -q "MPS ready [0-9]* ms after the agent started, -*[0-9]* ms before the node's first rank came" "$ERR"
     diag "$ERR" | head -3
     # mpirun returns only after the agent cleaned up: nothing to wait for.
     check_clean "$n ranks, right after mpirun returned"
 done
+
+# --- mpirun's early agent and a job of another environment --------------------
+# A job whose own variables change mpirun's (here CUDA_VISIBLE_DEVICES) gets
+# an agent of its own; the early one, started with mpirun's, ends unused.
+rtc_run --mca rtc_gsrun_verbose 1 -x CUDA_VISIBLE_DEVICES=0 -np 4 "$PROG"
+rc=$?
+check "mpirun -x CUDA_VISIBLE_DEVICES=0: status 0, every rank under MPS" \
+    eval '[ $rc -eq 0 ] && [ "$(grep -c "^rank=.* mps=1 .* pct=50 " "$OUT")" -eq 4 ]' || diag "$ERR"
+check "  ... by an agent of the job's own (not mpirun's early one)" \
+    eval 'grep -q "MPS ready for the ranks [0-9]* ms after the agent started" "$ERR" &&
+        [ "$(grep -c "served 4 of 4 ranks" "$ERR")" -eq 1 ]'
+check_clean "a job of another environment"
+# mpirun fails before any job: its early agent ends with it.
+mpirun $RTC $FAKE -np 2 "$TEST_TMP/no-such-program" >"$OUT" 2>"$ERR"
+rc=$?
+check "mpirun of a missing program: status $rc (non-zero), no gsrun line" \
+    eval '[ $rc -ne 0 ] && ! grep -q "^gsrun" "$ERR"' || diag "$ERR"
+check_clean "mpirun failing before its job"
 
 # --- 4 GPUs on 2 NUMA nodes, bound ranks -----------------------------------------
 # ORTE starts a rank only when the one before has exec'd: the agent must not
