@@ -2,6 +2,9 @@
 # Watching a job on the simulated cluster (source after cluster.sh, with
 # HOSTS and J, a directory every host sees, set):
 #
+#   cluster_test_up N       a test's cluster of N hosts: skips the test (77)
+#                           where none can run, ends the hosts when the test
+#                           exits; sets HOSTS and J
 #   wait_lines FILE N       until FILE has N rank lines (10 s at most)
 #   leftovers               what is left on every host, "hostN: " in front
 #   ours_left, ranks_left   of that, gsrun's part of a job (ranks, agents,
@@ -16,6 +19,19 @@
 OURS_PROCS='rank_report|hello_ranks|gsrun-agent|gsrun-shim|nvidia-cuda-mps'
 OURS_FILES=${OURS_FILES:-'host[23]: file /tmp/gsrun'}
 
+cluster_test_up() {
+    local why
+    if ! why=$(cluster_can_run); then
+        echo "1..0 # SKIP simulated cluster: $why"
+        rm -rf "$TEST_TMP"
+        exit 77
+    fi
+    trap cluster_down EXIT
+    trap 'exit 1' INT TERM HUP
+    cluster_up "$1" || { echo "Bail out! cannot bring the cluster up"; exit 1; }
+    HOSTS=$(seq -f "host%g" -s " " "$1")
+    J=$GSC_DIR # seen by every host (each has its own /tmp)
+}
 wait_lines() {
     for _ in $(seq 100); do [ "$(grep -c '^rank' "$1" 2>/dev/null)" -ge "$2" ] && return 0; sleep 0.1; done
     return 1

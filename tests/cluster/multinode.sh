@@ -7,16 +7,7 @@
 . "$GS_TOP_SRCDIR/tests/cluster/cluster.sh"
 . "$GS_TOP_SRCDIR/tests/cluster/jobs.sh"
 
-if ! why=$(cluster_can_run); then
-    echo "1..0 # SKIP simulated cluster: $why"
-    rm -rf "$TEST_TMP"
-    exit 77
-fi
-trap cluster_down EXIT
-trap 'exit 1' INT TERM HUP
-cluster_up 3 || { echo "Bail out! cannot bring the cluster up"; exit 1; }
-HOSTS="host1 host2 host3"
-J=$GSC_DIR # seen by every host (each has its own /tmp)
+cluster_test_up 3
 # What a user's login would give mpirun on host1, plus the test's stand-ins.
 JOBENV="export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1 \

@@ -40,50 +40,43 @@ rm -rf "$base"
 check_clean "mpirun with the prefix"
 
 # The prefix as the site's (or user's) fork agent: plain mpirun, nothing in
-# front of the program on the command line. Open MPI 4 reads orte_fork_agent,
-# Open MPI 5 (PRRTE) odls_base_exec_agent; each ignores the other's name.
-rm -f "$REC"
-FAKE_MPS_RECORD=$REC OMPI_MCA_orte_fork_agent="$GSRUN exec" PRTE_MCA_odls_base_exec_agent="$GSRUN exec" \
-    mpirun -np 4 "$PROG" >"$OUT" 2>"$ERR"
-rc=$?
-check "the prefix as fork/exec agent (plain mpirun -np 4 prog): status 0 ($rc)" [ $rc -eq 0 ] || diag "$ERR"
-check "  ... every rank has MPS at 50 %, one daemon" \
-    eval '[ "$(grep -c "mps=1 pipe=/.*/g0 .*pct=50 " "$OUT")" -eq 4 ] && [ "$(grep -c "^start " "$REC")" -eq 1 ]' ||
-    diag "$OUT"
-settle
-rm -rf "$base"
-check_clean "the prefix as fork agent"
-
-# The same from a parameter file, as doc/openmpi.md tells a user or a site:
-# nothing in the environment or on the command line. A user's file (Open MPI
-# 4: ~/.openmpi/mca-params.conf; 5, PRRTE: ~/.prte/mca-params.conf) always;
-# the site's file only where the test may change it (GSRUN_TEST_SITE_PARAMS:
-# tests/ompi5/check.sh sets it in its Debian 13 root).
-if mpirun --version 2>/dev/null | grep -q "Open MPI) 4"; then
-    ufile=.openmpi/mca-params.conf pline="orte_fork_agent = $GSRUN exec"
-else
-    ufile=.prte/mca-params.conf pline="odls_base_exec_agent = $GSRUN exec"
-fi
-param_file_case() { # param_file_case WHAT [HOME]
+# front of the program on the command line, the setting in the environment
+# or a parameter file, as doc/openmpi.md tells a user or a site. Open MPI 4
+# reads orte_fork_agent, Open MPI 5 (PRRTE) odls_base_exec_agent; each
+# ignores the other's name.
+agent_case() { # agent_case WHAT [VAR=VALUE...]: plain mpirun -np 4 with those set
+    local what=$1
+    shift
     rm -f "$REC"
-    FAKE_MPS_RECORD=$REC HOME=${2:-$HOME} mpirun -np 4 "$PROG" >"$OUT" 2>"$ERR"
+    env "$@" FAKE_MPS_RECORD="$REC" mpirun -np 4 "$PROG" >"$OUT" 2>"$ERR"
     rc=$?
-    check "the prefix from $1 (plain mpirun -np 4 prog): status 0 ($rc)" [ $rc -eq 0 ] || diag "$ERR"
+    check "the prefix as fork/exec agent from $what (plain mpirun -np 4 prog): status 0 ($rc)" \
+        [ $rc -eq 0 ] || diag "$ERR"
     check "  ... every rank has MPS at 50 %, one daemon" \
         eval '[ "$(grep -c "mps=1 pipe=/.*/g0 .*pct=50 " "$OUT")" -eq 4 ] && [ "$(grep -c "^start " "$REC")" -eq 1 ]' ||
         diag "$OUT"
     settle
     rm -rf "$base"
-    check_clean "the prefix from $1"
+    check_clean "the prefix from $what"
 }
+agent_case "the environment" OMPI_MCA_orte_fork_agent="$GSRUN exec" PRTE_MCA_odls_base_exec_agent="$GSRUN exec"
+# A user's file (Open MPI 4: ~/.openmpi/mca-params.conf; 5, PRRTE:
+# ~/.prte/mca-params.conf) always; the site's file only where the test may
+# change it (GSRUN_TEST_SITE_PARAMS: tests/ompi5/check.sh sets it in its
+# Debian 13 root).
+if mpirun --version 2>/dev/null | grep -q "Open MPI) 4"; then
+    ufile=.openmpi/mca-params.conf pline="orte_fork_agent = $GSRUN exec"
+else
+    ufile=.prte/mca-params.conf pline="odls_base_exec_agent = $GSRUN exec"
+fi
 mkdir -p "$TEST_TMP/home/${ufile%/*}"
 echo "$pline" >"$TEST_TMP/home/$ufile"
-param_file_case "the user's ~/$ufile" "$TEST_TMP/home"
+agent_case "the user's ~/$ufile" HOME="$TEST_TMP/home"
 if [ -n "${GSRUN_TEST_SITE_PARAMS:-}" ]; then
     cp "$GSRUN_TEST_SITE_PARAMS" "$TEST_TMP/site.saved"
     # Debian's file may end without a newline: the line must stand alone.
     printf '\n%s\n' "$pline" >>"$GSRUN_TEST_SITE_PARAMS"
-    param_file_case "the site's $GSRUN_TEST_SITE_PARAMS"
+    agent_case "the site's $GSRUN_TEST_SITE_PARAMS"
     cp "$TEST_TMP/site.saved" "$GSRUN_TEST_SITE_PARAMS"
 fi
 

@@ -6,6 +6,7 @@
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"
 . "$GS_TOP_SRCDIR/tests/cluster/cluster.sh"
 . "$GS_TOP_SRCDIR/tests/slurm/slurm.sh"
+. "$GS_TOP_SRCDIR/tests/cluster/jobs.sh"
 
 skip() { echo "1..0 # SKIP $*"; rm -rf "$TEST_TMP"; exit 77; }
 why=$(cluster_can_run) || skip "simulated cluster: $why"
@@ -58,18 +59,8 @@ left_on() {
     cluster_leftovers "$1" | grep -v -E "process [0-9]+: (slurmctld|: slurmscriptd|slurmd )" |
         grep -v -E "file /tmp/spmix" | sed "s/^/$1: /"
 }
+# (jobs.sh's clean_within MS T0 polls this one)
 leftovers() { local h; for h in $HOSTS; do left_on $h; done; }
-clean_within() { # clean_within MS T0
-    local left
-    while :; do
-        left=$(leftovers)
-        [ -z "$left" ] && break
-        [ $((($(date +%s%N) - $2) / 1000000)) -ge "$1" ] && break
-        sleep 0.05
-    done
-    ELAPSED=$((($(date +%s%N) - $2) / 1000000))
-    [ -z "$left" ] || { echo "$left" | diag; return 1; }
-}
 # Each host's 4 tasks: local ranks 0-3, under MPS at 50 % with a pipe dir of
 # the given job dir pattern on the host (its own /tmp, or its own /run/gsrun
 # where root made the dir).
