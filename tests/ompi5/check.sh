@@ -62,8 +62,8 @@ unshare --mount --pid --fork --mount-proc="$root/proc" /bin/bash -c '
     mount -t sysfs sysfs "$2/sys"
     exec chroot "$2" /bin/bash -c "
         export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-        # The root is the test's own: exec_prefix.sh may put the rank prefix
-        # in PRRTE's site parameter file (and takes it out again).
+        # The root is made for the test: exec_prefix.sh may put the rank
+        # prefix in the site parameter file of PRRTE (and takes it out again).
         export GSRUN_TEST_SITE_PARAMS=/etc/openmpi/prte-mca-params.conf
         rm -rf /build && mkdir /build && cd /build &&
         /src/configure -q >configure.out 2>&1 || { cat configure.out; exit 1; }
