@@ -22,7 +22,8 @@
 #   cluster_down        ends every host and removes the cluster's files (also
 #                       done by the kernel if the calling shell dies: see below)
 #   cluster_leftovers H lists what is left on H: processes other than its init,
-#                       entries in its /tmp other than Open MPI's own (and a
+#                       entries in its /tmp other than Open MPI's and PRRTE's
+#                       own session dirs (a killed mpirun leaves them) (and a
 #                       checkout carried there, see cluster_up), and in its
 #                       /run/gsrun
 set -u
@@ -142,7 +143,7 @@ cluster_leftovers() { # cluster_leftovers HOST: what is left there (empty: nothi
         keep=" $(cat '"$GSC_DIR"'/keep) "
         for f in /tmp/* /tmp/.[!.]* /run/gsrun/*; do
             [ -e "$f" ] || continue
-            case "$f" in /tmp/ompi.*) continue;; esac
+            case "$f" in /tmp/ompi.* | /tmp/prterun.* | /tmp/prte.*) continue;; esac
             case "$keep" in *" $f "*) continue;; esac
             echo "file $f"
         done'

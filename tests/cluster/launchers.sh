@@ -3,8 +3,9 @@
 # The rank prefix (`gsrun exec`) under launchers that gsrun does not start,
 # on the simulated cluster of 3 hosts x 4 ranks: MPICH's Hydra mpiexec
 # (its proxies started on the other hosts through its rsh launcher and the
-# cluster's remote shell), and Open MPI 4's plain mpirun with the prefix as
-# its fork agent (orte_fork_agent, no wrapper). Each: every rank's
+# cluster's remote shell), and Open MPI's plain mpirun with the prefix as
+# its fork agent (Open MPI 4's orte_fork_agent, 5's odls_base_exec_agent; no
+# wrapper). Each: every rank's
 # environment, one MPS daemon per host, an MPI job, a failing rank's status
 # as without the prefix, SIGKILL of the launcher, of one host's per-node
 # process and of one rank, and nothing left. TAP output.
@@ -92,9 +93,18 @@ exec $GSC_HOSTD rsh $GSC_DIR "\$@"
 RSH
 chmod +x $J/rsh
 HYDRA_RUN="$HYDRA -launcher rsh -launcher-exec $J/rsh -hosts host1,host2,host3 -ppn 4 -n 12"
+# Open MPI's plain mpirun with the prefix as its agent for every rank: Open
+# MPI 4 reads orte_fork_agent, 5 (PRRTE: prterun, prted, plm_ssh_agent, and
+# binding 4 ranks to a host's 2 cores is an error there) odls_base_exec_agent.
 OMPI_ENV="env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_plm_rsh_agent='$(cluster_rsh_agent)'"
-OMPI_RUN="$OMPI_ENV OMPI_MCA_orte_fork_agent='$GSRUN exec -v' mpirun -x LD_LIBRARY_PATH -x FAKE_NVML_GPUS \
+OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_plm_rsh_agent='$(cluster_rsh_agent)' \
+PRTE_MCA_plm_ssh_agent='$(cluster_rsh_agent)' PRTE_MCA_hwloc_default_binding_policy=none"
+if mpirun --version 2>/dev/null | grep -q "Open MPI) 4"; then
+    OMPI="Open MPI 4, orte_fork_agent" AGENT=OMPI_MCA_orte_fork_agent LAUNCHER="-x mpirun" DAEMON="-x orted"
+else
+    OMPI="Open MPI 5, odls_base_exec_agent" AGENT=PRTE_MCA_odls_base_exec_agent LAUNCHER="-x prterun" DAEMON="-o -x prted"
+fi
+OMPI_RUN="$OMPI_ENV $AGENT='$GSRUN exec -v' mpirun -x LD_LIBRARY_PATH -x FAKE_NVML_GPUS \
 -x GSRUN_MPS_CONTROL -host host1:4,host2:4,host3:4 -np 12"
 
 # --- MPICH's Hydra ------------------------------------------------------------
@@ -167,25 +177,20 @@ else
     kill_case "Hydra: SIGKILL of one rank on host3" host3 "-o -x rank_report" "$HYDRA_RUN $GSRUN exec -v -- $HPROG"
 fi
 
-# --- Open MPI 4's plain mpirun, the prefix as its fork agent -------------------
-if mpirun --version 2>/dev/null | grep -q "Open MPI) 4"; then
-    on_host host1 "$FAKE timeout 60 $OMPI_RUN $PROG >$J/om.out 2>$J/om.err"
-    rc=$?
-    t0=$(date +%s%N)
-    check "Open MPI 4 mpirun, orte_fork_agent='gsrun exec', 3 hosts x 4 ranks: status 0 ($rc)" [ $rc -eq 0 ] ||
-        diag $J/om.err
-    check_ranks "  ..." $J/om.out $J/om.err
-    check "  ... nothing left on any host" nothing_left 5000 "$t0"
-    on_host host1 "$FAKE timeout 60 $OMPI_RUN $PROG --exit 5 3 >/dev/null 2>&1"
-    rc=$?
-    on_host host1 "timeout 60 $OMPI_ENV mpirun -host host1:4,host2:4,host3:4 -np 12 $PROG --exit 5 3 >/dev/null 2>&1"
-    prc=$?
-    check "Open MPI 4 fork agent: a rank fails: status $rc, plain mpirun $prc" [ $rc -eq $prc -a $rc -ne 0 ]
-    check "  ... nothing left on any host" nothing_left 5000 "$(date +%s%N)"
-    kill_case "Open MPI 4 fork agent: SIGKILL of mpirun" host1 "-x mpirun" "$OMPI_RUN $PROG"
-    kill_case "Open MPI 4 fork agent: SIGKILL of host2's orted" host2 "-x orted" "$OMPI_RUN $PROG"
-    kill_case "Open MPI 4 fork agent: SIGKILL of one rank on host3" host3 "-o -x rank_report" "$OMPI_RUN $PROG"
-else
-    ok "# SKIP Open MPI 4's fork agent: mpirun is not Open MPI 4 ($(mpirun --version 2>&1 | head -1))"
-fi
+# --- Open MPI's plain mpirun, the prefix as its fork (exec) agent ---------------
+on_host host1 "$FAKE timeout 60 $OMPI_RUN $PROG >$J/om.out 2>$J/om.err"
+rc=$?
+t0=$(date +%s%N)
+check "$OMPI='gsrun exec': plain mpirun, 3 hosts x 4 ranks: status 0 ($rc)" [ $rc -eq 0 ] || diag $J/om.err
+check_ranks "  ..." $J/om.out $J/om.err
+check "  ... nothing left on any host" nothing_left 5000 "$t0"
+on_host host1 "$FAKE timeout 60 $OMPI_RUN $PROG --exit 5 3 >/dev/null 2>&1"
+rc=$?
+on_host host1 "timeout 60 $OMPI_ENV mpirun -host host1:4,host2:4,host3:4 -np 12 $PROG --exit 5 3 >/dev/null 2>&1"
+prc=$?
+check "$OMPI: a rank fails: status $rc, plain mpirun $prc" [ $rc -eq $prc -a $rc -ne 0 ]
+check "  ... nothing left on any host" nothing_left 5000 "$(date +%s%N)"
+kill_case "$OMPI: SIGKILL of mpirun" host1 "$LAUNCHER" "$OMPI_RUN $PROG"
+kill_case "$OMPI: SIGKILL of host2's ${DAEMON##* }" host2 "$DAEMON" "$OMPI_RUN $PROG"
+kill_case "$OMPI: SIGKILL of one rank on host3" host3 "-o -x rank_report" "$OMPI_RUN $PROG"
 finish

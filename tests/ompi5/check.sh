@@ -1,7 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # gsrun's unit and integration tests against Open MPI 5 (PRRTE), PMIx 5 and
-# hwloc of Debian 13, in a Debian 13 root made here with debootstrap from the
+# hwloc of Debian 13, and its simulated-cluster tests (make check-cluster:
+# Slurm 24.11's slurmctld and slurmd, the SPANK plugin built against its
+# headers), in a Debian 13 root made here with debootstrap from the
 # machine's own Debian archive. Nothing is installed on the machine itself
 # (but debootstrap) and the root is removed at the end, also when the test
 # is interrupted.
@@ -16,7 +18,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 keep=""
 [ "${1:-}" = --keep ] && keep=${2:?--keep needs a directory}
 suite=trixie
-pkgs=build-essential,autoconf,automake,pkg-config,libopenmpi-dev,openmpi-bin,libpmix-dev,libhwloc-dev,libcmocka-dev,procps,iproute2,util-linux
+pkgs=build-essential,autoconf,automake,pkg-config,libopenmpi-dev,openmpi-bin,libpmix-dev,libhwloc-dev,libcmocka-dev,procps,iproute2,util-linux,slurmctld,slurmd,slurm-client,libslurm-dev
 
 skip() { echo "1..0 # SKIP Open MPI 5 suite: $*"; echo "0 passed, 0 failed, 1 skipped"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "needs root (debootstrap, chroot)"
@@ -33,7 +35,7 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
 t0=$(date +%s)
-if [ ! -x "$root/usr/bin/mpirun" ]; then
+if [ ! -x "$root/usr/bin/mpirun" ] || [ ! -x "$root/usr/sbin/slurmd" ]; then
     if ! debootstrap --variant=minbase --include="$pkgs" "$suite" "$root" "$mirror" \
         >"$root.debootstrap.log" 2>&1; then
         if grep -q "Failed getting release file" "$root.debootstrap.log"; then
@@ -48,7 +50,10 @@ if [ ! -x "$root/usr/bin/mpirun" ]; then
     fi
     rm -f "$root.debootstrap.log"
 fi
-echo "# Debian 13 root from $mirror in $(($(date +%s) - t0)) s: $(chroot "$root" mpirun --version | head -1)"
+# debootstrap makes no /etc/hosts; the cluster tests bind each host's own
+# onto it.
+[ -e "$root/etc/hosts" ] || echo "127.0.0.1 localhost" >"$root/etc/hosts"
+echo "# Debian 13 root from $mirror in $(($(date +%s) - t0)) s: $(chroot "$root" mpirun --version | head -1), $(chroot "$root" /usr/sbin/slurmd -V)"
 
 # In a mount and PID namespace of its own: the source read through a bind
 # mount, a private /tmp, /proc, /sys and /dev for the tests; all of it goes
@@ -56,6 +61,11 @@ echo "# Debian 13 root from $mirror in $(($(date +%s) - t0)) s: $(chroot "$root"
 mkdir -p "$root/src"
 unshare --mount --pid --fork --mount-proc="$root/proc" /bin/bash -c '
     set -e
+    # The root a mount point of its own: unshare --mount (the cluster
+    # tests make their hosts with it) cannot make a chroot whose "/" is no
+    # mount point private. /proc again on top of it.
+    mount --bind "$2" "$2"
+    mount -t proc proc "$2/proc"
     mount --bind "$1" "$2/src"
     mount -t tmpfs tmpfs "$2/tmp"
     mount --rbind /dev "$2/dev"
@@ -71,6 +81,9 @@ unshare --mount --pid --fork --mount-proc="$root/proc" /bin/bash -c '
         make -s -j\$(nproc) >make.out 2>&1 || { tail -30 make.out; exit 1; }
         make -s -j\$(nproc) check >check.out 2>&1
         rc=\$?
+        # The simulated cluster (Slurm 24.11 there), alone: its timing checks
+        # do not share the cores with the other tests.
+        make -s check-cluster >>check.out 2>&1 || rc=1
         grep -E \"^(PASS|FAIL|ERROR|SKIP|XFAIL|XPASS):\" check.out
         for t in \$(grep -E \"^(FAIL|ERROR|XPASS):\" check.out | awk \"{print \\\$2}\" | sort -u); do
             echo \"=== \${t%.sh}.log\"; tail -40 \"\${t%.sh}.log\"

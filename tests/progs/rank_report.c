@@ -7,6 +7,8 @@
  *
  * --check-control: fail unless $CUDA_MPS_PIPE_DIRECTORY/control exists when
  * the rank starts (MPS must be ready before any rank runs).
+ * slurm_gpus= is GPU_DEVICE_ORDINAL, which Slurm sets to the job's GPUs as
+ * it sets CUDA_VISIBLE_DEVICES (which gsrun rewrites).
  * --barrier: every rank has finished MPI_Init before any fails (MPICH's
  * mpiexec reports a rank lost during the others' MPI_Init by whichever
  * rank notices first: its status then depends on timing). */
@@ -71,11 +73,12 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     printf("rank=%d size=%d local=%s/%s mps=%s pipe=%s log=%s pct=%s cvd=%s uuid=%s "
-           "gpuranks=%s control=%d jobdir=%s host=%s pid=%d cpus=%s memlimit=%s\n",
+           "gpuranks=%s control=%d slurm_gpus=%s jobdir=%s host=%s pid=%d cpus=%s memlimit=%s\n",
            rank, size, env("GSRUN_LOCAL_RANK"), env("GSRUN_LOCAL_SIZE"), env("GSRUN_MPS_ACTIVE"),
            env("CUDA_MPS_PIPE_DIRECTORY"), env("CUDA_MPS_LOG_DIRECTORY"),
            env("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), env("CUDA_VISIBLE_DEVICES"),
-           env("GSRUN_GPU_UUID"), env("GSRUN_GPU_RANKS"), control_ok, env("GSRUN_JOB_DIR"),
+           env("GSRUN_GPU_UUID"), env("GSRUN_GPU_RANKS"), control_ok, env("GPU_DEVICE_ORDINAL"),
+           env("GSRUN_JOB_DIR"),
            host, (int)getpid(), cpus, env("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"));
     fflush(stdout);
     if (grandchild > 0 && fork() == 0) {

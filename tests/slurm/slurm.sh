@@ -12,7 +12,8 @@
 #   slurm_up N [PLUGSTACK-LINE]
 #                         slurmctld + N slurmd (4 CPUs each), waits until every
 #                         node is idle; the optional line goes to plugstack.conf;
-#                         GSS_EXTRA_CONF: more slurm.conf lines (Prolog=...)
+#                         GSS_EXTRA_CONF: more slurm.conf lines (Prolog=...),
+#                         GSS_NODE_EXTRA: more of the NodeName line (Gres=...)
 #   on_slurm H CMD        CMD on host H with the cluster's SLURM_CONF
 #   slurm_logs            the daemons' logs (for a failing test's diagnostics)
 GSS_DIR=""
@@ -33,6 +34,13 @@ slurm_up() { # slurm_up N [PLUGSTACK-LINE]
     mkdir -p "$GSS_DIR/state"
     for i in $(seq "$n"); do mkdir -p "$GSS_DIR/spool-host$i"; done
     echo "${2:-}" >"$GSS_DIR/plugstack.conf"
+    # Slurm 23.11 and later initialise a cgroup plugin in slurmd even with
+    # proctrack/linuxproc and no task plugin, and fail where no cgroup file
+    # system is mounted (a test root's /sys): off, unless a test sets its own
+    # cgroup.conf. 22.05 has no such setting and needs none.
+    if [ ! -e "$GSS_DIR/cgroup.conf" ] && slurm_version_at_least 23 11; then
+        echo "CgroupPlugin=disabled" >"$GSS_DIR/cgroup.conf"
+    fi
     cat >"$GSS_DIR/slurm.conf" <<CONF
 ClusterName=gsc
 SlurmctldHost=host1(198.18.0.1)
@@ -65,7 +73,7 @@ InactiveLimit=0
 MessageTimeout=10
 SlurmdTimeout=30
 ${GSS_EXTRA_CONF:-}
-NodeName=host[1-$n] CPUs=4 State=UNKNOWN
+NodeName=host[1-$n] CPUs=4 State=UNKNOWN ${GSS_NODE_EXTRA:-}
 PartitionName=p Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 CONF
     on_slurm host1 "slurmctld -c" || { echo "slurm: slurmctld did not start" >&2; return 1; }
@@ -79,6 +87,14 @@ CONF
     echo "slurm: the nodes did not become idle:" >&2
     on_slurm host1 "sinfo -N" >&2
     return 1
+}
+
+slurm_version_at_least() { # slurm_version_at_least MAJOR MINOR: slurmd's version
+    local v
+    v=$( (slurmd -V || /usr/sbin/slurmd -V) 2>/dev/null | sed -n 's/^slurm[^ ]* \([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
+    [ -n "$v" ] || return 1
+    set -- "$1" "$2" $v
+    [ "$3" -gt "$1" ] || { [ "$3" -eq "$1" ] && [ "$4" -ge "$2" ]; }
 }
 
 on_slurm() { # on_slurm HOST CMD

@@ -8,7 +8,7 @@
 . "$GS_TOP_SRCDIR/tests/slurm/slurm.sh"
 . "$GS_TOP_SRCDIR/tests/cluster/jobs.sh"
 
-skip() { echo "1..0 # SKIP $*"; rm -rf "$TEST_TMP"; exit 77; }
+skip() { echo "1..0 # SKIP $*"; rm -rf "$TEST_TMP"; exit 0; } # TAP: 77 would be an error
 why=$(cluster_can_run) || skip "simulated cluster: $why"
 why=$(slurm_can_run) || skip "$why"
 [ -f "$B/slurm/gsrun_spank.so" ] || skip "the SPANK plugin is not built (no slurm/spank.h: libslurm-dev)"

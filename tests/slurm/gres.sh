@@ -1,0 +1,125 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Slurm with GPUs as gres/gpu (2 per host, device files the test makes, the
+# fake NVML giving 2 GPUs): Slurm sets CUDA_VISIBLE_DEVICES for each job, and
+# gsrun's MPS must serve only the job's GPUs. Jobs with --gpus-per-node=1 and
+# 2 through the SPANK plugin (srun --mps), two jobs on one node at once on
+# different GPUs, and `gsrun srun`. TAP output.
+. "$GS_TOP_SRCDIR/tests/integration/lib.sh"
+. "$GS_TOP_SRCDIR/tests/cluster/cluster.sh"
+. "$GS_TOP_SRCDIR/tests/slurm/slurm.sh"
+. "$GS_TOP_SRCDIR/tests/cluster/jobs.sh"
+
+skip() { echo "1..0 # SKIP $*"; rm -rf "$TEST_TMP"; exit 0; } # TAP: 77 would be an error
+why=$(cluster_can_run) || skip "simulated cluster: $why"
+why=$(slurm_can_run) || skip "$why"
+[ -f "$B/slurm/gsrun_spank.so" ] || skip "the SPANK plugin is not built (no slurm/spank.h: libslurm-dev)"
+trap cluster_down EXIT
+trap 'exit 1' INT TERM HUP
+cluster_up 2 || { echo "Bail out! cannot bring the cluster up"; exit 1; }
+HOSTS="host1 host2"
+J=$GSC_DIR
+GSS_DIR=$GSC_DIR/slurm
+mkdir -p "$GSS_DIR/dev"
+# Two "GPUs" per host: character devices with NVIDIA's major number (195),
+# as Slurm's gres.conf names them; nothing opens them (nodev is fine).
+mknod "$GSS_DIR/dev/nvidia0" c 195 0 && mknod "$GSS_DIR/dev/nvidia1" c 195 1 ||
+    { echo "Bail out! cannot make the device files"; exit 1; }
+cat >"$GSS_DIR/gres.conf" <<CONF
+AutoDetect=off
+NodeName=host[1-2] Name=gpu File=$GSS_DIR/dev/nvidia[0-1]
+CONF
+GSS_EXTRA_CONF="GresTypes=gpu"
+GSS_NODE_EXTRA="Gres=gpu:2"
+PLUG="optional $B/slurm/gsrun_spank.so agent=$B/launcher/gsrun-agent control=$FAKE_CONTROL verbose=1"
+slurm_up 2 "$PLUG" || { slurm_logs | diag; echo "Bail out! Slurm did not start"; exit 1; }
+JOBENV="export OMPI_MCA_btl_vader_single_copy_mechanism=none LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=2;"
+U0=GPU-fa4e0000-0000-4000-8000-000000000000
+U1=GPU-fa4e0000-0000-4000-8000-000000000001
+
+job() { # job NAME COMMAND...: on host1 with the job's env, output in $J/NAME.{out,err}
+    local name=$1
+    shift
+    slurm_wait_idle
+    on_slurm host1 "$JOBENV $* >$J/$name.out 2>$J/$name.err"
+}
+left_on() {
+    cluster_leftovers "$1" | grep -v -E "process [0-9]+: (slurmctld|: slurmscriptd|slurmd )" |
+        grep -v -E "file /tmp/spmix" | sed "s/^/$1: /"
+}
+# (jobs.sh's clean_within MS T0 polls this one)
+leftovers() { local h; for h in $HOSTS; do left_on $h; done; }
+
+# --- one GPU of two per node ----------------------------------------------------
+job g1 "srun -N2 -n8 --gpus-per-node=1 --mpi=pmix --mps $PROG"
+rc=$?
+check "srun --mps -N2 -n8 --gpus-per-node=1: status 0, 8 tasks" \
+    [ $rc -eq 0 -a "$(grep -c '^rank=' $J/g1.out)" -eq 8 ] || diag $J/g1.err
+for h in $HOSTS; do
+    lines=$(grep "host=$h " $J/g1.out)
+    g=$(echo "$lines" | sed -n 's/.* slurm_gpus=\([^ ]*\) .*/\1/p' | sort -u)
+    check "  ... $h: Slurm gave the job one GPU ($g); its 4 tasks under MPS at 50% on that GPU" \
+        [ "$(echo "$lines" | grep -c "mps=1 pipe=/run/gsrun/slurm-[0-9.]*/$h/g0 .* pct=50 .* uuid=GPU-fa4e0000-0000-4000-8000-00000000000$g ")" -eq 4 ] ||
+        echo "$lines" | diag
+done
+check "  ... one MPS control daemon per node (the job's GPU only)" \
+    [ "$(grep -c "MPS control daemon [0-9]* on" $J/g1.err)" -eq 2 ] || diag $J/g1.err
+check "  ... nothing left on any node" clean_within 2000 "$(date +%s%N)"
+
+# --- both GPUs ----------------------------------------------------------------
+job g2 "srun -N2 -n8 --gpus-per-node=2 --mpi=pmix --mps $PROG"
+rc=$?
+check "srun --mps -N2 -n8 --gpus-per-node=2: status 0, 8 tasks" \
+    [ $rc -eq 0 -a "$(grep -c '^rank=' $J/g2.out)" -eq 8 ] || diag $J/g2.err
+for h in $HOSTS; do
+    lines=$(grep "host=$h " $J/g2.out)
+    check "  ... $h: 2 tasks on each GPU, MPS at 100% (200/2)" \
+        [ "$(echo "$lines" | grep -c "mps=1 .* pct=100 .* uuid=$U0 ")" -eq 2 -a \
+        "$(echo "$lines" | grep -c "mps=1 .* pct=100 .* uuid=$U1 ")" -eq 2 ] || echo "$lines" | diag
+done
+check "  ... one MPS control daemon per GPU (4)" \
+    [ "$(grep -c "MPS control daemon [0-9]* on" $J/g2.err)" -eq 4 ] || diag $J/g2.err
+check "  ... nothing left on any node" clean_within 2000 "$(date +%s%N)"
+
+# --- two jobs on one node at once, a GPU each ---------------------------------
+slurm_wait_idle
+t0=$(date +%s%N)
+for k in a b; do
+    on_slurm host1 "$JOBENV exec srun -w host1 -N1 -n2 --gpus-per-node=1 --mpi=pmix --mps $PROG --sleep 2000 \
+        >$J/two$k.out 2>$J/two$k.err" &
+    eval "pid_$k=\$!"
+done
+wait $pid_a
+ra=$?
+wait $pid_b
+rb=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+check "two jobs on host1 at once, --gpus-per-node=1 each: status $ra, $rb" [ $ra -eq 0 -a $rb -eq 0 ] ||
+    diag $J/twoa.err $J/twob.err
+ua=$(sed -n 's/.* uuid=\([^ ]*\) .*/\1/p' $J/twoa.out | sort -u)
+ub=$(sed -n 's/.* uuid=\([^ ]*\) .*/\1/p' $J/twob.out | sort -u)
+ga=$(sed -n 's/.* slurm_gpus=\([^ ]*\) .*/\1/p' $J/twoa.out | sort -u)
+gb=$(sed -n 's/.* slurm_gpus=\([^ ]*\) .*/\1/p' $J/twob.out | sort -u)
+check "  ... Slurm gave them GPUs $ga and $gb; each job's 2 tasks on its own ($ua, $ub)" \
+    [ "$(echo "$ua" | wc -w)" -eq 1 -a "$(echo "$ub" | wc -w)" -eq 1 -a -n "$ua" -a "$ua" != "$ub" -a \
+    "$ua" = "GPU-fa4e0000-0000-4000-8000-00000000000$ga" -a "$ub" = "GPU-fa4e0000-0000-4000-8000-00000000000$gb" ]
+da=$(sed -n 's|.* pipe=\(/run/gsrun/[^/]*\)/.*|\1|p' $J/twoa.out | sort -u)
+db=$(sed -n 's|.* pipe=\(/run/gsrun/[^/]*\)/.*|\1|p' $J/twob.out | sort -u)
+check "  ... each under MPS at 100% in its own run dir ($da, $db)" \
+    [ "$(grep -c 'mps=1 .* pct=100 ' $J/twoa.out)" -eq 2 -a "$(grep -c 'mps=1 .* pct=100 ' $J/twob.out)" -eq 2 -a \
+    -n "$da" -a -n "$db" -a "$da" != "$db" ]
+check "  ... each job's one daemon" \
+    [ "$(grep -c "MPS control daemon [0-9]* on" $J/twoa.err)" -eq 1 -a "$(grep -c "MPS control daemon [0-9]* on" $J/twob.err)" -eq 1 ]
+check "  ... side by side: both done in $ms ms, each task sleeping 2 s (one after the other: over 4 s)" \
+    [ $ms -lt 4000 ]
+check "  ... nothing left on any node" clean_within 2000 "$(date +%s%N)"
+
+# --- gsrun srun, one GPU per node ---------------------------------------------
+job gs "$GSRUN --mps-control=$FAKE_CONTROL srun -N2 -n8 --gpus-per-node=1 --mpi=pmix $PROG"
+rc=$?
+check "gsrun srun -N2 -n8 --gpus-per-node=1: status 0, every task under MPS at 50%" \
+    [ $rc -eq 0 -a "$(grep -c 'mps=1 .* pct=50 ' $J/gs.out)" -eq 8 ] || diag $J/gs.err
+check "  ... each node's 4 tasks on the one GPU Slurm gave it" \
+    [ "$(for h in $HOSTS; do grep "host=$h " $J/gs.out | sed -n 's/.* uuid=\([^ ]*\) .*/\1/p' | sort -u | wc -l; done | tr '\n' ' ')" = "1 1 " ]
+check "  ... nothing left on any node" clean_within 2000 "$(date +%s%N)"
+finish
