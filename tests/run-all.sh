@@ -4,8 +4,8 @@
 #   installs the build dependencies (Debian/Ubuntu), generates the build
 #   system, configures in _build/, runs `make check` (unit and integration
 #   tests), `make check-cluster` (multi-node tests on a simulated cluster of
-#   namespaces), the same tests against Open MPI 5 in a Debian 13 root
-#   (tests/ompi5/check.sh), the packaging suite (tests/packaging/check.sh: .debs,
+#   namespaces, with Slurm 22.05), the same tests (both) against Open MPI 5 and
+#   Slurm 24.11 in a Debian 13 root (tests/ompi5/check.sh), the packaging suite (tests/packaging/check.sh: .debs,
 #   RPMs, Spack recipe, Lmod module, the .debs in a Debian 12 root) and `make
 #   distcheck`, and prints "N passed, N failed".
 # GSRUN_SKIP_OMPI5=1, GSRUN_SKIP_PACKAGING=1 or GSRUN_SKIP_DISTCHECK=1 leave
@@ -26,14 +26,14 @@ make -s -j"$(nproc)" check >check.out 2>&1
 rc=$?
 # The simulated multi-host cluster (needs root; skipped otherwise), alone.
 make -s check-cluster >>check.out 2>&1 || rc=1
-# Open MPI 5 (PRRTE), PMIx 5: in a Debian 13 root made for the run (root and
-# the Debian archive needed; skipped otherwise).
+# Open MPI 5 (PRRTE), PMIx 5, Slurm 24.11: in a Debian 13 root made for the
+# run (root and the Debian archive needed; skipped otherwise).
 if [ "${GSRUN_SKIP_OMPI5:-0}" != 1 ]; then
     bash "$top/tests/ompi5/check.sh" >ompi5.out 2>&1
     case $? in
-    0) echo "Open MPI 5 suite: $(tail -1 ompi5.out)" ;;
-    77) echo "Open MPI 5 suite: skipped: $(sed -n 's/.*# SKIP //p' ompi5.out)" ;;
-    *) cat ompi5.out; echo "Open MPI 5 suite: FAILED"; rc=1 ;;
+    0) echo "Debian 13 suite (Open MPI 5, Slurm 24.11): $(tail -1 ompi5.out)" ;;
+    77) echo "Debian 13 suite (Open MPI 5, Slurm 24.11): skipped: $(sed -n 's/.*# SKIP //p' ompi5.out)" ;;
+    *) cat ompi5.out; echo "Debian 13 suite (Open MPI 5, Slurm 24.11): FAILED"; rc=1 ;;
     esac
 fi
 # The packages a site installs (.debs, RPMs, Spack recipe, Lmod module), and

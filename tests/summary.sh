@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # Counts the individual results of every test in a build tree (the TAP
-# driver's .trs files), and the closing lines of the Open MPI 5 suite
+# driver's .trs files), and the closing lines of the Debian 13 suite
 # (ompi5.out) and the packaging suite (packaging.out) where they ran, and
 # prints one closing line: N passed, N failed.
 dir=${1:-.}

@@ -20,7 +20,7 @@ keep=""
 suite=trixie
 pkgs=build-essential,autoconf,automake,pkg-config,libopenmpi-dev,openmpi-bin,libpmix-dev,libhwloc-dev,libcmocka-dev,procps,iproute2,util-linux,slurmctld,slurmd,slurm-client,libslurm-dev
 
-skip() { echo "1..0 # SKIP Open MPI 5 suite: $*"; echo "0 passed, 0 failed, 1 skipped"; exit 77; }
+skip() { echo "1..0 # SKIP Debian 13 suite: $*"; echo "0 passed, 0 failed, 1 skipped"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "needs root (debootstrap, chroot)"
 command -v debootstrap >/dev/null || skip "needs debootstrap (apt-get install debootstrap)"
 # The archive this machine already uses (a local mirror if it has one).
@@ -97,6 +97,6 @@ pass=$(grep -c "^PASS:" "$out")
 fail=$(grep -cE "^(FAIL|ERROR|XPASS):" "$out")
 rm -f "$out"
 [ $rc -eq 0 ] || [ "$fail" -gt 0 ] || fail=1
-echo "# Open MPI 5 suite: $(($(date +%s) - t0)) s in all"
+echo "# Debian 13 suite (Open MPI 5, Slurm 24.11): $(($(date +%s) - t0)) s in all"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
