@@ -370,6 +370,14 @@ int gs_config_load_env(gs_config_t *cfg, gs_error_t *err)
     }
     const char *names = getenv("GSRUN_OPTION_NAMES");
     tmp.names = names != NULL && strcmp(names, "mca") == 0 ? GS_NAMES_MCA : GS_NAMES_GSRUN;
+    /* Slurm's gres/mps: a step that asked for a share of an MPS daemon the
+     * site runs gets its share as CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (and
+     * nothing else says so). Not gsrun's own, set for a rank it served. */
+    const char *pct = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+    if (pct != NULL && *pct != '\0' && getenv("SLURM_JOB_ID") != NULL &&
+        getenv("GSRUN_MPS_ACTIVE") == NULL) {
+        snprintf(tmp.site_mps, sizeof(tmp.site_mps), "%s", pct);
+    }
     *cfg = tmp;
     return 0;
 }

@@ -36,6 +36,8 @@ typedef struct {
     int verbose;
     int prestart;     /* start each daemon's server before any rank (tuning) */
     gs_names_t names; /* how messages name the settings (GSRUN_OPTION_NAMES) */
+    char site_mps[16]; /* the share Slurm's gres/mps set for the step
+                        * (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), "": none */
 } gs_config_t;
 
 /* The front ends that take a setting (gs_config_key_t.fronts). */

@@ -57,6 +57,25 @@ int gs_policy_plan_compute(const gs_config_t *cfg, int local_size, int ngpus, in
         off(plan, 0, why);
         return 0;
     }
+    if (cfg->site_mps[0] != '\0') {
+        /* A second daemon on the GPUs of the site's would take them from
+         * the other jobs that share them: the job keeps Slurm's share. */
+        if (cfg->mps == GS_MPS_ON) {
+            return gs_error_set(err, EBUSY,
+                                "%s=on: Slurm's gres/mps gives this job a share of the site's "
+                                "MPS daemon (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%s), and gsrun "
+                                "starts no second one; ask Slurm for GPUs (--gpus-per-node, "
+                                "--gres=gpu) instead of mps, or use %s=auto",
+                                mps, cfg->site_mps, mps);
+        }
+        snprintf(why, sizeof(why),
+                 "Slurm's gres/mps gives this job a share of the site's MPS daemon "
+                 "(CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%s): gsrun starts none and leaves "
+                 "the share as Slurm set it",
+                 cfg->site_mps);
+        off(plan, 1, why);
+        return 0;
+    }
     if (ngpus == 0) {
         if (cfg->mps == GS_MPS_ON) {
             return gs_error_set(err, ENODEV,

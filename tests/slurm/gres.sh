@@ -4,7 +4,8 @@
 # fake NVML giving 2 GPUs): Slurm sets CUDA_VISIBLE_DEVICES for each job, and
 # gsrun's MPS must serve only the job's GPUs. Jobs with --gpus-per-node=1 and
 # 2 through the SPANK plugin (srun --mps), two jobs on one node at once on
-# different GPUs, and `gsrun srun`. TAP output.
+# different GPUs, `gsrun srun`, and Slurm's own gres/mps (a share of an MPS
+# daemon the site runs: gsrun stands aside). TAP output.
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"
 . "$GS_TOP_SRCDIR/tests/cluster/cluster.sh"
 . "$GS_TOP_SRCDIR/tests/slurm/slurm.sh"
@@ -28,9 +29,10 @@ mknod "$GSS_DIR/dev/nvidia0" c 195 0 && mknod "$GSS_DIR/dev/nvidia1" c 195 1 ||
 cat >"$GSS_DIR/gres.conf" <<CONF
 AutoDetect=off
 NodeName=host[1-2] Name=gpu File=$GSS_DIR/dev/nvidia[0-1]
+NodeName=host[1-2] Name=mps Count=200 File=$GSS_DIR/dev/nvidia[0-1]
 CONF
-GSS_EXTRA_CONF="GresTypes=gpu"
-GSS_NODE_EXTRA="Gres=gpu:2"
+GSS_EXTRA_CONF="GresTypes=gpu,mps"
+GSS_NODE_EXTRA="Gres=gpu:2,mps:200"
 PLUG="optional $B/slurm/gsrun_spank.so agent=$B/launcher/gsrun-agent control=$FAKE_CONTROL verbose=1"
 slurm_up 2 "$PLUG" || { slurm_logs | diag; echo "Bail out! Slurm did not start"; exit 1; }
 JOBENV="export OMPI_MCA_btl_vader_single_copy_mechanism=none LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=2;"
@@ -121,5 +123,27 @@ check "gsrun srun -N2 -n8 --gpus-per-node=1: status 0, every task under MPS at 5
     [ $rc -eq 0 -a "$(grep -c 'mps=1 .* pct=50 ' $J/gs.out)" -eq 8 ] || diag $J/gs.err
 check "  ... each node's 4 tasks on the one GPU Slurm gave it" \
     [ "$(for h in $HOSTS; do grep "host=$h " $J/gs.out | sed -n 's/.* uuid=\([^ ]*\) .*/\1/p' | sort -u | wc -l; done | tr '\n' ' ')" = "1 1 " ]
+check "  ... nothing left on any node" clean_within 2000 "$(date +%s%N)"
+
+# --- Slurm's own gres/mps: a share of the site's MPS daemon -------------------
+# Slurm gives the step its share as CUDA_MPS_ACTIVE_THREAD_PERCENTAGE and
+# expects the site's prolog to run the daemon: gsrun starts no second one on
+# those GPUs and leaves the share as Slurm set it.
+job mp0 "srun -w host1 -N1 -n2 --gres=mps:50 --mpi=pmix $PROG"
+share=$(sed -n 's/.* pct=\([^ ]*\) .*/\1/p' $J/mp0.out | sort -u)
+job mp "srun -w host1 -N1 -n2 --gres=mps:50 --mpi=pmix --mps $PROG"
+rc=$?
+check "srun --mps --gres=mps:50: status 0, both tasks run, without gsrun's MPS" \
+    [ $rc -eq 0 -a "$(grep -c '^rank=.* mps=0 pipe=- ' $J/mp.out)" -eq 2 ] || diag $J/mp.out $J/mp.err
+check "  ... with Slurm's share as Slurm set it ($share, as without --mps)" \
+    [ -n "$share" -a "$share" != "-" -a "$(grep -c " pct=$share " $J/mp.out)" -eq 2 ]
+check "  ... and one notice saying why (and the verbose plan line)" \
+    [ "$(grep -c "node host1: Slurm's gres/mps gives this job a share of the site's MPS daemon" $J/mp.err)" -eq 1 ] ||
+    diag $J/mp.err
+check "  ... no MPS daemon of gsrun's" [ "$(grep -c "MPS control daemon [0-9]* on" $J/mp.err)" -eq 0 ]
+job mpon "srun -w host1 -N1 -n2 --gres=mps:50 --mpi=pmix --mps=on $PROG"
+rc=$?
+check "srun --mps=on --gres=mps:50: refused (status $rc), the line names gres/mps and what to ask for" \
+    eval '[ $rc -ne 0 ] && grep -q "starts no second one; ask Slurm for GPUs" $J/mpon.err' || diag $J/mpon.err
 check "  ... nothing left on any node" clean_within 2000 "$(date +%s%N)"
 finish

@@ -113,6 +113,31 @@ static void test_env_roundtrip(void **state)
 
 /* Messages name a setting as the front end that started the job spells it,
  * and the agent learns which one through the environment. */
+/* Slurm's gres/mps share is seen in a Slurm step only, and not in a rank
+ * gsrun itself gave one. */
+static void test_site_mps_from_env(void **state)
+{
+    gs_config_t c;
+    gs_error_t err;
+    (void)state;
+    unsetenv("SLURM_JOB_ID");
+    unsetenv("GSRUN_MPS_ACTIVE");
+    setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "50", 1);
+    gs_config_init(&c);
+    assert_int_equal(gs_config_load_env(&c, &err), 0);
+    assert_string_equal(c.site_mps, ""); /* not Slurm's */
+    setenv("SLURM_JOB_ID", "42", 1);
+    assert_int_equal(gs_config_load_env(&c, &err), 0);
+    assert_string_equal(c.site_mps, "50");
+    gs_config_init(&c);
+    setenv("GSRUN_MPS_ACTIVE", "1", 1);
+    assert_int_equal(gs_config_load_env(&c, &err), 0);
+    assert_string_equal(c.site_mps, ""); /* gsrun's own */
+    unsetenv("GSRUN_MPS_ACTIVE");
+    unsetenv("SLURM_JOB_ID");
+    unsetenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+}
+
 static void test_option_names(void **state)
 {
     gs_config_t a, b;
@@ -237,6 +262,7 @@ int main(void)
         cmocka_unit_test(test_mps_values),
         cmocka_unit_test(test_set_names_origin_and_keeps_config),
         cmocka_unit_test(test_env_roundtrip),
+        cmocka_unit_test(test_site_mps_from_env),
         cmocka_unit_test(test_option_names),
         cmocka_unit_test(test_find_executable),
         cmocka_unit_test(test_table_rows_round_trip),

@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "runtime/policy.h"
@@ -187,6 +188,27 @@ static void test_bad_input(void **state)
     assert_true(gs_policy_plan_compute(&c, 4, -1, 1, NULL, &p, NULL) < 0);
 }
 
+/* Slurm's gres/mps: the job keeps the site's MPS and Slurm's share. */
+static void test_site_mps(void **state)
+{
+    gs_config_t c = cfg_auto();
+    gs_plan_t p;
+    gs_error_t err;
+    (void)state;
+    snprintf(c.site_mps, sizeof(c.site_mps), "%s", "25");
+    assert_int_equal(gs_policy_plan_compute(&c, 4, 1, 1, NULL, &p, &err), 0);
+    assert_false(p.use_mps);
+    assert_true(p.notice);
+    assert_non_null(strstr(p.reason, "gres/mps"));
+    assert_non_null(strstr(p.reason, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25"));
+    c.mps = GS_MPS_ON;
+    assert_true(gs_policy_plan_compute(&c, 4, 1, 1, NULL, &p, &err) < 0);
+    assert_non_null(strstr(err.text, "starts no second one"));
+    c.mps = GS_MPS_OFF; /* off says so first */
+    assert_int_equal(gs_policy_plan_compute(&c, 4, 1, 1, NULL, &p, &err), 0);
+    assert_false(p.notice);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -194,7 +216,7 @@ int main(void)
         cmocka_unit_test(test_one_gpu_shares),     cmocka_unit_test(test_single_rank_auto_is_off),
         cmocka_unit_test(test_uneven_blocks),      cmocka_unit_test(test_fixed_and_off_percentage),
         cmocka_unit_test(test_client_limit),       cmocka_unit_test(test_no_gpu_and_no_control),
-        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_bad_input),          cmocka_unit_test(test_site_mps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
