@@ -7,20 +7,9 @@
 # different GPUs, `gsrun srun`, and Slurm's own gres/mps (a share of an MPS
 # daemon the site runs: gsrun stands aside). TAP output.
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"
-. "$GS_TOP_SRCDIR/tests/cluster/cluster.sh"
-. "$GS_TOP_SRCDIR/tests/slurm/slurm.sh"
-. "$GS_TOP_SRCDIR/tests/cluster/jobs.sh"
+. "$GS_TOP_SRCDIR/tests/slurm/lib.sh"
 
-skip() { echo "1..0 # SKIP $*"; rm -rf "$TEST_TMP"; exit 0; } # TAP: 77 would be an error
-why=$(cluster_can_run) || skip "simulated cluster: $why"
-why=$(slurm_can_run) || skip "$why"
-[ -f "$B/slurm/gsrun_spank.so" ] || skip "the SPANK plugin is not built (no slurm/spank.h: libslurm-dev)"
-trap cluster_down EXIT
-trap 'exit 1' INT TERM HUP
-cluster_up 2 || { echo "Bail out! cannot bring the cluster up"; exit 1; }
-HOSTS="host1 host2"
-J=$GSC_DIR
-GSS_DIR=$GSC_DIR/slurm
+slurm_test_cluster
 mkdir -p "$GSS_DIR/dev"
 # Two "GPUs" per host: character devices with NVIDIA's major number (195),
 # as Slurm's gres.conf names them; nothing opens them (nodev is fine).
@@ -33,24 +22,10 @@ NodeName=host[1-2] Name=mps Count=200 File=$GSS_DIR/dev/nvidia[0-1]
 CONF
 GSS_EXTRA_CONF="GresTypes=gpu,mps"
 GSS_NODE_EXTRA="Gres=gpu:2,mps:200"
-PLUG="optional $B/slurm/gsrun_spank.so agent=$B/launcher/gsrun-agent control=$FAKE_CONTROL verbose=1"
-slurm_up 2 "$PLUG" || { slurm_logs | diag; echo "Bail out! Slurm did not start"; exit 1; }
+slurm_test_up
 JOBENV="export OMPI_MCA_btl_vader_single_copy_mechanism=none LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=2;"
 U0=GPU-fa4e0000-0000-4000-8000-000000000000
 U1=GPU-fa4e0000-0000-4000-8000-000000000001
-
-job() { # job NAME COMMAND...: on host1 with the job's env, output in $J/NAME.{out,err}
-    local name=$1
-    shift
-    slurm_wait_idle
-    on_slurm host1 "$JOBENV $* >$J/$name.out 2>$J/$name.err"
-}
-left_on() {
-    cluster_leftovers "$1" | grep -v -E "process [0-9]+: (slurmctld|: slurmscriptd|slurmd )" |
-        grep -v -E "file /tmp/spmix" | sed "s/^/$1: /"
-}
-# (jobs.sh's clean_within MS T0 polls this one)
-leftovers() { local h; for h in $HOSTS; do left_on $h; done; }
 
 # --- one GPU of two per node ----------------------------------------------------
 job g1 "srun -N2 -n8 --gpus-per-node=1 --mpi=pmix --mps $PROG"

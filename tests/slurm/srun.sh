@@ -4,22 +4,11 @@
 # real slurmctld and slurmd, srun --mpi=pmix, the stand-in MPS daemon and NVML.
 # Both Slurm front ends: the SPANK plugin (srun --mps) and `gsrun srun`. TAP.
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"
-. "$GS_TOP_SRCDIR/tests/cluster/cluster.sh"
-. "$GS_TOP_SRCDIR/tests/slurm/slurm.sh"
-. "$GS_TOP_SRCDIR/tests/cluster/jobs.sh"
+. "$GS_TOP_SRCDIR/tests/slurm/lib.sh"
 
-skip() { echo "1..0 # SKIP $*"; rm -rf "$TEST_TMP"; exit 0; } # TAP: 77 would be an error
-why=$(cluster_can_run) || skip "simulated cluster: $why"
-why=$(slurm_can_run) || skip "$why"
-[ -f "$B/slurm/gsrun_spank.so" ] || skip "the SPANK plugin is not built (no slurm/spank.h: libslurm-dev)"
-trap cluster_down EXIT
-trap 'exit 1' INT TERM HUP
-cluster_up 2 || { echo "Bail out! cannot bring the cluster up"; exit 1; }
-PLUG="optional $B/slurm/gsrun_spank.so agent=$B/launcher/gsrun-agent control=$FAKE_CONTROL verbose=1"
+slurm_test_cluster
 # Prolog mode (gsrun prolog/epilog/task-prolog), for jobs while the marker
 # file exists: the scripts a site would write, with the test's stand-ins.
-GSS_DIR=$GSC_DIR/slurm
-mkdir -p "$GSS_DIR"
 PROV=$GSS_DIR/provision.on
 cat >"$GSS_DIR/prolog.sh" <<SH
 #!/bin/sh
@@ -40,27 +29,11 @@ chmod +x "$GSS_DIR"/*.sh
 GSS_EXTRA_CONF="Prolog=$GSS_DIR/prolog.sh
 Epilog=$GSS_DIR/epilog.sh
 TaskProlog=$GSS_DIR/task_prolog.sh"
-slurm_up 2 "$PLUG" || { slurm_logs | diag; echo "Bail out! Slurm did not start"; exit 1; }
-HOSTS="host1 host2"
-J=$GSC_DIR
+slurm_test_up
 # What a user's login gives srun on host1, plus the test's stand-ins.
 JOBENV="export OMPI_MCA_btl_vader_single_copy_mechanism=none LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=1;"
 SRUN="srun -N2 -n8 --mpi=pmix"
 
-job() { # job NAME COMMAND...: on host1 with the job's env, output in $J/NAME.{out,err}
-    local name=$1
-    shift
-    slurm_wait_idle
-    on_slurm host1 "$JOBENV $* >$J/$name.out 2>$J/$name.err"
-}
-# What is left of jobs on a host: processes other than Slurm's daemons,
-# files in its /tmp other than Slurm's PMIx dirs.
-left_on() {
-    cluster_leftovers "$1" | grep -v -E "process [0-9]+: (slurmctld|: slurmscriptd|slurmd )" |
-        grep -v -E "file /tmp/spmix" | sed "s/^/$1: /"
-}
-# (jobs.sh's clean_within MS T0 polls this one)
-leftovers() { local h; for h in $HOSTS; do left_on $h; done; }
 # Each host's 4 tasks: local ranks 0-3, under MPS at 50 % with a pipe dir of
 # the given job dir pattern on the host (its own /tmp, or its own /run/gsrun
 # where root made the dir).
