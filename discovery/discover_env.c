@@ -66,18 +66,22 @@ int gs_discover_slurm_tasks(const char *spec, int node_id)
 }
 
 /* Launchers that give a rank its local rank and the node's rank count in
- * two variables of their own (doc/launchers.md says where each is from). */
+ * two variables of their own (doc/launchers.md says where each is from);
+ * a hint where a launcher has no count of its own. */
 static const struct {
-    const char *source, *rank, *size;
+    const char *source, *rank, *size, *hint;
 } pairs[] = {
-    {"hydra", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"}, /* MPICH's Hydra, Intel MPI */
-    {"mvapich", "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE"},
-    {"pals", "PALS_LOCAL_RANKID", "PALS_LOCAL_SIZE"},                  /* HPE Cray PALS mpiexec */
-    {"jsrun", "JSM_NAMESPACE_LOCAL_RANK", "JSM_NAMESPACE_LOCAL_SIZE"}, /* IBM JSM */
+    {"hydra", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", NULL}, /* MPICH's Hydra, Intel MPI */
+    {"mvapich", "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE", NULL},
+    {"pals", "PALS_LOCAL_RANKID", "PALS_LOCAL_SIZE", NULL}, /* HPE Cray PALS mpiexec */
+    {"jsrun", "JSM_NAMESPACE_LOCAL_RANK", "JSM_NAMESPACE_LOCAL_SIZE", NULL}, /* IBM JSM */
     /* Flux's job shell gives a task its local rank but not the node's task
      * count (only the job's size and node count): that comes by hand. */
-    {"flux", "FLUX_TASK_LOCAL_ID", "GSRUN_LOCAL_SIZE"},
-    {"gsrun", "GSRUN_LOCAL_RANK", "GSRUN_LOCAL_SIZE"}, /* any launcher: set by hand */
+    {"flux", "FLUX_TASK_LOCAL_ID", "GSRUN_LOCAL_SIZE",
+     "Flux gives each task its local rank (FLUX_TASK_LOCAL_ID) but not the node's task count; "
+     "run with PMIx (flux run -o pmi=pmix ...) or set it: flux run "
+     "--env=GSRUN_LOCAL_SIZE=<tasks per node> ..."},
+    {"gsrun", "GSRUN_LOCAL_RANK", "GSRUN_LOCAL_SIZE", NULL}, /* any launcher: set by hand */
 };
 
 int gs_discover_from_env(gs_local_t *loc, gs_error_t *err)

@@ -287,30 +287,22 @@ static int start_agent_early(const gs_opts_t *o, const char *agent, const char *
 {
     gs_node_req_t req;
     gs_error_t err;
-    int w[2];
+    int fd;
 
-    if (pipe2(w, O_CLOEXEC) != 0) {
-        return -1;
-    }
     memset(&req, 0, sizeof(req));
     req.cfg = &o->cfg;
     req.job_dir = job_dir;
     req.agent_path = agent;
     req.gsrun_pid = getpid();
-    req.early = 1;
-    req.early_watch_fd = w[0];
     req.t0_ms = gsrun_t0_ms;
-    int rc = gs_node_start_early(&req, &err);
-    close(w[0]);
-    if (rc != 0) {
-        close(w[1]);
+    if (gs_node_start_early(&req, &fd, &err) != 0) {
         if (o->cfg.verbose) {
             fprintf(stderr, "gsrun: note: %s; the node's first rank starts it instead\n", err.text);
         }
         return -1;
     }
     setenv("GSRUN_EARLY_AGENT", "1", 1);
-    return w[1];
+    return fd;
 }
 
 /* Checks the launcher and the control program named by the user. Returns 0

@@ -164,15 +164,10 @@ static void start_early(void)
 {
     gs_node_req_t req;
     gs_error_t err;
-    int w[2];
 
     if (!ORTE_PROC_IS_HNP || rtc_cfg_bad || rtc_cfg.mps == GS_MPS_OFF || orte_fork_agent != NULL ||
         getenv("GSRUN_JOB_DIR") != NULL ||
         make_job_dir(early.job_dir, sizeof(early.job_dir), &err) != 0) {
-        return;
-    }
-    if (pipe2(w, O_CLOEXEC) != 0) {
-        gs_rundir_remove(early.job_dir);
         return;
     }
     memset(&req, 0, sizeof(req));
@@ -180,20 +175,13 @@ static void start_early(void)
     req.job_dir = early.job_dir;
     req.agent_path = rtc_agent;
     req.launcher_pid = getpid();
-    req.early = 1;
-    req.early_watch_fd = w[0];
     req.in_sequence = 1; /* as for every job here: see rtc_assign */
-    int rc = gs_node_start_early(&req, &err);
-    close(w[0]);
-    if (rc != 0) {
-        close(w[1]);
+    if (gs_node_start_early(&req, &early.pipe_fd, &err) != 0) {
         gs_rundir_remove(early.job_dir);
         if (rtc_cfg.verbose) {
             fprintf(stderr, "gsrun: note: %s; the job's start starts it instead\n", err.text);
         }
-        return;
     }
-    early.pipe_fd = w[1];
 }
 
 /* Ends the early agent no job took, and waits (bounded) until it is gone. */

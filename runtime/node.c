@@ -271,23 +271,35 @@ static int tell_size(const char *node_dir, int local_size, pid_t launcher, int t
     return 0;
 }
 
-int gs_node_start_early(const gs_node_req_t *req, gs_error_t *err)
+int gs_node_start_early(const gs_node_req_t *req, int *launcher_fd, gs_error_t *err)
 {
     char node_dir[256], line[64];
-    int ready_rd = -1, rc;
+    int ready_rd = -1, rc, w[2];
+    gs_node_req_t early = *req;
 
+    *launcher_fd = -1;
+    if (pipe2(w, O_CLOEXEC) != 0) {
+        return gs_error_set(err, errno, "pipe: %s", strerror(errno));
+    }
+    early.early = 1;
+    early.early_watch_fd = w[0];
     if ((rc = gs_node_dir(req->job_dir, node_dir, sizeof(node_dir), err)) != 0 ||
         (rc = gs_rundir_ensure(node_dir, err)) != 0 ||
-        (rc = spawn_agent(req, req->job_dir, 1, &ready_rd, err)) != 0) {
+        (rc = spawn_agent(&early, req->job_dir, 1, &ready_rd, err)) != 0) {
+        close(w[0]);
+        close(w[1]);
         return rc;
     }
+    close(w[0]); /* the agent has its own */
     /* Listening is the agent's first step (a few ms): then mpirun may start. */
     long n = gs_proc_read_line(ready_rd, line, sizeof(line), gs_proc_now_ms() + 5000);
     close(ready_rd);
     if (n <= 0 || gs_protocol_ready_parse(line) != 0) {
+        close(w[1]); /* an agent that still comes up goes again */
         return gs_error_set(err, ECHILD, "the node agent did not start (%s)",
                             n > 0 ? line : "no answer");
     }
+    *launcher_fd = w[1];
     return 0;
 }
 

@@ -26,7 +26,7 @@ typedef struct {
     pid_t gsrun_pid;        /* 0 if unknown */
     char *const *agent_env; /* "NAME=VALUE" set for the agent on top of ours
                              * (the job's environment), or NULL */
-    int early;              /* gs_node_start_early: the agent starts early, */
+    int early;              /* set by gs_node_start_early: the agent starts early, */
     int early_watch_fd;     /* watching this pipe */
     int in_sequence;        /* the launcher starts each rank only once the one
                              * before has exec'd (ORTE's rtc set): the agent must
@@ -56,12 +56,14 @@ int gs_node_job_dir(const gs_node_req_t *req, char *out, size_t len, int *here, 
  * for its state, as gs_node_join does without registering a rank. */
 int gs_node_start(const gs_node_req_t *req, gs_state_t *st, gs_error_t *err);
 
-/* gsrun, on its own node, before it starts mpirun: makes the node dir and
- * starts the agent early (it finds the GPUs and starts MPS while mpirun
- * launches), watching req->early_watch_fd (a pipe whose other end gsrun
- * holds while mpirun runs). Returns once the agent listens. The node's
- * first rank then only tells it the node's size (req->early_agent). */
-int gs_node_start_early(const gs_node_req_t *req, gs_error_t *err);
+/* On mpirun's node, before the job's ranks (gsrun before it starts mpirun,
+ * the Open MPI component in mpirun): makes the node dir and starts the agent
+ * early (it finds the GPUs and starts MPS while mpirun launches). Returns
+ * once the agent listens, with *launcher_fd the end of a pipe the caller
+ * holds while mpirun runs (close-on-exec; its closing tells the agent that
+ * the launcher is gone). The node's first rank then only tells the agent
+ * the node's size (req->early_agent). */
+int gs_node_start_early(const gs_node_req_t *req, int *launcher_fd, gs_error_t *err);
 
 /* Joins the node: with req->agent_path (the node leader) starts the agent
  * first, or tells the one gsrun started how many ranks the node has. On success st holds the node

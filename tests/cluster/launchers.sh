@@ -14,28 +14,9 @@
 . "$GS_TOP_SRCDIR/tests/cluster/jobs.sh"
 
 cluster_test_up 3
-# The prefix's job dirs are in the user's private base on each host; the
-# base itself (0700, empty) stays, as a user's runtime dir does.
+# The prefix's job dirs are in the user's private base on each host (which
+# stays, empty: cluster_leftovers lists what is in it).
 OURS_FILES='file /tmp/gsrun-0/'
-base_empty() { # the private base on every host: there and empty, or absent
-    local h
-    for h in $HOSTS; do
-        [ -z "$(on_host $h 'ls -A /tmp/gsrun-0 2>/dev/null')" ] || return 1
-    done
-}
-# What is left of a job but the (empty) base: nothing, within MS of T0.
-nothing_left() { # nothing_left MS T0
-    local left
-    while :; do
-        left=$(leftovers | grep -v ": file /tmp/gsrun-0$")
-        [ -z "$left" ] && base_empty && break
-        [ $((($(date +%s%N) - $2) / 1000000)) -ge "$1" ] && break
-        sleep 0.05
-    done
-    ELAPSED=$((($(date +%s%N) - $2) / 1000000))
-    [ -z "$left" ] || { echo "$left" | diag; return 1; }
-    base_empty || { on_host host1 'ls -A /tmp/gsrun-0' | diag; return 1; }
-}
 
 FAKE="export LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=1 GSRUN_MPS_CONTROL=$FAKE_CONTROL;"
 
@@ -77,7 +58,7 @@ kill_case() { # kill_case WHAT HOST PGREP-ARGS LAUNCH-AND-PROGRAM
     else
         not_ok "  ... (pid $KILLED on $host): gsrun's part still left $((ELAPSED - ranks_ms)) ms after the last rank ended ($ranks_ms ms)"
     fi
-    if nothing_left 5000 "$T0"; then
+    if clean_within 5000 "$T0"; then
         ok "  ... nothing at all of the job left on any host after $ELAPSED ms"
     else
         not_ok "  ... the job still has something on some host after $ELAPSED ms"
@@ -139,7 +120,7 @@ else
     check_ranks "  ..." $J/hy.out $J/hy.err
     check "  ... MPI ranks 0-11 of 12" [ "$(grep -o '^rank=[0-9]* size=12 ' $J/hy.out | sort -u | wc -l)" -eq 12 ]
     check "  ... found the local ranks in Hydra's variables" [ "$(grep -c "(found hydra)" $J/hy.err)" -eq 3 ]
-    check "  ... nothing left on any host (within 5 s: Hydra does not wait for the agents)" nothing_left 5000 "$t0"
+    check "  ... nothing left on any host (within 5 s: Hydra does not wait for the agents)" clean_within 5000 "$t0"
 
     # The ranks talking across the hosts.
     HRETRY=""
@@ -151,7 +132,7 @@ else
     check "  ... every rank of 12 under MPS at 50%" \
         [ "$(grep -c "^rank [0-9]* of 12 on host[123]: local rank [0-3], MPS 1, .*thread percentage 50$" $J/hm.out)" -eq 12 ] ||
         diag $J/hm.out
-    check "  ... nothing left" nothing_left 5000 "$t0"
+    check "  ... nothing left" clean_within 5000 "$t0"
 
     # A failing rank: Hydra's own status for it is not the same from run to
     # run here, plain mpiexec's included: 3, 9, 15 or 255 for the same
@@ -169,7 +150,7 @@ else
         prc=$HRC
         check "Hydra: a rank fails ($case): status $rc, plain mpiexec $prc (both a failure)$HRETRY" \
             [ $rc -ne 0 -a $prc -ne 0 ]
-        check "  ... nothing left on any host" nothing_left 5000 "$t0"
+        check "  ... nothing left on any host" clean_within 5000 "$t0"
     done
 
     kill_case "Hydra: SIGKILL of mpiexec" host1 "-x mpiexec.hydra" "$HYDRA_RUN $GSRUN exec -v -- $HPROG"
@@ -183,13 +164,13 @@ rc=$?
 t0=$(date +%s%N)
 check "$OMPI='gsrun exec': plain mpirun, 3 hosts x 4 ranks: status 0 ($rc)" [ $rc -eq 0 ] || diag $J/om.err
 check_ranks "  ..." $J/om.out $J/om.err
-check "  ... nothing left on any host" nothing_left 5000 "$t0"
+check "  ... nothing left on any host" clean_within 5000 "$t0"
 on_host host1 "$FAKE timeout 60 $OMPI_RUN $PROG --exit 5 3 >/dev/null 2>&1"
 rc=$?
 on_host host1 "timeout 60 $OMPI_ENV mpirun -host host1:4,host2:4,host3:4 -np 12 $PROG --exit 5 3 >/dev/null 2>&1"
 prc=$?
 check "$OMPI: a rank fails: status $rc, plain mpirun $prc" [ $rc -eq $prc -a $rc -ne 0 ]
-check "  ... nothing left on any host" nothing_left 5000 "$(date +%s%N)"
+check "  ... nothing left on any host" clean_within 5000 "$(date +%s%N)"
 kill_case "$OMPI: SIGKILL of mpirun" host1 "$LAUNCHER" "$OMPI_RUN $PROG"
 kill_case "$OMPI: SIGKILL of host2's ${DAEMON##* }" host2 "$DAEMON" "$OMPI_RUN $PROG"
 kill_case "$OMPI: SIGKILL of one rank on host3" host3 "-o -x rank_report" "$OMPI_RUN $PROG"
