@@ -16,7 +16,12 @@
 # Open MPI's normal rsh launch path.
 #
 #   cluster_up N        hosts host1..hostN (198.18.0.1..N/24, the range set
-#                       aside for network tests: never routed off the machine)
+#                       aside for network tests: never routed off the machine);
+#                       with GSC_CGROUP=1 each host also has cgroup trees of
+#                       its own (see cluster_cgroup_can)
+#   cluster_cgroup_can  prints the cgroup version hosts would get (v2 on a
+#                       pure cgroup v2 machine, else v1: the machine's
+#                       hierarchies), or why none, returning 1
 #   on_host H CMD       runs CMD on host H; returns its status
 #   cluster_rsh_agent   the value for --mca plm_rsh_agent
 #   cluster_down        ends every host and removes the cluster's files (also
@@ -52,10 +57,21 @@ cluster_up() { # cluster_up N
     # The files of a cluster whose test was killed (its hosts died with it).
     for d in "$base"/gsc.*; do
         [ -f "$d/switch.pid" ] && ! readlink "/proc/$(cat "$d/switch.pid")/exe" >/dev/null 2>&1 &&
-            rm -rf "$d" # (a zombie has no exe link)
+            cluster_cgroups_remove "$d" && rm -rf "$d" # (a zombie has no exe link)
     done
     GSC_DIR=$(mktemp -d "$base/gsc.XXXXXX") || return 1
     GSC_N=$n
+    local cgs=""
+    if [ "${GSC_CGROUP:-0}" = 1 ]; then
+        # Each host's cgroups are children of this cluster's in every
+        # hierarchy; its cgroup namespace makes them its roots, so that Slurm
+        # on each host sees a whole tree of its own, as on a node.
+        cgs=$(cluster_cgroup_mounts) || return 1
+        echo "$cgs" | while read -r _ _ parent; do
+            { mkdir "$parent/${GSC_DIR##*/}" && echo "$parent/${GSC_DIR##*/}" >>"$GSC_DIR/cgroups" &&
+                cgroup_cpuset_inherit "$parent/${GSC_DIR##*/}"; } || exit 1
+        done || return 1
+    fi
     for i in $(seq "$n"); do echo "198.18.0.$i host$i"; done >"$GSC_DIR/hosts"
     echo "127.0.0.1 localhost" >>"$GSC_DIR/hosts"
     # setpriv --pdeathsig: if the test itself is killed (even by SIGKILL),
@@ -99,9 +115,31 @@ cluster_up() { # cluster_up N
             k=$((k + 1))
             carry="$carry mkdir -p '$top' && mount --move '$GSC_DIR/carry$i.$k' '$top' &&"
         done
-        setpriv --pdeathsig KILL unshare --net --uts --mount --pid --ipc --fork --kill-child --mount-proc \
-            --propagation private sh -c "hostname host$i && $carry
-                mount --bind '$GSC_DIR/hosts' /etc/hosts && exec '$GSC_HOSTD' serve '$GSC_DIR/host$i.sock'" \
+        local enter=exec cgns="" mp opts parent
+        if [ -n "$cgs" ]; then
+            # Into the host's cgroups before unshare, so that its cgroup
+            # namespace is rooted there; then the hierarchies mounted anew.
+            enter="" cgns=--cgroup
+            [ "$(cluster_cgroup_can)" = v1 ] && carry="$carry mount -t tmpfs -o mode=0755 tmpfs /sys/fs/cgroup &&"
+            while read -r mp opts parent; do
+                parent=$parent/${GSC_DIR##*/}/host$i
+                mkdir "$parent" && cgroup_cpuset_inherit "$parent" || return 1
+                enter="$enter echo \$\$ >'$parent/cgroup.procs' &&"
+                if [ "$opts" = cgroup2 ]; then
+                    carry="$carry mkdir -p '$mp' && mount -t cgroup2 cgroup2 '$mp' &&"
+                else
+                    carry="$carry mkdir -p '$mp' && mount -t cgroup -o '$opts' cgroup '$mp' &&"
+                fi
+            done <<<"$cgs"
+            for mp in /sys/fs/cgroup/*; do # Debian's cpu -> cpu,cpuacct links
+                [ -L "$mp" ] && carry="$carry ln -s '$(readlink "$mp")' '$mp' &&"
+            done
+            enter="$enter exec"
+        fi
+        # (sh -c: one process to the end, so $! is the one that unshare runs as)
+        sh -c "$enter setpriv --pdeathsig KILL unshare --net --uts --mount --pid --ipc $cgns --fork --kill-child --mount-proc \
+            --propagation private sh -c \"hostname host$i && $carry
+                mount --bind '$GSC_DIR/hosts' /etc/hosts && exec '$GSC_HOSTD' serve '$GSC_DIR/host$i.sock'\"" \
             </dev/null &
         GSC_PIDS="$GSC_PIDS $!"
         echo $! >"$GSC_DIR/host$i.pid"
@@ -163,7 +201,63 @@ cluster_down() {
     for p in $GSC_PIDS; do kill -KILL "$p" 2>/dev/null; done
     for p in $GSC_PIDS; do wait "$p" 2>/dev/null; done
     [ -f "$GSC_DIR/made-run-gsrun" ] && rmdir /run/gsrun 2>/dev/null
+    cluster_cgroups_remove "$GSC_DIR"
     rm -rf "$GSC_DIR"
     GSC_DIR=""
     GSC_PIDS=""
+}
+
+# --- cgroups of the hosts (GSC_CGROUP=1) -------------------------------------
+
+cluster_cgroup_mounts() { # the machine's hierarchies, one per line:
+    # "MOUNTPOINT OPTIONS PARENT": OPTIONS cgroup2, or a v1 hierarchy's
+    # controllers as mount options; PARENT the caller's own cgroup there (the
+    # cluster's go inside it, so that the machine's limits still hold). On a
+    # hybrid machine the v1 hierarchies only: Slurm refuses a mix anyway.
+    if [ "$(stat -f -c %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ]; then
+        echo "/sys/fs/cgroup cgroup2 /sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup)"
+        return 0
+    fi
+    awk 'FNR == NR { split($0, f, ":"); own[f[2]] = substr($0, length(f[1] f[2]) + 3); next }
+         $3 == "cgroup" && $2 ~ "^/sys/fs/cgroup/" {
+            n = split($4, o, ","); c = ""
+            for (i = 1; i <= n; i++)
+                if (o[i] !~ /^(rw|ro|nosuid|nodev|noexec|relatime|noatime|clone_children|xattr)$/)
+                    c = c (c == "" ? "" : ",") o[i]
+            if (!(c in own)) next
+            p = own[c] == "/" ? "" : own[c]
+            sub(/^name=/, "none,name=", c); print $2, c, $2 p }' /proc/self/cgroup /proc/mounts | grep .
+}
+
+cluster_cgroup_can() {
+    local cgs mp
+    cgs=$(cluster_cgroup_mounts) || { echo "no cgroup hierarchy mounted"; return 1; }
+    mp=$(echo "$cgs" | head -1 | cut -d' ' -f3)
+    mkdir "$mp/gsc-probe.$$" 2>/dev/null && rmdir "$mp/gsc-probe.$$" ||
+        { echo "cannot make cgroups in $mp"; return 1; }
+    unshare --cgroup true 2>/dev/null || { echo "cannot create cgroup namespaces"; return 1; }
+    case "$cgs" in *" cgroup2 "*) echo v2 ;; *) echo v1 ;; esac
+}
+
+cgroup_cpuset_inherit() { # a new v1 cpuset takes no task until given CPUs and nodes
+    local f
+    for f in cpuset.cpus cpuset.mems; do
+        [ -f "$1/$f" ] && { cat "$1/../$f" >"$1/$f" || return 1; }
+    done
+    return 0
+}
+
+cluster_cgroups_remove() { # cluster_cgroups_remove DIR: a cluster's cgroups, deepest first
+    # (Slurm's inside them too), once their processes are gone: a dying
+    # process keeps its cgroup busy for a moment.
+    local top
+    [ -f "$1/cgroups" ] || return 0
+    while read -r top; do
+        for _ in $(seq 50); do
+            find "$top" -depth -type d -exec rmdir {} + 2>/dev/null
+            [ -d "$top" ] || break
+            sleep 0.1
+        done
+    done <"$1/cgroups"
+    return 0
 }

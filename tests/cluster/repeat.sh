@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Runs the simulated-cluster suites (multinode.sh, launchers.sh and the Slurm
-# tests srun.sh and gres.sh: all, or those named by --only, e.g. --only
-# launchers) many
+# tests srun.sh, gres.sh and cgroup.sh: all, or those named by --only, e.g.
+# --only launchers) many
 # times in a row, optionally while a compile keeps every core busy: a timing
 # bound or a race in them shows up here, not on CI.
 #
@@ -22,15 +22,15 @@ while [ $# -gt 0 ]; do
     --runs) runs=$2; shift 2 ;;
     --load) load=1; shift ;;
     --only) only="$only $2"; shift 2 ;;
-    *) echo "usage: $0 [--build DIR] [--runs N] [--load] [--only multinode|launchers|srun|gres]..." >&2; exit 2 ;;
+    *) echo "usage: $0 [--build DIR] [--runs N] [--load] [--only multinode|launchers|srun|gres|cgroup]..." >&2; exit 2 ;;
     esac
 done
 suites=""
-for name in ${only:-multinode launchers srun gres}; do
+for name in ${only:-multinode launchers srun gres cgroup}; do
     case $name in
     multinode | launchers) suites="$suites $top/tests/cluster/$name.sh" ;;
-    srun | gres) suites="$suites $top/tests/slurm/$name.sh" ;;
-    *) echo "$0: --only: no suite '$name' (multinode, launchers, srun, gres)" >&2; exit 2 ;;
+    srun | gres | cgroup) suites="$suites $top/tests/slurm/$name.sh" ;;
+    *) echo "$0: --only: no suite '$name' (multinode, launchers, srun, gres, cgroup)" >&2; exit 2 ;;
     esac
 done
 case "$runs" in ''|*[!0-9]*) echo "$0: --runs takes a number, not '$runs'" >&2; exit 2 ;; esac

@@ -70,6 +70,7 @@ unshare --mount --pid --fork --mount-proc="$root/proc" /bin/bash -c '
     mount -t tmpfs tmpfs "$2/tmp"
     mount --rbind /dev "$2/dev"
     mount -t sysfs sysfs "$2/sys"
+    mount --rbind /sys/fs/cgroup "$2/sys/fs/cgroup"
     exec chroot "$2" /bin/bash -c "
         export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
         # The root is made for the test: exec_prefix.sh may put the rank

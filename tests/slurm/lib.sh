@@ -5,6 +5,10 @@
 #                          ends (no cluster, no Slurm, no SPANK plugin); sets
 #                          HOSTS, J (seen by every host), GSS_DIR, PLUG (the
 #                          plugstack.conf line for the build's plugin)
+#   slurm_prolog_scripts N prolog mode (gsrun prolog/epilog/task-prolog) for
+#                          jobs while the file $PROV exists: the scripts a
+#                          site would write, with the test's stand-ins (N fake
+#                          GPUs), added to GSS_EXTRA_CONF
 #   slurm_test_up          slurmctld and the slurmds with PLUG (GSS_EXTRA_CONF and
 #                          GSS_NODE_EXTRA as the test set them), or Bail out
 #   job NAME COMMAND...    on host1 with JOBENV, once Slurm is idle; output in
@@ -12,6 +16,9 @@
 #   leftovers              what jobs left on the hosts: processes other than
 #                          Slurm's daemons, files other than Slurm's PMIx dirs
 #                          (jobs.sh's clean_within polls it)
+#   kill_case WHAT FRONT   a step of 8 tasks (FRONT $PROG) ended by scancel or
+#                          by SIGKILL of one task on host2 (WHAT names which):
+#                          one check that nothing of it is left within 3 s
 . "$GS_TOP_SRCDIR/tests/cluster/cluster.sh"
 . "$GS_TOP_SRCDIR/tests/slurm/slurm.sh"
 . "$GS_TOP_SRCDIR/tests/cluster/jobs.sh"
@@ -31,6 +38,29 @@ slurm_test_cluster() {
     mkdir -p "$GSS_DIR"
     PLUG="optional $B/slurm/gsrun_spank.so agent=$B/launcher/gsrun-agent control=$FAKE_CONTROL verbose=1"
 }
+slurm_prolog_scripts() {
+    PROV=$GSS_DIR/provision.on
+    cat >"$GSS_DIR/prolog.sh" <<SH
+#!/bin/sh
+[ -f $PROV ] || exit 0
+export LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=$1
+exec $GSRUN prolog -v --mps-control=$FAKE_CONTROL >>$GSS_DIR/prolog-\$(hostname).log 2>&1
+SH
+    cat >"$GSS_DIR/epilog.sh" <<SH
+#!/bin/sh
+exec $GSRUN epilog -v >>$GSS_DIR/epilog-\$(hostname).log 2>&1
+SH
+    cat >"$GSS_DIR/task_prolog.sh" <<SH
+#!/bin/sh
+[ -f $PROV ] || exit 0
+exec $GSRUN task-prolog
+SH
+    chmod +x "$GSS_DIR"/prolog.sh "$GSS_DIR"/epilog.sh "$GSS_DIR"/task_prolog.sh
+    GSS_EXTRA_CONF="${GSS_EXTRA_CONF:-}
+Prolog=$GSS_DIR/prolog.sh
+Epilog=$GSS_DIR/epilog.sh
+TaskProlog=$GSS_DIR/task_prolog.sh"
+}
 slurm_test_up() {
     slurm_up 2 "$PLUG" || { slurm_logs | diag; echo "Bail out! Slurm did not start"; exit 1; }
 }
@@ -45,3 +75,27 @@ left_on() {
         grep -v -E "file /tmp/spmix" | sed "s/^/$1: /"
 }
 leftovers() { local h; for h in $HOSTS; do left_on $h; done; }
+kill_case() { # kill_case WHAT FRONT: FRONT runs the step; WHAT ends it
+    local what=$1 front=$2 jobid t0
+    slurm_wait_idle
+    rm -f $J/k.out $J/k.err # the last case's 8 lines must not count for this one
+    on_slurm host1 "$JOBENV exec $front $PROG --sleep 60000 >$J/k.out 2>$J/k.err" &
+    local bg=$!
+    for _ in $(seq 200); do [ "$(cat $J/k.out 2>/dev/null | grep -c '^rank=')" -ge 8 ] && break; sleep 0.1; done
+    if [ "$(cat $J/k.out 2>/dev/null | grep -c '^rank=')" -lt 8 ]; then
+        not_ok "$what: the step did not start in 20 s"; diag $J/k.err
+        on_slurm host1 "squeue; scancel --user=root" | diag
+        wait $bg 2>/dev/null; slurm_wait_idle; return
+    fi
+    t0=$(date +%s%N)
+    case "$what" in
+    scancel*) jobid=$(on_slurm host1 "squeue -h -o %i" | head -1); on_slurm host1 "scancel $jobid" ;;
+    *) on_host host2 "kill -KILL \$(pgrep -f 'rank_report --sleep' | head -1)" ;;
+    esac
+    if clean_within 3000 "$t0"; then
+        ok "$what: nothing of the step left on any node after $ELAPSED ms"
+    else
+        not_ok "$what: still left after $ELAPSED ms"
+    fi
+    wait $bg 2>/dev/null
+}

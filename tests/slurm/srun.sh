@@ -7,28 +7,7 @@
 . "$GS_TOP_SRCDIR/tests/slurm/lib.sh"
 
 slurm_test_cluster
-# Prolog mode (gsrun prolog/epilog/task-prolog), for jobs while the marker
-# file exists: the scripts a site would write, with the test's stand-ins.
-PROV=$GSS_DIR/provision.on
-cat >"$GSS_DIR/prolog.sh" <<SH
-#!/bin/sh
-[ -f $PROV ] || exit 0
-export LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=1
-exec $GSRUN prolog -v --mps-control=$FAKE_CONTROL >>$GSS_DIR/prolog-\$(hostname).log 2>&1
-SH
-cat >"$GSS_DIR/epilog.sh" <<SH
-#!/bin/sh
-exec $GSRUN epilog -v >>$GSS_DIR/epilog-\$(hostname).log 2>&1
-SH
-cat >"$GSS_DIR/task_prolog.sh" <<SH
-#!/bin/sh
-[ -f $PROV ] || exit 0
-exec $GSRUN task-prolog
-SH
-chmod +x "$GSS_DIR"/*.sh
-GSS_EXTRA_CONF="Prolog=$GSS_DIR/prolog.sh
-Epilog=$GSS_DIR/epilog.sh
-TaskProlog=$GSS_DIR/task_prolog.sh"
+slurm_prolog_scripts 1
 slurm_test_up
 # What a user's login gives srun on host1, plus the test's stand-ins.
 JOBENV="export OMPI_MCA_btl_vader_single_copy_mechanism=none LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=1;"
@@ -82,31 +61,6 @@ for case in "--exit 5 3" "--kill 6"; do
     check "  ... nothing left on any node" clean_within 2000 "$(date +%s%N)"
 done
 
-# scancel and a SIGKILLed task: nothing of the step within 3 s.
-kill_case() { # kill_case WHAT FRONT: FRONT runs the step; WHAT ends it
-    local what=$1 front=$2 jobid t0
-    slurm_wait_idle
-    rm -f $J/k.out $J/k.err # the last case's 8 lines must not count for this one
-    on_slurm host1 "$JOBENV exec $front $PROG --sleep 60000 >$J/k.out 2>$J/k.err" &
-    local bg=$!
-    for _ in $(seq 200); do [ "$(cat $J/k.out 2>/dev/null | grep -c '^rank=')" -ge 8 ] && break; sleep 0.1; done
-    if [ "$(cat $J/k.out 2>/dev/null | grep -c '^rank=')" -lt 8 ]; then
-        not_ok "$what: the step did not start in 20 s"; diag $J/k.err
-        on_slurm host1 "squeue; scancel --user=root" | diag
-        wait $bg 2>/dev/null; slurm_wait_idle; return
-    fi
-    t0=$(date +%s%N)
-    case "$what" in
-    scancel*) jobid=$(on_slurm host1 "squeue -h -o %i" | head -1); on_slurm host1 "scancel $jobid" ;;
-    *) on_host host2 "kill -KILL \$(pgrep -f 'rank_report --sleep' | head -1)" ;;
-    esac
-    if clean_within 3000 "$t0"; then
-        ok "$what: nothing of the step left on any node after $ELAPSED ms"
-    else
-        not_ok "$what: still left after $ELAPSED ms"
-    fi
-    wait $bg 2>/dev/null
-}
 kill_case "scancel of srun --mps" "$SRUN --mps"
 kill_case "SIGKILL of one task of srun --mps" "$SRUN --mps"
 
