@@ -98,8 +98,17 @@ check "  ... each node's agent ends MPS itself (not Slurm's kill of the step's c
 check "  ... nothing left on any node" clean_within 2000 "$t_end"
 check "  ... the step's cgroups removed on both nodes" \
     eval '[ -z "$(step_cgroups host1; step_cgroups host2)" ]' || { step_cgroups host1; step_cgroups host2; } | diag
+# All nodes idle within 10 s: a node leaves "completing" once its epilog and
+# step cleanup are done; a drained one never comes back.
+nodes_idle() {
+    for _ in $(seq 100); do
+        [ "$(on_slurm host1 "sinfo -h -o %T" | sort -u)" = idle ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
 check "  ... no node drained or stuck completing; no kill of leftover step processes logged" \
-    eval '[ "$(on_slurm host1 "sinfo -h -o %T" | sort -u)" = idle ] &&
+    eval 'nodes_idle &&
         ! grep -h -i -E "not ending|unkillable|STEPD TERMINATED|left in the step" $GSS_DIR/slurmd-*.log' ||
     { on_slurm host1 "sinfo -N"; grep -h -i -E "error|kill" $GSS_DIR/slurmd-*.log | tail -20; } | diag
 
@@ -149,6 +158,6 @@ kill_case "scancel of srun --mps (cgroups)" "$SRUN --gpus-per-node=1 --mps"
 kill_case "SIGKILL of one task of srun --mps (cgroups)" "$SRUN --gpus-per-node=1 --mps"
 check "  ... and no step cgroup left" eval '[ -z "$(step_cgroups host1; step_cgroups host2)" ]'
 kill_case "scancel of gsrun srun (cgroups)" "$GSRUN --mps-control=$FAKE_CONTROL $SRUN --gpus-per-node=1"
-check "  ... no node drained" eval '[ "$(on_slurm host1 "sinfo -h -o %T" | sort -u)" = idle ]' ||
+check "  ... no node drained or stuck completing (idle within 10 s)" nodes_idle ||
     on_slurm host1 "sinfo -N" | diag
 finish
