@@ -17,9 +17,7 @@ CGV=$(cluster_cgroup_can) || { echo "1..0 # SKIP cgroups for the simulated hosts
     { echo "1..0 # SKIP Slurm has no cgroup/$CGV plugin here"; rm -rf "$TEST_TMP"; exit 0; }
 GSC_CGROUP=1
 slurm_test_cluster
-mkdir -p "$GSS_DIR/dev"
-mknod "$GSS_DIR/dev/nvidia0" c 195 0 && mknod "$GSS_DIR/dev/nvidia1" c 195 1 ||
-    { echo "Bail out! cannot make the device files"; exit 1; }
+slurm_gpu_devices
 cat >"$GSS_DIR/gres.conf" <<CONF
 AutoDetect=off
 NodeName=host[1-2] Name=gpu File=$GSS_DIR/dev/nvidia[0-1]

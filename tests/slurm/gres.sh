@@ -10,11 +10,7 @@
 . "$GS_TOP_SRCDIR/tests/slurm/lib.sh"
 
 slurm_test_cluster
-mkdir -p "$GSS_DIR/dev"
-# Two "GPUs" per host: character devices with NVIDIA's major number (195),
-# as Slurm's gres.conf names them; nothing opens them (nodev is fine).
-mknod "$GSS_DIR/dev/nvidia0" c 195 0 && mknod "$GSS_DIR/dev/nvidia1" c 195 1 ||
-    { echo "Bail out! cannot make the device files"; exit 1; }
+slurm_gpu_devices
 cat >"$GSS_DIR/gres.conf" <<CONF
 AutoDetect=off
 NodeName=host[1-2] Name=gpu File=$GSS_DIR/dev/nvidia[0-1]

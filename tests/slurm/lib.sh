@@ -5,6 +5,7 @@
 #                          ends (no cluster, no Slurm, no SPANK plugin); sets
 #                          HOSTS, J (seen by every host), GSS_DIR, PLUG (the
 #                          plugstack.conf line for the build's plugin)
+#   slurm_gpu_devices      two "GPUs" for gres.conf: $GSS_DIR/dev/nvidia0 and 1
 #   slurm_prolog_scripts N prolog mode (gsrun prolog/epilog/task-prolog) for
 #                          jobs while the file $PROV exists: the scripts a
 #                          site would write, with the test's stand-ins (N fake
@@ -37,6 +38,14 @@ slurm_test_cluster() {
     GSS_DIR=$GSC_DIR/slurm
     mkdir -p "$GSS_DIR"
     PLUG="optional $B/slurm/gsrun_spank.so agent=$B/launcher/gsrun-agent control=$FAKE_CONTROL verbose=1"
+}
+slurm_gpu_devices() {
+    # Character devices with NVIDIA's major number (195), as gres.conf names
+    # them; opening one gives "no such device" (no driver) unless a device
+    # cgroup denies it.
+    mkdir -p "$GSS_DIR/dev"
+    mknod "$GSS_DIR/dev/nvidia0" c 195 0 && mknod "$GSS_DIR/dev/nvidia1" c 195 1 ||
+        { echo "Bail out! cannot make the device files"; exit 1; }
 }
 slurm_prolog_scripts() {
     PROV=$GSS_DIR/provision.on
