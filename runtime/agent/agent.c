@@ -130,6 +130,7 @@ static gs_agent_state_t discovering(gs_agent_t *a)
         snprintf(a->gpus.reason, sizeof(a->gpus.reason), "%s", err.text);
         a->gpus.count = 0;
     }
+    gs_report_mark(&a->report, "gpus found");
     a->have_control =
         gs_config_find_executable(a->o->cfg.control, GS_CONTROL_SEARCH_DIRS, "MPS control program",
                                   a->control, sizeof(a->control), &err) == 0;
@@ -333,7 +334,7 @@ static gs_agent_state_t starting(gs_agent_t *a)
             gs_report_add(&a->report, 0, "MPS ready for the ranks %lld ms after the agent started",
                           gs_proc_now_ms() - a->t_start);
         }
-        gs_agent_confirm_servers(a, 0);
+        a->confirm_pending = 1; /* once the ranks came: gs_agent_ranks_came */
     }
     if (cfg->mem_limit_mb > 0 && !mps_on) {
         char opt[64];
@@ -359,6 +360,7 @@ static gs_agent_state_t holding(gs_agent_t *a)
 
 static gs_agent_state_t stopping(gs_agent_t *a)
 {
+    gs_agent_confirm_pending(a); /* not every rank came */
     gs_daemons_stop_from(&a->daemons, 0, gs_agent_rank_of_pid, a);
     if (a->mode != GS_MODE_JOB_LONG) {
         gs_report_mark(&a->report, "mps stopped");

@@ -66,6 +66,11 @@ typedef struct {
     gs_error_t early_err;
     long long early_ready_ms, size_ms;
     int stop_from; /* early: daemons from this GPU on stop once the ranks came */
+    /* The servers are listed (and reported) once the ranks have their
+     * answers: the control daemon answers nothing while a server it started
+     * sets up its GPU context (get_server_list took 257 ms then on an H100,
+     * 2 ms after), and the ranks must not wait for that. */
+    int confirm_pending;
 
     gs_report_t report;
     gs_ranks_t ranks;
@@ -114,6 +119,8 @@ void gs_agent_signal_ready(gs_agent_t *a, const char *word);
 void gs_agent_write_status(const gs_agent_t *a);
 /* Each daemon's servers recorded and reported as ready. */
 void gs_agent_confirm_servers(gs_agent_t *a, int job_long);
+/* The same, where it waits for the ranks (confirm_pending), once. */
+void gs_agent_confirm_pending(gs_agent_t *a);
 /* The ranks registered: answers held by placement, daemons the plan does
  * not use stopped, daemons moved off the ranks' cores, status. */
 void gs_agent_ranks_came(gs_agent_t *a);

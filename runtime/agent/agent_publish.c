@@ -120,6 +120,15 @@ void gs_agent_confirm_servers(gs_agent_t *a, int job_long)
     }
 }
 
+void gs_agent_confirm_pending(gs_agent_t *a)
+{
+    if (a->confirm_pending) {
+        a->confirm_pending = 0;
+        gs_agent_confirm_servers(a, 0);
+        gs_report_mark(&a->report, "servers listed");
+    }
+}
+
 /* Rewritten on every change, never read back by the agent. A failure only
  * costs the status display. */
 void gs_agent_write_status(const gs_agent_t *a)

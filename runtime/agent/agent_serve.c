@@ -120,6 +120,8 @@ void gs_agent_ranks_came(gs_agent_t *a)
         gs_daemons_stop_from(&a->daemons, a->stop_from, gs_agent_rank_of_pid, a);
         a->stop_from = -1;
     }
+    /* Every rank has its answer: now the agent may wait for the servers. */
+    gs_agent_confirm_pending(a);
     for (int g = 0; g < a->placer.ngpus && a->o->cfg.verbose; g++) {
         char list[256];
         gs_placer_ranks_text(&a->placer, g, list, sizeof(list));

@@ -181,6 +181,9 @@ void gs_daemons_record_servers(gs_daemons_t *ds, int g)
 {
     gs_mps_daemon_t *d = &ds->daemon[g];
     gs_error_t err;
+    if (d->daemon_pid <= 0) {
+        return; /* gone, and reported so */
+    }
     if (gs_mps_record_servers(d, ds->control, GS_DAEMON_QUIT_TIMEOUT_MS, &err) != 0) {
         gs_report_add(ds->report, 1, "GPU %d (%s): %s", g, d->uuid, err.text);
     }
