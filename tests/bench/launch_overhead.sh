@@ -4,6 +4,7 @@
 #
 #   tests/bench/launch_overhead.sh [--build DIR] [--np N] [--pairs K] [--real]
 #                                  [--program PATH] [--configs "plain off on ..."]
+#                                  [--stamps] [--timelines]
 #
 # Runs an MPI program (default examples/hello_ranks, CPU only; N ranks,
 # default 16) K times (default 15) in each configuration, rotating the order
@@ -22,9 +23,15 @@
 # Prints each configuration's median wall time, the median of the paired
 # differences against plain mpirun and against pre, and (with --real) one
 # `gsrun -vv` timeline of a job.
+# --stamps: the program is tests/progs/rank_report --stamp, and each
+# configuration's medians of when (ms after the command started) the first
+# and the last rank entered main, the last left MPI_Init, and the command
+# exited are printed too: where a configuration's extra time goes.
+# --timelines: afterwards one run of each gsrun configuration with -vv, its
+# node agent's timeline printed.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-build=$top/_build np=16 pairs=15 real=0 prog="" configs=""
+build=$top/_build np=16 pairs=15 real=0 prog="" configs="" stamps=0 timelines=0
 while [ $# -gt 0 ]; do
     case $1 in
     --build) build=$2; shift 2 ;;
@@ -33,10 +40,16 @@ while [ $# -gt 0 ]; do
     --real) real=1; shift ;;
     --program) prog=$2; shift 2 ;;
     --configs) configs=$2; shift 2 ;;
-    *) echo "usage: $0 [--build DIR] [--np N] [--pairs K] [--real] [--program PATH] [--configs LIST]" >&2; exit 2 ;;
+    --stamps) stamps=1; shift ;;
+    --timelines) timelines=1; shift ;;
+    *) echo "usage: $0 [--build DIR] [--np N] [--pairs K] [--real] [--program PATH] [--configs LIST] [--stamps] [--timelines]" >&2; exit 2 ;;
     esac
 done
 prog=${prog:-$build/examples/hello_ranks}
+args=()
+if [ $stamps = 1 ]; then
+    prog=$build/tests/progs/rank_report args=(--stamp)
+fi
 gsrun=$build/launcher/gsrun
 if [ $real = 1 ]; then
     configs=${configs:-plain on hand pre}
@@ -56,8 +69,8 @@ for f in "$prog" "$gsrun" "$control"; do
 done
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
-res=$(mktemp)
-trap 'rm -f "$res"' EXIT
+res=$(mktemp) out=$(mktemp) stamp_res=$(mktemp)
+trap 'rm -f "$res" "$out" "$stamp_res"' EXIT
 
 . "$top/tests/bench/mps_by_hand.sh"
 run() { # run CONFIG
@@ -66,23 +79,23 @@ run() { # run CONFIG
     [ "$1" = pre ] && mps_hand_up "$d"
     t0=$(date +%s%N)
     case $1 in
-    plain) mpirun -np "$np" "$prog" >/dev/null 2>&1 || rc=$? ;;
-    off) "$gsrun" --mps=off -np "$np" "$prog" >/dev/null 2>&1 || rc=$? ;;
-    on) "${fake_env[@]}" "$gsrun" --mps=on --mps-control="$control" -np "$np" "$prog" >/dev/null 2>&1 || rc=$? ;;
-    exec) "${fake_env[@]}" mpirun -np "$np" "$gsrun" exec --mps=on --mps-control="$control" -- "$prog" \
-        >/dev/null 2>&1 || rc=$? ;;
+    plain) mpirun -np "$np" "$prog" "${args[@]}" >"$out" 2>&1 || rc=$? ;;
+    off) "$gsrun" --mps=off -np "$np" "$prog" "${args[@]}" >"$out" 2>&1 || rc=$? ;;
+    on) "${fake_env[@]}" "$gsrun" --mps=on --mps-control="$control" -np "$np" "$prog" "${args[@]}" >"$out" 2>&1 || rc=$? ;;
+    exec) "${fake_env[@]}" mpirun -np "$np" "$gsrun" exec --mps=on --mps-control="$control" -- "$prog" "${args[@]}" \
+        >"$out" 2>&1 || rc=$? ;;
     component) "${fake_env[@]}" mpirun --mca mca_base_component_path "SYS_DEFAULT:$build/ompi/mca" \
         --mca rtc_gsrun_agent "$build/launcher/gsrun-agent" --mca rtc_gsrun_mps on \
-        --mca rtc_gsrun_mps_control "$control" -np "$np" "$prog" >/dev/null 2>&1 || rc=$? ;;
+        --mca rtc_gsrun_mps_control "$control" -np "$np" "$prog" "${args[@]}" >"$out" 2>&1 || rc=$? ;;
     hand)
         mps_hand_up "$d"
         CUDA_MPS_PIPE_DIRECTORY=$d/p CUDA_MPS_LOG_DIRECTORY=$d/l mpirun -x CUDA_MPS_PIPE_DIRECTORY \
-            -x CUDA_MPS_LOG_DIRECTORY -np "$np" "$prog" >/dev/null 2>&1 || rc=$?
+            -x CUDA_MPS_LOG_DIRECTORY -np "$np" "$prog" "${args[@]}" >"$out" 2>&1 || rc=$?
         mps_hand_down "$d"
         ;;
     pre)
         CUDA_MPS_PIPE_DIRECTORY=$d/p CUDA_MPS_LOG_DIRECTORY=$d/l mpirun -x CUDA_MPS_PIPE_DIRECTORY \
-            -x CUDA_MPS_LOG_DIRECTORY -np "$np" "$prog" >/dev/null 2>&1 || rc=$?
+            -x CUDA_MPS_LOG_DIRECTORY -np "$np" "$prog" "${args[@]}" >"$out" 2>&1 || rc=$?
         ;;
     *) echo "$0: unknown configuration $1" >&2; exit 2 ;;
     esac
@@ -91,6 +104,15 @@ run() { # run CONFIG
     rm -rf "$d"
     [ $rc -eq 0 ] || { echo "$0: $1 run failed (status $rc)" >&2; exit 1; }
     echo "$1 $(((t1 - t0) / 1000)) $i" >>"$res"
+    if [ $stamps = 1 ]; then
+        # first main, last main, last MPI_Init return: ms after t0
+        sed -n 's/.*stamp=\([0-9]*\),\([0-9]*\).*/\1 \2/p' "$out" |
+            awk -v c="$1" -v t0=$((t0 / 1000)) -v t1=$((t1 / 1000)) -v i="$i" -v np="$np" '
+            NR == 1 || $1 < f { f = $1 } $1 > l { l = $1 } $2 > n { n = $2 }
+            END { if (NR != np) { print "stamps: " NR " of " np > "/dev/stderr"; exit 1 }
+                  printf "%s %.1f %.1f %.1f %.1f %s\n", c, (f - t0) / 1000, (l - t0) / 1000, (n - t0) / 1000, (t1 - t0) / 1000, i }' \
+            >>"$stamp_res" || { echo "$0: $1: not every rank printed its stamp" >&2; exit 1; }
+    fi
 }
 read -r -a cfg <<<"$configs"
 for i in $(seq 1 "$pairs"); do
@@ -117,6 +139,36 @@ END {
         printf "\n"
     }
 }' "$res"
-if [ $real = 1 ]; then
-    "$gsrun" -vv --mps=on -np "$np" "$prog" 2>&1 >/dev/null | grep "timeline\|ready\|shut down" | sed 's/^/# /'
+if [ $stamps = 1 ]; then
+    echo "when (ms after the command started; medians): first rank in main, last rank in main, last rank out of MPI_Init, command exited"
+    awk -v list="$configs" '
+    function median(a, n,   i, j, t) {
+        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    { for (k = 2; k <= 5; k++) v[$1, k, ++n[$1, k]] = $k }
+    END {
+        nc = split(list, c, " ")
+        for (q = 1; q <= nc; q++) {
+            printf "%-9s", c[q]
+            for (k = 2; k <= 5; k++) {
+                m = n[c[q], k]; for (r = 1; r <= m; r++) a[r] = v[c[q], k, r]
+                printf " %8.1f", median(a, m)
+            }
+            printf "\n"
+        }
+    }' "$stamp_res"
+fi
+if [ $real = 1 ] || [ $timelines = 1 ]; then
+    for c in $configs; do
+        case $c in
+        on) "${fake_env[@]}" "$gsrun" -vv --mps=on --mps-control="$control" -np "$np" "$prog" "${args[@]}" ;;
+        exec) [ $timelines = 1 ] && "${fake_env[@]}" mpirun -np "$np" "$gsrun" exec -vv --mps=on \
+            --mps-control="$control" -- "$prog" "${args[@]}" ;;
+        component) [ $timelines = 1 ] && "${fake_env[@]}" mpirun --mca mca_base_component_path \
+            "SYS_DEFAULT:$build/ompi/mca" --mca rtc_gsrun_agent "$build/launcher/gsrun-agent" \
+            --mca rtc_gsrun_mps on --mca rtc_gsrun_verbose 2 --mca rtc_gsrun_mps_control "$control" \
+            -np "$np" "$prog" "${args[@]}" ;;
+        esac 2>&1 >/dev/null | grep "timeline\|ready\|shut down" | sed "s/^/# $c: /"
+    done
 fi

@@ -3,7 +3,7 @@
  * gave it, and can fail on request.
  *
  *   rank_report [--exit R CODE] [--kill R] [--segv R] [--sleep MS] [--check-control]
- *               [--ignore-term] [--grandchild SECONDS] [--barrier]
+ *               [--ignore-term] [--grandchild SECONDS] [--barrier] [--stamp]
  *
  * --check-control: fail unless $CUDA_MPS_PIPE_DIRECTORY/control exists when
  * the rank starts (MPS must be ready before any rank runs).
@@ -11,7 +11,9 @@
  * it sets CUDA_VISIBLE_DEVICES (which gsrun rewrites).
  * --barrier: every rank has finished MPI_Init before any fails (MPICH's
  * mpiexec reports a rank lost during the others' MPI_Init by whichever
- * rank notices first: its status then depends on timing). */
+ * rank notices first: its status then depends on timing).
+ * --stamp: also print "stamp=MAIN,INIT" (wall clock, microseconds: main's
+ * start and MPI_Init's return), for tests/bench/launch_overhead.sh. */
 #define _GNU_SOURCE /* sched_getaffinity */
 #include <mpi.h>
 #include <sched.h>
@@ -20,7 +22,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+static long long wall_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
 
 static const char *env(const char *n)
 {
@@ -31,7 +41,8 @@ static const char *env(const char *n)
 int main(int argc, char **argv)
 {
     int rank, size, exit_rank = -1, exit_code = 0, kill_rank = -1, segv_rank = -1;
-    int sleep_ms = 0, check = 0, control_ok = -1, grandchild = 0, barrier = 0;
+    int sleep_ms = 0, check = 0, control_ok = -1, grandchild = 0, barrier = 0, stamp = 0;
+    long long t_main = wall_us(), t_init;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--exit") == 0 && i + 2 < argc) {
@@ -49,6 +60,8 @@ int main(int argc, char **argv)
             signal(SIGTERM, SIG_IGN); /* only SIGKILL ends this rank */
         } else if (strcmp(argv[i], "--barrier") == 0) {
             barrier = 1;
+        } else if (strcmp(argv[i], "--stamp") == 0) {
+            stamp = 1;
         } else if (strcmp(argv[i], "--grandchild") == 0 && i + 1 < argc) {
             grandchild = atoi(argv[++i]);
         }
@@ -70,6 +83,7 @@ int main(int argc, char **argv)
         }
     }
     MPI_Init(&argc, &argv);
+    t_init = wall_us();
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     printf("rank=%d size=%d local=%s/%s mps=%s pipe=%s log=%s pct=%s cvd=%s uuid=%s "
@@ -80,6 +94,9 @@ int main(int argc, char **argv)
            env("GSRUN_GPU_UUID"), env("GSRUN_GPU_RANKS"), control_ok, env("GPU_DEVICE_ORDINAL"),
            env("GSRUN_JOB_DIR"),
            host, (int)getpid(), cpus, env("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"));
+    if (stamp) {
+        printf("stamp=%lld,%lld\n", t_main, t_init);
+    }
     fflush(stdout);
     if (grandchild > 0 && fork() == 0) {
         /* Left behind: outlives the rank, in its own session. */
