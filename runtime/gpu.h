@@ -44,6 +44,13 @@ typedef struct {
  * only for a broken driver library. */
 int gs_gpu_discover(gs_gpu_list_t *list, gs_error_t *err);
 
+/* The CPUs near the NVIDIA PCI device domain:bus:device.0 from its
+ * local_cpulist under root (/sys/bus/pci/devices) into mask
+ * (GS_GPU_CPUMASK_WORDS words): 0, or -1 where there is no such file or
+ * the device is not NVIDIA's (vendor 0x10de). */
+int gs_gpu_sysfs_near_cpus(const char *root, unsigned int domain, unsigned int bus,
+                           unsigned int device, unsigned long *mask);
+
 /* Keeps the devices that CUDA_VISIBLE_DEVICES (value cvd, may be NULL)
  * names, in its order: CUDA indices (a GPU in MIG mode: all its instances),
  * or UUIDs and UUID prefixes ("GPU-8a1b", "MIG-..."). An entry that matches

@@ -225,7 +225,7 @@ int gs_state_wait(const char *dir, long long deadline_ms, int abort_fd, gs_error
     int wait_ms = 1;
 
     snprintf(path, sizeof(path), "%s/%s", dir, GS_STATE_FILE);
-    /* Looked for at growing intervals (1 to 8 ms), not through inotify:
+    /* Looked for at growing intervals (1 to 4 ms), not through inotify:
      * closing an inotify instance waits for an RCU grace period (18 ms
      * measured), which a rank would pay before its exec, and the Open MPI
      * component's ranks one after the other. */
@@ -237,7 +237,7 @@ int gs_state_wait(const char *dir, long long deadline_ms, int abort_fd, gs_error
         }
         struct pollfd p = {abort_fd, POLLIN, 0};
         int pr = poll(&p, abort_fd >= 0 ? 1 : 0, left < wait_ms ? (int)left : wait_ms);
-        wait_ms = wait_ms < 8 ? wait_ms * 2 : 8;
+        wait_ms = wait_ms < 4 ? wait_ms * 2 : 4;
         if (pr > 0 && lstat(path, &st) != 0) {
             return -EPIPE; /* the agent's ready pipe closed: it is gone */
         }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/gpu.h"
@@ -132,6 +133,46 @@ static void test_mig(void **state)
     unsetenv("FAKE_NVML_MIG");
 }
 
+static void put(const char *dir, const char *name, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* The kernel's list of CPUs near a PCI device: NVIDIA's only. */
+static void test_sysfs_near_cpus(void **state)
+{
+    char root[] = "/tmp/gs-test-sysfs.XXXXXX", dev[600], cmd[700];
+    unsigned long mask[GS_GPU_CPUMASK_WORDS];
+    (void)state;
+    assert_non_null(mkdtemp(root));
+    snprintf(dev, sizeof(dev), "%s/0001:3b:00.0", root);
+    assert_int_equal(mkdir(dev, 0700), 0);
+    put(dev, "vendor", "0x10de\n");
+    put(dev, "local_cpulist", "2-3,70\n");
+    assert_int_equal(gs_gpu_sysfs_near_cpus(root, 1, 0x3b, 0, mask), 0);
+    assert_int_equal(mask[0], 0xcUL);
+    assert_int_equal(mask[1], 1UL << 6);
+    assert_int_equal(mask[2], 0UL);
+    /* Another bus: no such device. */
+    assert_int_equal(gs_gpu_sysfs_near_cpus(root, 1, 0x3c, 0, mask), -1);
+    /* Not NVIDIA's (a stand-in GPU's bus number on a real machine). */
+    put(dev, "vendor", "0x8086\n");
+    assert_int_equal(gs_gpu_sysfs_near_cpus(root, 1, 0x3b, 0, mask), -1);
+    /* An empty or unreadable list: NVML is asked instead. */
+    put(dev, "vendor", "0x10de\n");
+    put(dev, "local_cpulist", "\n");
+    assert_int_equal(gs_gpu_sysfs_near_cpus(root, 1, 0x3b, 0, mask), -1);
+    put(dev, "local_cpulist", "x\n");
+    assert_int_equal(gs_gpu_sysfs_near_cpus(root, 1, 0x3b, 0, mask), -1);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(int argc, char **argv)
 {
     /* dlopen reads LD_LIBRARY_PATH at start: re-exec with the fake first. */
@@ -150,6 +191,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_visible_devices),
         cmocka_unit_test(test_cuda_order),
         cmocka_unit_test(test_mig),
+        cmocka_unit_test(test_sysfs_near_cpus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
