@@ -4,7 +4,7 @@
 #
 #   tests/bench/launch_overhead.sh [--build DIR] [--np N] [--pairs K] [--real]
 #                                  [--program PATH] [--configs "plain off on ..."]
-#                                  [--stamps] [--timelines]
+#                                  [--stamps] [--timelines] [--raw FILE]
 #
 # Runs an MPI program (default examples/hello_ranks, CPU only; N ranks,
 # default 16) K times (default 15) in each configuration, rotating the order
@@ -21,17 +21,19 @@
 #   pre     (--real) mpirun on an MPS daemon started before the timer (the
 #           physical limit: MPS already up when the first rank starts)
 # Prints each configuration's median wall time, the median of the paired
-# differences against plain mpirun and against pre, and (with --real) one
+# differences against plain mpirun and against pre (and, for exec and
+# component, against on: the wrapper), and (with --real) one
 # `gsrun -vv` timeline of a job.
 # --stamps: the program is tests/progs/rank_report --stamp, and each
 # configuration's medians of when (ms after the command started) the first
 # and the last rank entered main, the last left MPI_Init, and the command
 # exited are printed too: where a configuration's extra time goes.
+# --raw FILE: each run's "CONFIG MICROSECONDS ROUND" lines kept in FILE.
 # --timelines: afterwards one run of each gsrun configuration with -vv, its
 # node agent's timeline printed.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-build=$top/_build np=16 pairs=15 real=0 prog="" configs="" stamps=0 timelines=0
+build=$top/_build np=16 pairs=15 real=0 prog="" configs="" stamps=0 timelines=0 raw=""
 while [ $# -gt 0 ]; do
     case $1 in
     --build) build=$2; shift 2 ;;
@@ -42,7 +44,8 @@ while [ $# -gt 0 ]; do
     --configs) configs=$2; shift 2 ;;
     --stamps) stamps=1; shift ;;
     --timelines) timelines=1; shift ;;
-    *) echo "usage: $0 [--build DIR] [--np N] [--pairs K] [--real] [--program PATH] [--configs LIST] [--stamps] [--timelines]" >&2; exit 2 ;;
+    --raw) raw=$2; shift 2 ;;
+    *) echo "usage: $0 [--build DIR] [--np N] [--pairs K] [--real] [--program PATH] [--configs LIST] [--stamps] [--timelines] [--raw FILE]" >&2; exit 2 ;;
     esac
 done
 prog=${prog:-$build/examples/hello_ranks}
@@ -129,16 +132,18 @@ function median(a, n,   i, j, t) {
 { t[$1, $3] = $2 / 1000.0; runs[$3] = 1 }
 END {
     nc = split(list, c, " ")
-    for (k = 1; k <= nc; k++) has_pre += c[k] == "pre"
+    for (k = 1; k <= nc; k++) { has_pre += c[k] == "pre"; has_on += c[k] == "on" }
     for (k = 1; k <= nc; k++) {
         n = 0
-        for (r in runs) { n++; v[n] = t[c[k], r]; dp[n] = t[c[k], r] - t["plain", r]; dq[n] = t[c[k], r] - t["pre", r] }
+        for (r in runs) { n++; v[n] = t[c[k], r]; dp[n] = t[c[k], r] - t["plain", r]; dq[n] = t[c[k], r] - t["pre", r]; do_[n] = t[c[k], r] - t["on", r] }
         printf "%-6s median %8.1f ms", c[k], median(v, n)
         if (c[k] != "plain") printf ", vs plain %+7.1f ms (paired median)", median(dp, n)
         if (has_pre && c[k] != "pre") printf ", vs pre %+7.1f ms", median(dq, n)
+        if (has_on && (c[k] == "exec" || c[k] == "component")) printf ", vs on %+7.1f ms", median(do_, n)
         printf "\n"
     }
 }' "$res"
+[ -n "$raw" ] && cp "$res" "$raw"
 if [ $stamps = 1 ]; then
     echo "when (ms after the command started; medians): first rank in main, last rank in main, last rank out of MPI_Init, command exited"
     awk -v list="$configs" '

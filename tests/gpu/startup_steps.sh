@@ -1,0 +1,19 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The cost of each step of a node agent's start on a GPU machine (not run by
+# CI): the NVML calls of gsrun's GPU discovery and one MPS daemon's start
+# (tests/gpu/startup_steps.c), RUNS times (default 3).
+#
+#   tests/gpu/startup_steps.sh [RUNS]
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+bin=$(mktemp /tmp/gs-startup-steps.XXXXXX)
+trap 'rm -f "$bin"' EXIT
+cc -O2 -Wall -o "$bin" "$here/startup_steps.c" -ldl || exit 1
+control=$(command -v nvidia-cuda-mps-control) || { echo "$0: no nvidia-cuda-mps-control" >&2; exit 1; }
+rc=0
+for i in $(seq 1 "${1:-3}"); do
+    echo "# run $i"
+    timeout 60 "$bin" "$control" || rc=1
+done
+exit $rc
