@@ -133,7 +133,7 @@ static void describe_gpu(const gs_nvml_t *n, gs_nvml_device_t dev, unsigned int 
         g->bus = i; /* NVML's own order is the PCI order */
     }
     /* The kernel's list first: what NVML's CPU affinity reports, without
-     * its cost (10 ms a GPU measured on an H100, on the way to MPS being
+     * its cost (9-25 ms a GPU measured on an H100, on the way to MPS being
      * ready). */
     if (have_pci && gs_gpu_sysfs_near_cpus("/sys/bus/pci/devices", pci.domain, pci.bus, pci.device,
                                            g->cpumask) == 0) {

@@ -159,7 +159,7 @@ int gs_mps_wait_socket(gs_mps_daemon_t *d, long long deadline_ms, gs_error_t *er
     int wait_ms = 1;
 
     snprintf(path, sizeof(path), "%s/control", d->pipe_dir);
-    /* Looked for every 1 to 2 ms (the socket comes 17-19 ms after the spawn
+    /* Looked for every 1 to 2 ms (the socket comes 17-45 ms after the spawn
      * on an H100, every ms of it on the way to MPS being ready), which also
      * notices the daemon exiting (its death is no file-system event); not
      * through inotify, whose closing waits for an RCU grace period (18 ms
