@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "runtime/affinity.h"
+#include "runtime/proc.h"
 
 /* The few NVML entry points used, declared here so that the build needs no
  * NVML header. Return values are nvmlReturn_t; 0 is NVML_SUCCESS. */
@@ -70,20 +71,16 @@ static void load_symbols(void *lib, gs_nvml_t *n)
     *(void **)&n->error_string = dlsym(lib, "nvmlErrorString");
 }
 
-/* A sysfs file's text (NUL-terminated), or -1. */
-static int read_small(const char *path, char *buf, size_t len)
+/* A sysfs file's one line (NUL-terminated), or -1. */
+static int read_sysfs_line(const char *path, char *buf, size_t len)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         return -1;
     }
-    ssize_t n = read(fd, buf, len - 1);
+    long n = gs_proc_read_line(fd, buf, len, gs_proc_now_ms() + 1000);
     close(fd);
-    if (n <= 0) {
-        return -1;
-    }
-    buf[n] = '\0';
-    return 0;
+    return n > 0 ? 0 : -1;
 }
 
 int gs_gpu_sysfs_near_cpus(const char *root, unsigned int domain, unsigned int bus,
@@ -94,11 +91,11 @@ int gs_gpu_sysfs_near_cpus(const char *root, unsigned int domain, unsigned int b
 
     snprintf(dir, sizeof(dir), "%s/%04x:%02x:%02x.0", root, domain, bus, device);
     snprintf(path, sizeof(path), "%s/vendor", dir);
-    if (read_small(path, text, sizeof(text)) != 0 || strncmp(text, "0x10de", 6) != 0) {
+    if (read_sysfs_line(path, text, sizeof(text)) != 0 || strncmp(text, "0x10de", 6) != 0) {
         return -1;
     }
     snprintf(path, sizeof(path), "%s/local_cpulist", dir);
-    if (read_small(path, text, sizeof(text)) != 0) {
+    if (read_sysfs_line(path, text, sizeof(text)) != 0) {
         return -1;
     }
     text[strcspn(text, "\n")] = '\0';
