@@ -22,15 +22,14 @@
 #           physical limit: MPS already up when the first rank starts)
 # Prints each configuration's median wall time, the median of the paired
 # differences against plain mpirun and against pre (and, for exec and
-# component, against on: the wrapper), and (with --real) one
-# `gsrun -vv` timeline of a job.
+# component, against on: the wrapper).
 # --stamps: the program is tests/progs/rank_report --stamp, and each
 # configuration's medians of when (ms after the command started) the first
 # and the last rank entered main, the last left MPI_Init, and the command
 # exited are printed too: where a configuration's extra time goes.
 # --raw FILE: each run's "CONFIG MICROSECONDS ROUND" lines kept in FILE.
-# --timelines: afterwards one run of each gsrun configuration with -vv, its
-# node agent's timeline printed.
+# --timelines (or --real): afterwards one run of each gsrun configuration
+# (on, exec, component) with -vv, its node agent's timeline printed.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=$top/_build np=16 pairs=15 real=0 prog="" configs="" stamps=0 timelines=0 raw=""
@@ -76,32 +75,41 @@ res=$(mktemp) out=$(mktemp) stamp_res=$(mktemp)
 trap 'rm -f "$res" "$out" "$stamp_res"' EXIT
 
 . "$top/tests/bench/mps_by_hand.sh"
+# launch CONFIG DIR [v]: one job of CONFIG (DIR for hand-run MPS); v: with
+# the node agent's -vv report (gsrun's configurations).
+launch() {
+    local v=() mca_v=()
+    [ "${3:-}" = v ] && v=(-vv) mca_v=(--mca rtc_gsrun_verbose 2)
+    case $1 in
+    plain) mpirun -np "$np" "$prog" "${args[@]}" ;;
+    off) "$gsrun" "${v[@]}" --mps=off -np "$np" "$prog" "${args[@]}" ;;
+    on) "${fake_env[@]}" "$gsrun" "${v[@]}" --mps=on --mps-control="$control" -np "$np" "$prog" "${args[@]}" ;;
+    exec) "${fake_env[@]}" mpirun -np "$np" "$gsrun" exec "${v[@]}" --mps=on --mps-control="$control" -- \
+        "$prog" "${args[@]}" ;;
+    component) "${fake_env[@]}" mpirun --mca mca_base_component_path "SYS_DEFAULT:$build/ompi/mca" \
+        --mca rtc_gsrun_agent "$build/launcher/gsrun-agent" --mca rtc_gsrun_mps on "${mca_v[@]}" \
+        --mca rtc_gsrun_mps_control "$control" -np "$np" "$prog" "${args[@]}" ;;
+    hand)
+        mps_hand_up "$2"
+        local rc=0
+        CUDA_MPS_PIPE_DIRECTORY=$2/p CUDA_MPS_LOG_DIRECTORY=$2/l mpirun -x CUDA_MPS_PIPE_DIRECTORY \
+            -x CUDA_MPS_LOG_DIRECTORY -np "$np" "$prog" "${args[@]}" || rc=$?
+        mps_hand_down "$2"
+        return $rc
+        ;;
+    pre)
+        CUDA_MPS_PIPE_DIRECTORY=$2/p CUDA_MPS_LOG_DIRECTORY=$2/l mpirun -x CUDA_MPS_PIPE_DIRECTORY \
+            -x CUDA_MPS_LOG_DIRECTORY -np "$np" "$prog" "${args[@]}"
+        ;;
+    *) echo "$0: unknown configuration $1" >&2; exit 2 ;;
+    esac
+}
 run() { # run CONFIG
     local t0 t1 d rc=0
     d=$(mktemp -d /tmp/gsl.XXXXXX)
     [ "$1" = pre ] && mps_hand_up "$d"
     t0=$(date +%s%N)
-    case $1 in
-    plain) mpirun -np "$np" "$prog" "${args[@]}" >"$out" 2>&1 || rc=$? ;;
-    off) "$gsrun" --mps=off -np "$np" "$prog" "${args[@]}" >"$out" 2>&1 || rc=$? ;;
-    on) "${fake_env[@]}" "$gsrun" --mps=on --mps-control="$control" -np "$np" "$prog" "${args[@]}" >"$out" 2>&1 || rc=$? ;;
-    exec) "${fake_env[@]}" mpirun -np "$np" "$gsrun" exec --mps=on --mps-control="$control" -- "$prog" "${args[@]}" \
-        >"$out" 2>&1 || rc=$? ;;
-    component) "${fake_env[@]}" mpirun --mca mca_base_component_path "SYS_DEFAULT:$build/ompi/mca" \
-        --mca rtc_gsrun_agent "$build/launcher/gsrun-agent" --mca rtc_gsrun_mps on \
-        --mca rtc_gsrun_mps_control "$control" -np "$np" "$prog" "${args[@]}" >"$out" 2>&1 || rc=$? ;;
-    hand)
-        mps_hand_up "$d"
-        CUDA_MPS_PIPE_DIRECTORY=$d/p CUDA_MPS_LOG_DIRECTORY=$d/l mpirun -x CUDA_MPS_PIPE_DIRECTORY \
-            -x CUDA_MPS_LOG_DIRECTORY -np "$np" "$prog" "${args[@]}" >"$out" 2>&1 || rc=$?
-        mps_hand_down "$d"
-        ;;
-    pre)
-        CUDA_MPS_PIPE_DIRECTORY=$d/p CUDA_MPS_LOG_DIRECTORY=$d/l mpirun -x CUDA_MPS_PIPE_DIRECTORY \
-            -x CUDA_MPS_LOG_DIRECTORY -np "$np" "$prog" "${args[@]}" >"$out" 2>&1 || rc=$?
-        ;;
-    *) echo "$0: unknown configuration $1" >&2; exit 2 ;;
-    esac
+    launch "$1" "$d" >"$out" 2>&1 || rc=$?
     t1=$(date +%s%N)
     [ "$1" = pre ] && mps_hand_down "$d"
     rm -rf "$d"
@@ -117,6 +125,11 @@ run() { # run CONFIG
             >>"$stamp_res" || { echo "$0: $1: not every rank printed its stamp" >&2; exit 1; }
     fi
 }
+awk_median='function median(a, n,   i, j, t) {
+    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+'
 read -r -a cfg <<<"$configs"
 for i in $(seq 1 "$pairs"); do
     for ((j = 0; j < ${#cfg[@]}; j++)); do
@@ -124,11 +137,7 @@ for i in $(seq 1 "$pairs"); do
     done
 done
 echo "launch overhead: $(basename "$prog"), $np ranks, $pairs paired runs, $(nproc) cores, $(mpirun --version 2>&1 | head -1)$([ $real = 1 ] && echo ", real MPS") "
-awk -v list="$configs" '
-function median(a, n,   i, j, t) {
-    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+awk -v list="$configs" "$awk_median"'
 { t[$1, $3] = $2 / 1000.0; runs[$3] = 1 }
 END {
     nc = split(list, c, " ")
@@ -146,11 +155,7 @@ END {
 [ -n "$raw" ] && cp "$res" "$raw"
 if [ $stamps = 1 ]; then
     echo "when (ms after the command started; medians): first rank in main, last rank in main, last rank out of MPI_Init, command exited"
-    awk -v list="$configs" '
-    function median(a, n,   i, j, t) {
-        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-    }
+    awk -v list="$configs" "$awk_median"'
     { for (k = 2; k <= 5; k++) v[$1, k, ++n[$1, k]] = $k }
     END {
         nc = split(list, c, " ")
@@ -166,14 +171,7 @@ if [ $stamps = 1 ]; then
 fi
 if [ $real = 1 ] || [ $timelines = 1 ]; then
     for c in $configs; do
-        case $c in
-        on) "${fake_env[@]}" "$gsrun" -vv --mps=on --mps-control="$control" -np "$np" "$prog" "${args[@]}" ;;
-        exec) [ $timelines = 1 ] && "${fake_env[@]}" mpirun -np "$np" "$gsrun" exec -vv --mps=on \
-            --mps-control="$control" -- "$prog" "${args[@]}" ;;
-        component) [ $timelines = 1 ] && "${fake_env[@]}" mpirun --mca mca_base_component_path \
-            "SYS_DEFAULT:$build/ompi/mca" --mca rtc_gsrun_agent "$build/launcher/gsrun-agent" \
-            --mca rtc_gsrun_mps on --mca rtc_gsrun_verbose 2 --mca rtc_gsrun_mps_control "$control" \
-            -np "$np" "$prog" "${args[@]}" ;;
-        esac 2>&1 >/dev/null | grep "timeline\|ready\|shut down" | sed "s/^/# $c: /"
+        case $c in on | exec | component) ;; *) continue ;; esac
+        launch "$c" "" v 2>&1 >/dev/null | grep "timeline\|ready\|shut down" | sed "s/^/# $c: /"
     done
 fi
