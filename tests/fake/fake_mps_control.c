@@ -19,6 +19,10 @@
  *   FAKE_MPS_QUIT_STATUS=N       exit N after quit
  *   FAKE_MPS_DIE_AFTER_MS=N      exit 3 N ms after start (dies mid-job)
  *   FAKE_MPS_SERVER_ERROR=TEXT   write TEXT as an error line to server.log
+ *   FAKE_MPS_SERVER_SETUP_MS=N   after start_server, answer no command for N
+ *                                ms (the real daemon's silence while its new
+ *                                server sets up its GPU context: ~250 ms on an
+ *                                H100)
  *   FAKE_MPS_RECORD=FILE         append one line per daemon start: pid, GPU,
  *                                pipe dir, CPU affinity, inherited MPS vars */
 #define _GNU_SOURCE
@@ -151,6 +155,9 @@ static void start_server(void)
     }
 }
 
+/* Until when the daemon answers nothing (FAKE_MPS_SERVER_SETUP_MS). */
+static long long silent_until;
+
 /* Handles one connection; returns 1 when the daemon should exit. */
 static int handle(int fd)
 {
@@ -160,6 +167,10 @@ static int handle(int fd)
     if (n <= 0) {
         return 0;
     }
+    long long left = silent_until - now_ms();
+    if (left > 0) {
+        usleep((useconds_t)left * 1000);
+    }
     buf[n] = '\0';
     buf[strcspn(buf, "\r\n")] = '\0';
     logline("control.log", "User command: %s", buf);
@@ -168,6 +179,9 @@ static int handle(int fd)
     } else if (strncmp(buf, "start_server -uid ", 18) == 0) {
         if (nservers == 0) {
             start_server();
+            if (getenv("FAKE_MPS_SERVER_SETUP_MS")) {
+                silent_until = now_ms() + atoi(getenv("FAKE_MPS_SERVER_SETUP_MS"));
+            }
         }
         const char *rec = getenv("FAKE_MPS_RECORD");
         FILE *f = rec ? fopen(rec, "a") : NULL;

@@ -49,6 +49,20 @@ FAKE_MPS_SERVER_ERROR="Client 7 encountered a fatal GPU error" gsrun_fake 1 -np 
 check "errors in MPS's own log reach the user" grep -q "problem: .*GPU 0: .*ERROR: Client 7 encountered a fatal GPU error" "$ERR"
 check_clean "server log error"
 
+# The real control daemon answers no command while a server it started sets
+# up its GPU context (~250 ms on an H100): no rank may wait for that.
+FAKE_MPS_SERVER_SETUP_MS=1500 gsrun_fake 1 -vv --mps=on -np 4 "$PROG" >"$OUT" 2>"$ERR"
+rc=$?
+check "control daemon silent 1.5 s after start_server: job status 0" [ $rc -eq 0 ]
+step_ms() { grep -o "timeline (ms after gsrun started): agent .*" "$ERR" | grep -o "$1 [0-9]*" | head -1 | awk '{print $NF}'; }
+pub=$(step_ms published) reg=$(step_ms registered) listed=$(step_ms "servers listed")
+[ -n "$pub" ] && [ -n "$reg" ] && [ $((reg - pub)) -lt 1000 ]
+check "  ... the ranks registered without waiting for it (published ${pub:-?}, registered ${reg:-?} ms)" [ $? -eq 0 ]
+[ -n "$listed" ] && [ "$listed" -ge 1400 ] && [ "$listed" -ge "$reg" ]
+check "  ... the servers listed after that, once the daemon answered (${listed:-?} ms)" [ $? -eq 0 ]
+check "  ... and reported with their PID" grep -q "MPS control daemon [0-9]* on .*, server [1-9][0-9]*, 4 ranks" "$ERR"
+check_clean "control daemon silent during server setup"
+
 # Signals: SIGTERM to gsrun ends the job as it ends mpirun's; MPS goes away.
 gsrun_fake_exec 1 -np 3 "$PROG" --sleep 20000 >"$OUT" 2>"$ERR" &
 pid=$!
