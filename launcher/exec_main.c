@@ -3,7 +3,7 @@
  *
  * Put in front of the program under any launcher (mpiexec -n 16 gsrun exec
  * ./app, srun gsrun exec ./app, mpirun ... ): each rank works out its job's
- * key on its node (runtime/jobkey.c), makes or finds the job's directory in
+ * key on its node (runtime/rank/jobkey.c), makes or finds the job's directory in
  * the user's private base, and becomes gsrun-shim, which joins the node
  * (local rank 0 starts the node agent and MPS), sets the client
  * environment and execs the program with its PID, stdio and exit status.
@@ -19,13 +19,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "discovery/discover.h"
-#include "launcher/helpers.h"
-#include "runtime/config.h"
-#include "runtime/gs_error.h"
-#include "runtime/jobkey.h"
-#include "runtime/provision.h"
-#include "runtime/rundir.h"
+#include "pmix/discover.h"
+#include "runtime/rank/helper.h"
+#include "runtime/core/config.h"
+#include "runtime/core/gs_error.h"
+#include "runtime/rank/jobkey.h"
+#include "runtime/rank/provision.h"
+#include "runtime/files/rundir.h"
+#include "runtime/core/limits.h"
 
 static const char usage[] =
     "usage: gsrun exec [options] [--] program [args]\n"
@@ -114,7 +115,7 @@ int gs_exec_main(int argc, char **argv)
 {
     gs_config_t cfg;
     gs_error_t err;
-    char key[512], name[160], base[512], job_dir[700], shim[4096];
+    char key[512], name[160], base[512], job_dir[700], shim[GS_PATH_MAX];
     const char *source = NULL;
     int first = 0;
 

@@ -20,19 +20,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "discovery/discover.h"
-#include "launcher/exec_main.h"
-#include "launcher/helpers.h"
+#include "pmix/discover.h"
+#include "runtime/rank/helper.h"
+#include "launcher/commands.h"
 #include "launcher/options.h"
 #include "launcher/reports.h"
-#include "launcher/status_main.h"
 #include "launcher/supervise.h"
-#include "runtime/config.h"
-#include "runtime/node.h"
-#include "runtime/preflight.h"
-#include "runtime/proc.h"
-#include "runtime/rundir.h"
-#include "slurm/batch_main.h"
+#include "runtime/core/config.h"
+#include "runtime/rank/node.h"
+#include "runtime/files/preflight.h"
+#include "runtime/core/proc.h"
+#include "runtime/files/rundir.h"
+#include "runtime/core/limits.h"
 
 static void die(int code, const char *msg)
 {
@@ -116,9 +115,9 @@ static int check_open_mpi(const char *launcher, gs_error_t *err)
         close(p[0]);
         return gs_error_set(err, errno, "fork: %s", strerror(errno));
     }
-    gs_proc_read_all(p[0], out, sizeof(out), gs_proc_now_ms() + 10000);
+    gs_proc_read_all(p[0], out, sizeof(out), gs_proc_now_ms() + GS_WAIT_VERSION_MS);
     close(p[0]);
-    if (gs_proc_wait(pid, 1000, NULL) != 0) {
+    if (gs_proc_wait(pid, GS_WAIT_CHILD_EXIT_MS, NULL) != 0) {
         gs_proc_stop_child(pid, 100, NULL);
     }
     if (strstr(out, "Open MPI") == NULL && strstr(out, "OpenRTE") == NULL) {
@@ -257,7 +256,7 @@ static int is_srun(const char *launcher)
  * parse srun's arguments to find it). */
 static char **build_srun_command(char *launcher, const char *prolog, char **args, int nargs)
 {
-    static char opt[4200];
+    static char opt[GS_PATH_MAX];
     char **cmd = calloc((size_t)nargs + 3, sizeof(*cmd));
     const char *user = getenv("SLURM_TASK_PROLOG");
     int n = 0;
@@ -310,12 +309,12 @@ static int start_agent_early(const gs_opts_t *o, const char *agent, const char *
 static int check_programs(gs_opts_t *o, char *launcher, size_t len)
 {
     gs_error_t err;
-    char path[4096];
+    char path[GS_PATH_MAX];
 
-    if (gs_config_find_executable(o->cfg.launcher, NULL, "launcher", launcher, len, &err) != 0) {
+    int rc = gs_config_find_executable(o->cfg.launcher, NULL, "launcher", launcher, len, &err);
+    if (rc != 0) {
         fprintf(stderr, "gsrun: %s: %s\n", o->launcher_origin, err.text);
-        return errno == EACCES || strstr(err.text, "not an executable") ? GS_EXIT_NOEXEC
-                                                                        : GS_EXIT_NOTFOUND;
+        return rc == -EACCES ? GS_EXIT_NOEXEC : GS_EXIT_NOTFOUND;
     }
     /* A control path given explicitly must be usable whatever the mode. */
     if (o->control_given && strchr(o->cfg.control, '/') != NULL &&
@@ -399,19 +398,15 @@ int main(int argc, char **argv)
 {
     gs_opts_t o;
     gs_error_t err;
-    char launcher[4096], shim[4096], agent[4096], job_dir[4096], fork_agent[4096];
+    char launcher[GS_PATH_MAX], shim[GS_PATH_MAX], agent[GS_PATH_MAX];
+    char job_dir[GS_PATH_MAX], fork_agent[GS_PATH_MAX];
     char **args, **cmd;
     int nargs, rc;
 
     gsrun_t0_ms = gs_proc_wall_ms();
-    if (argc > 1 && strcmp(argv[1], "status") == 0) {
-        return gs_status_main(argc - 1, argv + 1);
-    }
-    if (argc > 1 && gs_batch_is_command(argv[1])) {
-        return gs_batch_main(argc - 1, argv + 1);
-    }
-    if (argc > 1 && strcmp(argv[1], "exec") == 0) {
-        return gs_exec_main(argc - 1, argv + 1);
+    const gs_command_t *sub = argc > 1 ? gs_command_find(argv[1]) : NULL;
+    if (sub != NULL) {
+        return sub->run(argc - 1, argv + 1);
     }
     if (gs_opts_parse(argc, argv, &o, &err) != 0) {
         die(GS_EXIT_USAGE, err.text);

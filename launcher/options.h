@@ -9,8 +9,8 @@
 #ifndef GS_OPTIONS_H
 #define GS_OPTIONS_H
 
-#include "runtime/config.h"
-#include "runtime/gs_error.h"
+#include "runtime/core/config.h"
+#include "runtime/core/gs_error.h"
 
 typedef struct {
     gs_config_t cfg;

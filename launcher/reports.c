@@ -12,8 +12,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "runtime/proc.h"
-#include "runtime/rundir.h"
+#include "runtime/core/proc.h"
+#include "runtime/files/rundir.h"
+#include "runtime/core/limits.h"
 
 static void on_alarm(int sig)
 {
@@ -69,7 +70,7 @@ int gs_print_reports(const char *job_dir, int verbose)
         if (n < 8 || strcmp(e->d_name + n - 7, ".report") != 0) {
             continue;
         }
-        char path[4200], line[1024];
+        char path[GS_PATH_MAX], line[1024];
         int p = 0;
         snprintf(path, sizeof(path), "%s/%s", job_dir, e->d_name);
         int fd = gs_rundir_open_regular(path);

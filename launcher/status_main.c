@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* gsrun status [--json]: the gsrun jobs on this node, read from the files
- * their agents keep (runtime/status.c); nothing is asked of the agents. */
+ * their agents keep (runtime/files/status.c); nothing is asked of the agents. */
 #include "gs_autoconf.h"
 
 #include <stdio.h>
@@ -9,10 +9,10 @@
 #include <unistd.h>
 
 #include "launcher/status_main.h"
-#include "runtime/config.h"
-#include "runtime/proc.h"
-#include "runtime/rundir.h"
-#include "runtime/status.h"
+#include "runtime/core/config.h"
+#include "runtime/core/proc.h"
+#include "runtime/files/rundir.h"
+#include "runtime/files/status.h"
 
 #define GS_STATUS_MAX_JOBS 64
 

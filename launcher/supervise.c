@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/proc.h"
+#include "runtime/core/proc.h"
 
 static int sigpipe_fd[2] = {-1, -1};
 

@@ -4,7 +4,7 @@
 #ifndef GS_SUPERVISE_H
 #define GS_SUPERVISE_H
 
-#include "runtime/gs_error.h"
+#include "runtime/core/gs_error.h"
 
 /* Execs the launcher; returns gsrun's status for the failure (reported). */
 int gs_exec_launcher(const char *launcher, char **argv);

@@ -36,14 +36,15 @@
 #include "orte/runtime/orte_globals.h"
 #include "orte/util/proc_info.h"
 
-#include "runtime/clientenv.h"
-#include "runtime/config.h"
-#include "runtime/node.h"
-#include "runtime/proc.h"
-#include "runtime/protocol.h"
-#include "runtime/rundir.h"
-#include "runtime/state.h"
-#include "runtime/task.h"
+#include "runtime/rank/clientenv.h"
+#include "runtime/core/config.h"
+#include "runtime/rank/node.h"
+#include "runtime/core/proc.h"
+#include "runtime/wire/protocol.h"
+#include "runtime/files/rundir.h"
+#include "runtime/files/state.h"
+#include "runtime/rank/task.h"
+#include "runtime/core/limits.h"
 
 #define GS_RTC_EXPORT __attribute__((visibility("default")))
 
@@ -62,7 +63,7 @@ static int param_priority = 60;
 static gs_config_t rtc_cfg;
 static gs_error_t rtc_cfg_err;
 static int rtc_cfg_bad;
-static char rtc_agent[4096];
+static char rtc_agent[GS_PATH_MAX];
 
 /* One job this daemon provisions (several with MPI_Comm_spawn). */
 typedef struct rtc_job {

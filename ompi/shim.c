@@ -15,13 +15,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "discovery/discover.h"
-#include "launcher/helpers.h"
-#include "runtime/clientenv.h"
-#include "runtime/config.h"
-#include "runtime/node.h"
-#include "runtime/rundir.h"
-#include "runtime/task.h"
+#include "pmix/discover.h"
+#include "runtime/rank/clientenv.h"
+#include "runtime/core/config.h"
+#include "runtime/rank/node.h"
+#include "runtime/files/rundir.h"
+#include "runtime/rank/task.h"
 
 /* A failure of the whole node (the agent's state says so, or it could not
  * start): the leader reports it and exits with its status; the other ranks
@@ -63,8 +62,7 @@ int main(int argc, char **argv)
     gs_local_t loc;
     static gs_state_t st;
     gs_clientenv_t env;
-    gs_node_req_t req;
-    char agent[4096], node[64], chain[4096] = "";
+    char node[64], chain[GS_PATH_MAX] = "";
     const char *job_dir = getenv("GSRUN_JOB_DIR");
     int first = 1, keep_fd = -1, leader;
 
@@ -97,14 +95,12 @@ int main(int argc, char **argv)
         return drc == -EINVAL && gs_discover_check_env(NULL) != 0 ? GS_EXIT_USAGE : GS_EXIT_SETUP;
     }
     leader = loc.local_rank == 0;
-    /* Only the node leader starts the agent; the other ranks skip the lookup. */
-    if (leader && gs_helper_path("gsrun-agent", agent, sizeof(agent), &err) != 0) {
-        return fail_node(leader, GS_EXIT_SETUP, node, err.text);
-    }
-
-    gs_helper_job_req(&req, &cfg, job_dir, loc.local_rank, loc.local_size, leader ? agent : NULL);
-    req.launcher_pid = getppid();
-    int node_wide, code = gs_task_join(&req, &st, &env, &keep_fd, &node_wide, &err);
+    gs_task_rank_t rank = {.cfg = &cfg,
+                           .job_dir = job_dir,
+                           .local_rank = loc.local_rank,
+                           .local_size = loc.local_size,
+                           .launcher_pid = getppid()};
+    int node_wide, code = gs_task_run_rank(&rank, &st, &env, &keep_fd, &node_wide, &err);
     if (code != 0) {
         return node_wide ? fail_node(leader, code, node, err.text)
                          : fail_rank(loc.local_rank, code, node, err.text);
@@ -132,7 +128,7 @@ int main(int argc, char **argv)
     /* Open MPI also runs a bare program name found in the working
      * directory; so must the rank it hands to us. */
     if (errno == ENOENT && strchr(exec_argv[0], '/') == NULL && access(exec_argv[0], X_OK) == 0) {
-        char local[4200];
+        char local[GS_PATH_MAX];
         snprintf(local, sizeof(local), "./%s", exec_argv[0]);
         execv(local, exec_argv);
     }

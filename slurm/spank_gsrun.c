@@ -31,11 +31,12 @@
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 
-#include "runtime/config.h"
-#include "runtime/protocol.h"
-#include "runtime/provision.h"
-#include "runtime/rundir.h"
-#include "runtime/task.h"
+#include "runtime/core/config.h"
+#include "runtime/wire/protocol.h"
+#include "runtime/rank/provision.h"
+#include "runtime/files/rundir.h"
+#include "runtime/rank/task.h"
+#include "runtime/core/limits.h"
 
 #ifndef GS_PKGLIBEXECDIR
 #define GS_PKGLIBEXECDIR "/usr/local/libexec/gsrun"
@@ -56,7 +57,7 @@ int slurm_spank_exit(spank_t sp, int ac, char **av);
 static gs_config_t cfg;
 static char bad[GS_ERROR_LEN];
 static int bad_code = GS_EXIT_USAGE; /* a task's status for bad under mps=on */
-static char agent_path[4096] = GS_PKGLIBEXECDIR "/gsrun-agent";
+static char agent_path[GS_PATH_MAX] = GS_PKGLIBEXECDIR "/gsrun-agent";
 static char rundir_base[512] = GS_ROOT_RUNDIR;
 static char opt_mps[64], opt_pct[64];
 static int opt_mps_set, opt_pct_set;

@@ -22,12 +22,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "discovery/discover.h"
-#include "launcher/helpers.h"
-#include "runtime/clientenv.h"
-#include "runtime/config.h"
-#include "runtime/rundir.h"
-#include "runtime/task.h"
+#include "pmix/discover.h"
+#include "runtime/rank/clientenv.h"
+#include "runtime/core/config.h"
+#include "runtime/files/rundir.h"
+#include "runtime/rank/task.h"
+#include "runtime/core/limits.h"
 
 static int task_stderr; /* fd 2 is the task's stderr */
 
@@ -91,7 +91,7 @@ static pid_t parent_of(pid_t pid)
  * failure is the task's. */
 static int run_user_prolog(const char *prog)
 {
-    char line[4096];
+    char line[GS_LINE_MAX];
     FILE *p = popen(prog, "re");
     if (p == NULL) {
         say("gsrun: cannot run the task prolog '%s': %s", prog, strerror(errno));
@@ -116,8 +116,7 @@ int main(void)
     gs_local_t loc;
     static gs_state_t st;
     gs_clientenv_t env;
-    gs_node_req_t req;
-    char agent[4096], node[64];
+    char node[64];
     const char *job_dir = getenv("GSRUN_JOB_DIR");
     const char *user = getenv("GSRUN_TASK_PROLOG");
     int keep_fd = -1, node_wide, code;
@@ -143,15 +142,14 @@ int main(void)
         return GS_EXIT_SETUP;
     }
     int leader = loc.local_rank == 0;
-    if (leader && gs_helper_path("gsrun-agent", agent, sizeof(agent), &err) != 0) {
-        say("gsrun: node %s: error: %s", node, err.text);
-        return GS_EXIT_SETUP;
-    }
-    gs_helper_job_req(&req, &cfg, job_dir, loc.local_rank, loc.local_size, leader ? agent : NULL);
-    req.launcher_pid = parent_of(getppid()); /* the task's slurmstepd */
-    req.for_parent = 1;
-    req.report_rank0 = !task_stderr;
-    code = gs_task_join(&req, &st, &env, &keep_fd, &node_wide, &err);
+    gs_task_rank_t rank = {.cfg = &cfg,
+                           .job_dir = job_dir,
+                           .local_rank = loc.local_rank,
+                           .local_size = loc.local_size,
+                           .launcher_pid = parent_of(getppid()), /* the task's slurmstepd */
+                           .for_parent = 1,
+                           .report_rank0 = !task_stderr};
+    code = gs_task_run_rank(&rank, &st, &env, &keep_fd, &node_wide, &err);
     if (code != 0) {
         /* A node-wide failure: the leader says it once; every task fails
          * with the same status (srun, unlike mpirun, takes that well). */

@@ -14,17 +14,14 @@
 
 #include "runtime/agent/agent.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "runtime/agent/agent_int.h"
-#include "runtime/proc.h"
-#include "runtime/protocol.h"
+#include "runtime/core/proc.h"
+#include "runtime/wire/protocol.h"
 
 #define BIT(s) (1u << (s))
 
@@ -55,36 +52,6 @@ const char *gs_agent_state_name(gs_agent_state_t s)
 int gs_agent_transition_ok(gs_agent_state_t from, gs_agent_state_t to)
 {
     return from < GS_AGENT_NSTATES && to < GS_AGENT_NSTATES && (table[from].next & BIT(to)) != 0;
-}
-
-int gs_agent_rank_of_pid(const void *agent, pid_t pid)
-{
-    return gs_ranks_rank_of_pid(&((const gs_agent_t *)agent)->ranks, pid);
-}
-
-const char *gs_agent_read_signals(gs_agent_t *a)
-{
-    struct signalfd_siginfo si;
-    const char *why = NULL;
-    while (read(a->sig_fd, &si, sizeof(si)) == sizeof(si)) {
-        if (si.ssi_signo != SIGCHLD) {
-            why = "the agent was told to stop";
-            continue;
-        }
-        int st;
-        pid_t pid;
-        while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
-            if (gs_guard_is(&a->guard, pid)) {
-                a->guard.pid = 0;
-                gs_report_add(&a->report, 1,
-                              "the agent's guard exited early; the agent goes on "
-                              "without it");
-            } else {
-                gs_daemons_reaped(&a->daemons, pid, st);
-            }
-        }
-    }
-    return why;
 }
 
 /* A node-wide error: published for the ranks (they exit with code). */

@@ -13,8 +13,8 @@
 
 #include <sys/types.h>
 
-#include "runtime/agentcmd.h"
-#include "runtime/config.h"
+#include "runtime/wire/agentcmd.h"
+#include "runtime/core/config.h"
 
 typedef struct {
     gs_config_t cfg;    /* the GSRUN_* settings */

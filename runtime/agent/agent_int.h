@@ -12,19 +12,20 @@
  *   daemons.c  the MPS daemons of the node           (guard, report)
  *
  * The order and the state table are in doc/architecture.md;
- * tests/agent_layers.sh checks the order. */
+ * tests/layers.sh checks the order. */
 #ifndef GS_AGENT_INT_H
 #define GS_AGENT_INT_H
 
+#include "runtime/core/limits.h"
 #include "runtime/agent/agent.h"
 #include "runtime/agent/daemons.h"
 #include "runtime/agent/guard.h"
 #include "runtime/agent/placer.h"
 #include "runtime/agent/ranks.h"
 #include "runtime/agent/report.h"
-#include "runtime/gpu.h"
-#include "runtime/policy.h"
-#include "runtime/state.h"
+#include "runtime/gpu/gpu.h"
+#include "runtime/plan/policy.h"
+#include "runtime/files/state.h"
 
 typedef enum {
     GS_AGENT_DISCOVERING, /* listening (early, job-long); GPUs, control program */
@@ -58,7 +59,7 @@ typedef struct {
     long long t_start;    /* monotonic: when the agent started */
 
     gs_gpu_list_t gpus;
-    char control[4096];
+    char control[GS_PATH_MAX];
     int have_control;
     char control_error[GS_ERROR_LEN];
     gs_plan_t plan;
@@ -89,13 +90,14 @@ void gs_agent_teardown(gs_agent_t *a, int lockfd);
 const char *gs_agent_state_name(gs_agent_state_t s);
 /* 1 if the table allows from -> to. */
 int gs_agent_transition_ok(gs_agent_state_t from, gs_agent_state_t to);
+
+/* agent_serve.c: the waits on the socket, one per state that waits, and
+ * what every wait reads. */
 /* Reads the signalfd: SIGCHLD is a child of ours (a daemon, the guard) and
  * is noted; anything else tells the agent to stop (returns why). */
 const char *gs_agent_read_signals(gs_agent_t *a);
 /* local rank of pid (for MPS's log lines), a gs_rank_of_pid_fn. */
 int gs_agent_rank_of_pid(const void *agent, pid_t pid);
-
-/* agent_serve.c: the waits on the socket, one per state that waits. */
 int gs_agent_listen(gs_agent_t *a, gs_error_t *err);
 /* SIZING: the node's size from its first rank; 0 if the launcher ended
  * first or the agent was told to stop. */

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "runtime/agent/agent.h"
-#include "runtime/agentcmd.h"
-#include "runtime/config.h"
+#include "runtime/wire/agentcmd.h"
+#include "runtime/core/config.h"
 
 int main(int argc, char **argv)
 {

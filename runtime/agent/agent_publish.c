@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "runtime/agent/agent_int.h"
-#include "runtime/status.h"
+#include "runtime/files/status.h"
 
 void gs_agent_signal_ready(gs_agent_t *a, const char *word)
 {

@@ -9,14 +9,48 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/affinity.h"
+#include "runtime/gpu/affinity.h"
 #include "runtime/agent/agent_int.h"
-#include "runtime/proc.h"
-#include "runtime/protocol.h"
-#include "runtime/unixsock.h"
+#include "runtime/core/proc.h"
+#include "runtime/wire/protocol.h"
+#include "runtime/core/unixsock.h"
+#include "runtime/core/limits.h"
+
+int gs_agent_rank_of_pid(const void *agent, pid_t pid)
+{
+    return gs_ranks_rank_of_pid(&((const gs_agent_t *)agent)->ranks, pid);
+}
+
+const char *gs_agent_read_signals(gs_agent_t *a)
+{
+    struct signalfd_siginfo si;
+    const char *why = NULL;
+    while (read(a->sig_fd, &si, sizeof(si)) == sizeof(si)) {
+        if (si.ssi_signo != SIGCHLD) {
+            why = "the agent was told to stop";
+            continue;
+        }
+        int st;
+        pid_t pid;
+        while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+            if (gs_guard_is(&a->guard, pid)) {
+                a->guard.pid = 0;
+                gs_report_add(&a->report, 1,
+                              "the agent's guard exited early; the agent goes on "
+                              "without it");
+            } else {
+                gs_daemons_reaped(&a->daemons, pid, st);
+            }
+        }
+    }
+    return why;
+}
 
 int gs_agent_listen(gs_agent_t *a, gs_error_t *err)
 {
@@ -143,7 +177,7 @@ static void accept_rank(gs_agent_t *a)
 {
     struct ucred cred;
     socklen_t clen = sizeof(cred);
-    char buf[4200], cpulist[4100] = "";
+    char buf[GS_LINE_MAX], cpulist[4100] = "";
     int fd, rank = -1, parent = 0;
     pid_t pid = 0;
     long n;

@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "runtime/agent/agent_int.h"
-#include "runtime/preflight.h" /* gs_preflight_claim */
-#include "runtime/proc.h"
-#include "runtime/rundir.h"
+#include "runtime/files/preflight.h" /* gs_preflight_claim */
+#include "runtime/core/proc.h"
+#include "runtime/files/rundir.h"
 
 static void close_from(int first, int last)
 {

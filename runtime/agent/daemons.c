@@ -11,9 +11,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/affinity.h"
-#include "runtime/proc.h"
-#include "runtime/rundir.h"
+#include "runtime/gpu/affinity.h"
+#include "runtime/core/proc.h"
+#include "runtime/files/rundir.h"
+#include "runtime/core/limits.h"
 
 void gs_daemons_init(gs_daemons_t *ds, const char *node_dir, const char *control, int prestart,
                      int timeout_s, gs_report_t *report, gs_guard_t *guard)
@@ -34,13 +35,13 @@ void gs_daemons_init(gs_daemons_t *ds, const char *node_dir, const char *control
 static void report_log_errors(gs_daemons_t *ds, int g, gs_rank_of_pid_fn rank_of_pid,
                               const void *ctx)
 {
-    static const char *const out_only[] = {"control.out", NULL};
+    static const char *const out_only[] = {GS_MPS_CONTROL_OUT, NULL};
     static const char *const files[] = {"server.log", "control.log", NULL};
     const gs_mps_daemon_t *d = &ds->daemon[g];
-    char probe[4200];
+    char probe[GS_PATH_MAX];
     struct stat sb;
 
-    snprintf(probe, sizeof(probe), "%s/control.out", d->log_dir);
+    snprintf(probe, sizeof(probe), "%s/" GS_MPS_CONTROL_OUT, d->log_dir);
     const char *const *logs = stat(probe, &sb) == 0 && sb.st_size > 0 ? out_only : files;
     for (const char *const *f = logs; *f != NULL; f++) {
         char lines[8][256];

@@ -8,13 +8,14 @@
 #ifndef GS_AGENT_DAEMONS_H
 #define GS_AGENT_DAEMONS_H
 
+#include "runtime/core/limits.h"
 #include <sched.h>
 #include <sys/types.h>
 
 #include "runtime/agent/guard.h"
 #include "runtime/agent/report.h"
-#include "runtime/gpu.h"
-#include "runtime/mps.h"
+#include "runtime/gpu/gpu.h"
+#include "runtime/gpu/mps.h"
 
 /* Bounded wait for a daemon's quit, before SIGTERM and SIGKILL. */
 #define GS_DAEMON_QUIT_TIMEOUT_MS 5000
@@ -23,7 +24,7 @@ typedef int (*gs_rank_of_pid_fn)(const void *ctx, pid_t pid);
 
 typedef struct {
     char node_dir[256]; /* the daemons' dirs: <node_dir>/g<N>, g<N>.log */
-    char control[4096]; /* nvidia-cuda-mps-control */
+    char control[GS_PATH_MAX]; /* nvidia-cuda-mps-control */
     int prestart;       /* start each server before any client */
     int timeout_s;      /* bound on a daemon's start */
     gs_report_t *report;

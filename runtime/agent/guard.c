@@ -12,10 +12,11 @@
 #include <unistd.h>
 
 #include "runtime/agent/ranks.h"
-#include "runtime/gpu.h"
-#include "runtime/mps.h"
-#include "runtime/proc.h"
-#include "runtime/rundir.h"
+#include "runtime/gpu/gpu.h"
+#include "runtime/gpu/mps.h"
+#include "runtime/core/proc.h"
+#include "runtime/files/rundir.h"
+#include "runtime/core/limits.h"
 
 #define GUARD_MAX_RANKS 4096
 #define GUARD_MAX_MPS (GS_MAX_GPUS * (GS_MPS_MAX_SERVERS + 1))
@@ -40,7 +41,7 @@ static void track(gs_rank_t *list, int *n, int max, pid_t pid)
  * stream's end, and the agent, which waits for the launcher, wait forever. */
 static int follow_agent(int fd, followed_t *f, gs_report_t *report)
 {
-    char buf[4096];
+    char buf[GS_LINE_MAX];
     size_t have = 0;
     for (;;) {
         ssize_t r = read(fd, buf + have, sizeof(buf) - 1 - have);

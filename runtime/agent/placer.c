@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/placement.h"
+#include "runtime/plan/placement.h"
 
 void gs_placer_blocks(int size, int ngpus, int *target)
 {

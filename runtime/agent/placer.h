@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Placement as the agent runs it: which GPU each local rank gets, as the
  * ranks register. Pure: ranks' CPUs and the GPUs' locality in, each rank's
- * GPU out; no sockets, no processes (runtime/placement.c decides a whole
+ * GPU out; no sockets, no processes (runtime/plan/placement.c decides a whole
  * set at once; this holds the state while ranks come one by one).
  *
  * With MPS the GPUs and how many ranks each takes are the plan's; without
@@ -14,7 +14,7 @@
 #include <sched.h>
 #include <stddef.h>
 
-#include "runtime/gpu.h"
+#include "runtime/gpu/gpu.h"
 
 /* gs_placer_add: the rank's answer must wait for gs_placer_flush. */
 #define GS_PLACER_WAIT (-2)

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/proc.h"
+#include "runtime/core/proc.h"
 
 int gs_ranks_init(gs_ranks_t *t, int size)
 {

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/preflight.h" /* GS_OWNER_FILE */
-#include "runtime/proc.h"
+#include "runtime/files/preflight.h" /* GS_OWNER_FILE */
+#include "runtime/core/proc.h"
 
 void gs_report_init(gs_report_t *r, const char *node_name, int verbose, long long t0_ms)
 {

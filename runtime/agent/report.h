@@ -8,7 +8,7 @@
 
 #include <sys/types.h>
 
-#include "runtime/agentcmd.h" /* gs_sink_t */
+#include "runtime/wire/agentcmd.h" /* gs_sink_t */
 
 typedef struct {
     char node_name[64];

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
+# covers: launcher/exec_main.c under MPICH Hydra and Open MPI fork agents, pmix/discover_env.c
 # The rank prefix (`gsrun exec`) under launchers that gsrun does not start,
 # on the simulated cluster of 3 hosts x 4 ranks: MPICH's Hydra mpiexec
 # (its proxies started on the other hosts through its rsh launcher and the

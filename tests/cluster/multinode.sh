@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
+# covers: gsrun on several hosts: ompi/shim.c, runtime/rank/node.c, runtime/agent/ on each host
 # Multi-node gsrun on a simulated cluster of 3 hosts (tests/cluster/cluster.sh):
 # real mpirun launching orted on the other hosts through its rsh path, the
 # stand-in MPS daemon and NVML on every host. TAP output.

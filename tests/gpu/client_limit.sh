@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
+# covers: the MPS client limit of one server (measurement, GPU machine)
 # Measures how many MPS clients one GPU accepts (not run by CI).
 #
 #   tests/gpu/client_limit.sh BUILD_DIR [N ...]   (default N: 40 48 56 60 64)

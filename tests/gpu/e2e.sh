@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
+# covers: every front end with real MPS (GPU machine)
 # GPU end-to-end test, for a machine with an NVIDIA GPU (not run by CI).
 #
 #   tests/gpu/e2e.sh [--component|--spank|--task-prolog|--prolog|--exec] [BUILD_DIR]

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
+# covers: runtime/gpu/mps.c, runtime/agent/daemons.c with real MPS (GPU machine)
 # Faults with real MPS on a GPU machine (not run by CI).
 #
 #   tests/gpu/faults.sh BUILD_DIR

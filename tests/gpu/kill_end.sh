@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
+# covers: teardown after SIGKILL with real MPS (GPU machine)
 # How long the end of a killed job takes with real MPS (GPU machine; not run
 # by CI). 8 ranks of examples/small_kernels keep the GPU busy under MPS; then
 # one process is SIGKILLed and the script polls (every 10 ms) until no rank,

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
+# covers: runtime/gpu/gpu.c, runtime/plan/placement.c on several real GPUs
 # Multi-GPU check, for a machine with two or more NVIDIA GPUs (not run by CI).
 #
 #   tests/gpu/multigpu.sh [BUILD_DIR]   (BUILD_DIR defaults to ./_build)

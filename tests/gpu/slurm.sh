@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
+# covers: slurm/, launcher/batch_main.c under a real slurmd (GPU machine)
 # gsrun under a real Slurm on this machine (not run by CI): slurmctld and one
 # slurmd for this node (auth/none, proctrack/linuxproc, its GPUs as gres/gpu),
 # a configuration and state of its own in a private directory, nothing in

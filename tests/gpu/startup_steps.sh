@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
+# covers: runtime/gpu/gpu.c, runtime/gpu/mps.c step costs (GPU machine)
 # The cost of each step of a node agent's start on a GPU machine (not run by
 # CI): the NVML calls of gsrun's GPU discovery and one MPS daemon's start
 # (tests/gpu/startup_steps.c), RUNS times (default 3).

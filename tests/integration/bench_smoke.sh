@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
+# covers: tests/bench/launch_overhead.sh
 # The launch-overhead benchmark's smallest configuration, as a smoke test.
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"
 "$S/tests/bench/launch_overhead.sh" --build "$B" --np 2 --pairs 1 >"$OUT" 2>"$ERR"

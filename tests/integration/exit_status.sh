@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
+# covers: launcher/supervise.c, launcher/reports.c, ompi/shim.c, runtime/agent/ranks.c
 # The job's exit status comes through exactly as plain mpirun reports it,
 # and MPS is torn down whatever the ranks did.
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
+# covers: runtime/plan/policy.c, runtime/rank/task.c, runtime/core/config.c, ompi/shim.c
 # What an ordinary user's setup can throw at gsrun: a fork agent of their own,
 # a program in the working directory, an odd or full TMPDIR, a closed stderr,
 # bad GSRUN_* values. Under --mps=auto the job always runs (without MPS where

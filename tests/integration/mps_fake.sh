@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
+# covers: runtime/rank/clientenv.c, runtime/agent/daemons.c, runtime/gpu/affinity.c, runtime/plan/policy.c
 # MPS with the fake control daemon: every rank's environment, one daemon per
 # GPU, the daemon's own environment and pinning, the policies, concurrent jobs.
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
+# covers: runtime/gpu/gpu.c, runtime/plan/policy.c
 # Without a GPU the job still runs, without MPS, with one clear notice.
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"
 

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
+# covers: ompi/rtc_gsrun.c, runtime/rank/node.c, runtime/rank/task.c
 # The Open MPI 4 component (mca_rtc_gsrun): plain mpirun, no gsrun in front,
 # stand-in MPS daemon and NVML. TAP output.
 #   GS_RTC_DIR    the directory holding mca_rtc_gsrun.so (default: the build's)

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
+# covers: runtime/files/rundir.c, runtime/files/preflight.c
 # Unsafe or unusable places for the run directory are refused up front:
 # --mps=on fails with 71 and a message; auto runs the job without MPS (as
 # plain mpirun would) with one notice that says why. Nothing is created there.

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
+# covers: runtime/files/preflight.c
 # Run directories left by a crashed job are removed; a live job's never.
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"
 

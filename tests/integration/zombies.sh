@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
+# covers: launcher/gsrun.c (subreaper), launcher/reports.c, runtime/agent/agent_setup.c
 # No zombie of gsrun's own processes is left on gsrun's node, even where PID 1
 # never reaps (a container's init): gsrun is a subreaper for its node agent
 # and waits for it to exit, not only for its lock. The job runs in a PID

@@ -24,9 +24,9 @@ skip() { echo "1..0 # SKIP Debian 13 suite: $*"; echo "0 passed, 0 failed, 1 ski
 [ "$(id -u)" = 0 ] || skip "needs root (debootstrap, chroot)"
 command -v debootstrap >/dev/null || skip "needs debootstrap (apt-get install debootstrap)"
 # The archive this machine already uses (a local mirror if it has one).
-mirror=$(sed -n 's/^URIs: *\(http[^ ]*debian\/*\)$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -1)
-[ -n "$mirror" ] || mirror=$(awk '/^deb / && $2 ~ /debian\/?$/ { print $2; exit }' /etc/apt/sources.list 2>/dev/null)
-mirror=${mirror:-http://deb.debian.org/debian}
+. "$(dirname "$0")/../debian_archive.sh"
+mirror=${mirror:-$(debian_archive)}
+[ -n "$mirror" ] || skip "$DEBIAN_ARCHIVE_NONE"
 
 root=${keep:-$(mktemp -d /var/tmp/gsrun-ompi5.XXXXXX)}
 mkdir -p "$root" && chmod 755 "$root" # the root's "/": tests run commands as other users there

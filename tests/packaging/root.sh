@@ -19,9 +19,9 @@ debs="$W/deb/gsrun_$V-1_$arch.deb $W/deb/gsrun-openmpi_$V-1_$arch.deb $W/deb/gsr
 command -v debootstrap >/dev/null || { skip "installing the .debs in a Debian 12 root" "needs debootstrap"; exit 0; }
 for d in $debs; do [ -f "$d" ] || { skip "installing the .debs in a Debian 12 root" "${d##*/} was not built"; exit 0; }; done
 . /etc/os-release
-mirror=$(sed -n 's/^URIs: *\(http[^ ]*debian\/*\)$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -1)
-[ -n "$mirror" ] || mirror=$(awk '/^deb / && $2 ~ /debian\/?$/ { print $2; exit }' /etc/apt/sources.list 2>/dev/null)
-mirror=${mirror:-http://deb.debian.org/debian}
+. "$(dirname "$0")/../debian_archive.sh"
+mirror=${mirror:-$(debian_archive)}
+[ -n "$mirror" ] || { skip "installing the .debs in a Debian 12 root" "$DEBIAN_ARCHIVE_NONE"; exit 0; }
 t0=$(date +%s)
 debootstrap --variant=minbase bookworm "$R" "$mirror" >"$W/debootstrap.log" 2>&1
 rc=$?

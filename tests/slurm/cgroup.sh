@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
+# covers: slurm/spank_gsrun.c, launcher/batch_main.c under proctrack/task cgroup
 # Slurm with cgroups, as GPU sites run it: proctrack/cgroup, task/cgroup with
 # ConstrainDevices=yes, 2 gres/gpu per host (device files the test makes).
 # Each simulated host has cgroup trees of its own (cgroup namespace), of the

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
+# covers: runtime/gpu/gpu.c (CUDA_VISIBLE_DEVICES from Slurm), runtime/plan/policy.c (site MPS)
 # Slurm with GPUs as gres/gpu (2 per host, device files the test makes, the
 # fake NVML giving 2 GPUs): Slurm sets CUDA_VISIBLE_DEVICES for each job, and
 # gsrun's MPS must serve only the job's GPUs. Jobs with --gpus-per-node=1 and

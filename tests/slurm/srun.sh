@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
+# covers: slurm/spank_gsrun.c, slurm/srun_task.c, launcher/batch_main.c (prolog mode)
 # Slurm on the simulated cluster (tests/cluster/cluster.sh, tests/slurm/slurm.sh):
 # real slurmctld and slurmd, srun --mpi=pmix, the stand-in MPS daemon and NVML.
 # Both Slurm front ends: the SPANK plugin (srun --mps) and `gsrun srun`. TAP.

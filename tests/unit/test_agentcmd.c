@@ -7,7 +7,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "runtime/agentcmd.h"
+#include "runtime/wire/agentcmd.h"
 
 static int count(char **argv)
 {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/clientenv.h"
+#include "runtime/rank/clientenv.h"
 
 static const char *find(const gs_clientenv_t *e, const char *name)
 {

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/config.h"
-#include "runtime/policy.h"
+#include "runtime/core/config.h"
+#include "runtime/plan/policy.h"
 
 static void test_percentage_values(void **state)
 {

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "discovery/discover.h"
+#include "pmix/discover.h"
 
 static void clear(void)
 {

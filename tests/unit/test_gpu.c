@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runtime/gpu.h"
+#include "runtime/gpu/gpu.h"
 
 static void test_discover(void **state)
 {

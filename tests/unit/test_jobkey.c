@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/jobkey.h"
+#include "runtime/rank/jobkey.h"
 
 static void clear(void)
 {

@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runtime/mps.h"
-#include "runtime/proc.h"
-#include "runtime/rundir.h"
+#include "runtime/gpu/mps.h"
+#include "runtime/core/proc.h"
+#include "runtime/files/rundir.h"
 
 static char fake[4096];
 static char base[64];

@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runtime/node.h"
-#include "runtime/rundir.h"
+#include "runtime/rank/node.h"
+#include "runtime/files/rundir.h"
 
 static char tmp[256];
 

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime/policy.h"
+#include "runtime/plan/policy.h"
 
 static gs_config_t cfg_auto(void)
 {

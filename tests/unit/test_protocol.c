@@ -7,7 +7,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "runtime/protocol.h"
+#include "runtime/wire/protocol.h"
 
 static void test_hello(void **state)
 {

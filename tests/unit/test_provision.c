@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/node.h"
-#include "runtime/provision.h"
-#include "runtime/rundir.h"
+#include "runtime/rank/node.h"
+#include "runtime/rank/provision.h"
+#include "runtime/files/rundir.h"
 
 static const char *find(const gs_clientenv_t *env, const char *name)
 {

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runtime/rundir.h"
+#include "runtime/files/rundir.h"
 
 static char base[256];
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Directories root makes for users (runtime/rundir_root.c): only a base no
+/* Directories root makes for users (runtime/files/rundir_root.c): only a base no
  * other user can write is accepted, a name planted in it is never used or
  * followed, and the dir is the user's alone. Most checks need root (the
  * base must be root's, and only root can give a dir away); as another user
@@ -16,8 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runtime/rundir.h"
-#include "runtime/rundir_root.h"
+#include "runtime/files/rundir.h"
+#include "runtime/files/rundir_root.h"
 
 static char top[64], base[128];
 

@@ -11,9 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/proc.h"
-#include "runtime/rundir.h"
-#include "runtime/state.h"
+#include "runtime/core/proc.h"
+#include "runtime/files/rundir.h"
+#include "runtime/files/state.h"
 
 static gs_state_t sample(void)
 {

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/status.h"
+#include "runtime/files/status.h"
 
 static gs_status_t sample(void)
 {

@@ -1,0 +1,430 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gsrun prolog | epilog | task-prolog: MPS for a whole batch job, for sites
+ * that provision nodes in the batch system's prolog (doc/slurm.md).
+ *
+ *   gsrun prolog [--job ID] [--user USER] [--dir DIR] [options]
+ *       as root (a Slurm Prolog) or as the job's user: starts the job's node
+ *       agent as that user, MPS on every GPU the job may use; idempotent.
+ *   gsrun epilog [--job ID] [--dir DIR] [-v]
+ *       stops it and removes its dirs; nothing to stop is success.
+ *   gsrun task-prolog [--job ID] [--dir DIR] [options]
+ *       in each task (a Slurm TaskProlog): prints the task's "export" lines.
+ * The job id defaults to SLURM_JOB_ID (PBS_JOBID elsewhere), the user to
+ * SLURM_JOB_USER. The job's dir is "job-<id>" in a base no other user can
+ * write: as root GS_ROOT_RUNDIR (/run/gsrun), where root makes it for the
+ * job's user; as a user /tmp/gsrun-<uid>, the user's own (--dir names
+ * another base; the same for all three commands). Root does in the user's
+ * dir only what the user could: whatever is inside is handled by a child
+ * that has become the user. All logic is in runtime/rank/provision.c. */
+#include "gs_autoconf.h"
+
+#include "launcher/batch_main.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pmix/discover.h"
+#include "runtime/rank/helper.h"
+#include "runtime/core/config.h"
+#include "runtime/core/proc.h"
+#include "runtime/wire/protocol.h"
+#include "runtime/rank/provision.h"
+#include "runtime/files/rundir.h"
+#include "runtime/files/rundir_root.h"
+#include "runtime/core/limits.h"
+
+typedef struct {
+    const char *cmd;
+    const char *job;
+    const char *user;
+    const char *dir;
+    gs_config_t cfg;
+} batch_opts_t;
+
+static const char usage[] =
+    "Usage: gsrun prolog [--job ID] [--user USER] [--dir DIR] [gsrun options]\n"
+    "       gsrun epilog [--job ID] [--dir DIR] [-v]\n"
+    "       gsrun task-prolog [--job ID] [--dir DIR] [gsrun options]\n"
+    "MPS for a whole batch job: the prolog starts it on this node, each task's\n"
+    "task prolog prints its environment, the epilog stops it. --job defaults to\n"
+    "SLURM_JOB_ID (or PBS_JOBID), --user to SLURM_JOB_USER. --dir is the base of\n"
+    "the job's dir: as root one only root can write (default " GS_ROOT_RUNDIR "),\n"
+    "as a user a private one of the user's (default /tmp/gsrun-<uid>).\n"
+    "Exit status: 0 provisioned (or MPS not needed or not possible under auto: the\n"
+    "job runs without), 2 bad option, 69 MPS required (--mps=on) but unavailable,\n"
+    "70 MPS failed to start, 71 no usable directory (--mps=on); epilog: 0 (as root\n"
+    "also when the agent did not stop cleanly: a warning), 70 a user's epilog could\n"
+    "not stop the agent. See gsrun(1).\n";
+
+static int parse(int argc, char **argv, batch_opts_t *o, gs_error_t *err)
+{
+    memset(o, 0, sizeof(*o));
+    o->cmd = argv[0];
+    o->job = getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : getenv("PBS_JOBID");
+    o->user = getenv("SLURM_JOB_USER");
+    o->dir = NULL; /* the default base, by who runs it */
+    gs_config_init(&o->cfg);
+    if (gs_config_load_env(&o->cfg, err) != 0) {
+        return -EINVAL;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *eq = strchr(a, '=');
+        size_t n = eq ? (size_t)(eq - a) : strlen(a);
+        const char *val = eq ? eq + 1 : (i + 1 < argc ? argv[i + 1] : NULL);
+        int known = 0;
+        if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
+            o->cfg.verbose++;
+            continue;
+        }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            fputs(usage, stdout);
+            exit(0);
+        }
+        if (strncmp(a, "--", 2) != 0 || val == NULL) {
+            return gs_error_set(err, EINVAL, "%s: unexpected argument '%s' (see gsrun %s --help)",
+                                o->cmd, a, o->cmd);
+        }
+        const char *name = a + 2;
+        n -= 2;
+        if (n == 3 && strncmp(name, "job", 3) == 0) {
+            o->job = val, known = 1;
+        } else if (n == 4 && strncmp(name, "user", 4) == 0) {
+            o->user = val, known = 1;
+        } else if (n == 3 && strncmp(name, "dir", 3) == 0) {
+            o->dir = val, known = 1;
+        }
+        for (const gs_config_key_t *k = gs_config_keys; !known && k->option != NULL; k++) {
+            if ((k->fronts & GS_FRONT_BATCH) && strlen(k->option) == n &&
+                strncmp(name, k->option, n) == 0) {
+                char origin[64];
+                snprintf(origin, sizeof(origin), "--%s", k->option);
+                if (gs_config_set(&o->cfg, k->option, val, origin, err) != 0) {
+                    return -EINVAL;
+                }
+                known = 1;
+            }
+        }
+        if (!known) {
+            return gs_error_set(err, EINVAL, "%s: unknown option '%.*s' (see gsrun %s --help)",
+                                o->cmd, (int)(n + 2), a, o->cmd);
+        }
+        if (eq == NULL) {
+            i++;
+        }
+    }
+    if (o->dir != NULL && o->dir[0] != '/') {
+        return gs_error_set(err, EINVAL, "--dir must be an absolute path, not '%s'", o->dir);
+    }
+    return 0;
+}
+
+/* Runs fn as uid:gid in a child (root's part in a user's dir is done with
+ * the user's rights only: nothing the user put there can make root follow,
+ * open or remove anything else). Returns fn's exit code, or GS_EXIT_SETUP
+ * if the child could not run or did not end within timeout_ms. */
+static int as_user(uid_t uid, gid_t gid, const char *name, int (*fn)(batch_opts_t *, const char *),
+                   batch_opts_t *o, const char *job_dir, int timeout_ms)
+{
+    int status = 0;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "gsrun: %s: cannot fork: %s\n", o->cmd, strerror(errno));
+        return GS_EXIT_SETUP;
+    }
+    if (pid == 0) {
+        int ok = name != NULL ? initgroups(name, gid) == 0 : setgroups(0, NULL) == 0;
+        if (!ok || setgid(gid) != 0 || setuid(uid) != 0) {
+            fprintf(stderr, "gsrun: %s: cannot become uid %u: %s\n", o->cmd, (unsigned)uid,
+                    strerror(errno));
+            _exit(GS_EXIT_SETUP);
+        }
+        if (name != NULL) {
+            struct passwd *pw = getpwnam(name);
+            if (pw != NULL) {
+                setenv("HOME", pw->pw_dir, 1);
+            }
+        }
+        int code = fn(o, job_dir);
+        fflush(NULL);
+        _exit(code);
+    }
+    if (gs_proc_wait(pid, timeout_ms, &status) != 0) {
+        fprintf(stderr, "gsrun: %s: job %s: the part run as uid %u did not end within %d s\n",
+                o->cmd, o->job, (unsigned)uid, timeout_ms / 1000);
+        gs_proc_stop_child(pid, 100, NULL);
+        return GS_EXIT_SETUP;
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : GS_EXIT_SETUP;
+}
+
+/* The job's user, for a prolog run as root. */
+static struct passwd *job_user(const char *user)
+{
+    struct passwd *pw = user != NULL && *user != '\0' ? getpwnam(user) : NULL;
+    if (pw == NULL) {
+        fprintf(stderr,
+                "gsrun: prolog: run as root, it needs the job's user: give --user (Slurm sets "
+                "SLURM_JOB_USER); '%s' is not a user here\n",
+                user ? user : "");
+    }
+    return pw;
+}
+
+/* The prolog's work, as the job's user: the agent and MPS run as that user. */
+static int provision(batch_opts_t *o, const char *job_dir)
+{
+    static gs_state_t st;
+    gs_error_t err;
+    char agent[GS_PATH_MAX], node[64];
+    int already, code;
+
+    gs_rundir_node_name(node, sizeof(node));
+    if (gs_helper_path("gsrun-agent", agent, sizeof(agent), &err) != 0) {
+        fprintf(stderr, "gsrun: %s\n", err.text);
+        return GS_EXIT_SETUP;
+    }
+    code = gs_provision_start(&o->cfg, job_dir, agent, &st, &already, &err);
+    if (code != 0) {
+        fprintf(stderr, "gsrun: node %s: job %s: error: %s\n", node, o->job, err.text);
+        return code;
+    }
+    if (st.kind == GS_STATE_OFF) {
+        fprintf(stderr, "gsrun: node %s: job %s: %s\n", node, o->job, st.message);
+    } else if (o->cfg.verbose) {
+        for (int g = 0; g < st.ngpus; g++) {
+            fprintf(stderr, "gsrun: node %s: job %s: MPS on %s (pipe dir %s)%s\n", node, o->job,
+                    st.gpu[g].uuid, st.gpu[g].pipe_dir, already ? ", already running" : "");
+        }
+    }
+    return 0;
+}
+
+/* A problem with the place for the job's dir: under auto the job runs
+ * without MPS (a prolog that fails drains the node), under on it fails. */
+static int unusable_dir(batch_opts_t *o, const gs_error_t *err)
+{
+    char node[64];
+    gs_rundir_node_name(node, sizeof(node));
+    if (o->cfg.mps == GS_MPS_ON) {
+        fprintf(stderr, "gsrun: node %s: job %s: error: %s\n", node, o->job, err->text);
+        return GS_EXIT_RUNDIR;
+    }
+    fprintf(stderr, "gsrun: node %s: job %s: warning: %s; the job runs without MPS\n", node, o->job,
+            err->text);
+    return 0;
+}
+
+static int prolog(batch_opts_t *o, const char *name)
+{
+    char job_dir[600];
+    gs_error_t err;
+
+    if (o->cfg.mps == GS_MPS_OFF) {
+        return 0;
+    }
+    if (geteuid() != 0) {
+        if (gs_provision_make_dir(o->dir, name, getuid(), getgid(), job_dir, sizeof(job_dir),
+                                  &err) != 0) {
+            return unusable_dir(o, &err);
+        }
+        return provision(o, job_dir);
+    }
+    struct passwd *pw = job_user(o->user);
+    if (pw == NULL) {
+        return GS_EXIT_USAGE;
+    }
+    if (gs_provision_make_dir(o->dir, name, pw->pw_uid, pw->pw_gid, job_dir, sizeof(job_dir),
+                              &err) != 0) {
+        return unusable_dir(o, &err);
+    }
+    int code = as_user(pw->pw_uid, pw->pw_gid, pw->pw_name, provision, o, job_dir,
+                       (o->cfg.timeout_s + 30) * 1000);
+    if (code != 0) {
+        gs_rundir_remove(job_dir); /* the job will not run here: nothing of it stays */
+    }
+    return code;
+}
+
+/* A base to look for a job's dir in: root's (made by a root prolog; 1) or
+ * the caller's own private one (0). -ENOENT: none; else unsafe (err). */
+static int base_ok(const char *base, gs_error_t *err)
+{
+    struct stat st;
+    if (lstat(base, &st) != 0) {
+        return errno == ENOENT ? -ENOENT
+                               : gs_error_set(err, errno, "'%s': %s", base, strerror(errno));
+    }
+    int rc = st.st_uid == 0 ? gs_rundir_root_check_base(base, 0, err) : gs_rundir_ensure(base, err);
+    return rc != 0 ? rc : st.st_uid == 0;
+}
+
+/* The job's dir for a user's task prolog or epilog: made by root for us in
+ * its base (*roots = 1), or in our own base (--dir names the one base to
+ * look in). 1: found; 0: none; negative: one that must not be used (err
+ * says why). */
+static int find_job_dir(batch_opts_t *o, const char *name, char *job_dir, size_t len, int *roots,
+                        gs_error_t *err)
+{
+    char own[64];
+    const char *bases[2];
+    int n = 0;
+
+    snprintf(own, sizeof(own), "/tmp/gsrun-%u", (unsigned)getuid());
+    if (o->dir != NULL) {
+        bases[n++] = o->dir;
+    } else {
+        bases[n++] = GS_ROOT_RUNDIR;
+        bases[n++] = own;
+    }
+    for (int i = 0; i < n; i++) {
+        int rc = base_ok(bases[i], err);
+        if (rc >= 0) {
+            *roots = rc;
+            rc = gs_rundir_root_find(bases[i], name, getuid(), job_dir, len, err);
+        }
+        if (rc != -ENOENT) {
+            return rc == 0 ? 1 : rc;
+        }
+    }
+    return 0;
+}
+
+static int task_prolog(batch_opts_t *o, const char *name)
+{
+    gs_local_t loc;
+    gs_clientenv_t env;
+    gs_error_t err;
+    char job_dir[600];
+    int on, found, roots;
+
+    /* Slurm runs the TaskProlog for the batch script too, which is no task
+     * of a step (no SLURM_STEP_ID): its steps' tasks must not inherit MPS
+     * settings from it. */
+    if (o->cfg.mps == GS_MPS_OFF || (getenv("SLURM_JOB_ID") && !getenv("SLURM_STEP_ID"))) {
+        return 0;
+    }
+    found = find_job_dir(o, name, job_dir, sizeof(job_dir), &roots, &err);
+    if (found <= 0) {
+        if (found < 0) {
+            /* Not ours: never used. */
+            fprintf(stderr, "gsrun: task-prolog: %s\n", err.text);
+        }
+        return found < 0 && o->cfg.mps == GS_MPS_ON ? GS_EXIT_RUNDIR : 0;
+    }
+    if (gs_discover_from_env(&loc, &err) != 0) {
+        fprintf(stderr, "gsrun: task-prolog: %s\n", err.text);
+        return GS_EXIT_SETUP;
+    }
+    if (gs_provision_task_env(&o->cfg, job_dir, loc.local_rank, loc.local_size, &env, &on, &err) !=
+        0) {
+        fprintf(stderr, "gsrun: task-prolog: %s\n", err.text);
+        return o->cfg.mps == GS_MPS_ON ? GS_EXIT_UNAVAILABLE : 0;
+    }
+    for (int i = 0; on && i < env.nunset; i++) {
+        printf("unset %s\n", env.unset[i]);
+    }
+    for (int i = 0; on && i < env.nset; i++) {
+        printf("export %s\n", env.set[i]);
+    }
+    return fflush(stdout) == 0 ? 0 : GS_EXIT_SETUP;
+}
+
+/* The epilog's work in the job's dir, as its owner. */
+static int stop_keep(batch_opts_t *o, const char *job_dir)
+{
+    gs_error_t err;
+    if (gs_provision_stop(job_dir, stderr, o->cfg.verbose, 1, &err) != 0) {
+        fprintf(stderr, "gsrun: epilog: job %s: %s\n", o->job, err.text);
+        return GS_EXIT_SETUP;
+    }
+    return 0;
+}
+
+static int epilog(batch_opts_t *o, const char *name)
+{
+    char base[512], job_dir[600];
+    gs_error_t err;
+    uid_t uid;
+    gid_t gid;
+    int found;
+
+    if (geteuid() != 0) {
+        int roots;
+        found = find_job_dir(o, name, job_dir, sizeof(job_dir), &roots, &err);
+        if (found <= 0) {
+            return 0; /* nothing of ours to stop */
+        }
+        /* A dir root made for us stays for root's epilog to remove. */
+        snprintf(base, sizeof(base), "%.*s", (int)(strrchr(job_dir, '/') - job_dir), job_dir);
+        if (gs_provision_stop(job_dir, stderr, o->cfg.verbose, roots, &err) != 0) {
+            fprintf(stderr, "gsrun: epilog: job %s: %s\n", o->job, err.text);
+            return GS_EXIT_SETUP;
+        }
+        if (o->dir == NULL && !roots) {
+            rmdir(base); /* our own base, if nothing else is in it */
+        }
+        return 0;
+    }
+    snprintf(base, sizeof(base), "%s", o->dir ? o->dir : GS_ROOT_RUNDIR);
+    if (access(base, F_OK) != 0 || gs_rundir_root_owner(base, name, &uid, &gid) != 0) {
+        return 0; /* never provisioned here */
+    }
+    if (gs_rundir_root_check_base(base, 0, &err) != 0) {
+        fprintf(stderr, "gsrun: epilog: job %s: %s\n", o->job, err.text);
+        return GS_EXIT_RUNDIR;
+    }
+    snprintf(job_dir, sizeof(job_dir), "%s/%s", base, name);
+    int code =
+        uid == 0 ? stop_keep(o, job_dir)
+                 : as_user(uid, gid, NULL, stop_keep, o, job_dir, GS_PROTO_QUIT_TIMEOUT_MS + 5000);
+    /* The agent has stopped, or its time is up (a stuck agent, or whatever
+     * the job's user put in the dir): root removes the dir, following no
+     * link inside it, and the epilog succeeds. A failing epilog would
+     * drain the node for what is at most that user's own leftover; the
+     * batch system ends the job's processes itself. */
+    if (code != 0) {
+        fprintf(stderr,
+                "gsrun: epilog: job %s: warning: the node agent did not stop cleanly; "
+                "its directory is removed anyway\n",
+                o->job);
+    }
+    int rc = gs_rundir_remove(job_dir);
+    if (rc != 0) {
+        fprintf(stderr, "gsrun: epilog: job %s: cannot remove %s: %s\n", o->job, job_dir,
+                strerror(-rc));
+        return GS_EXIT_SETUP;
+    }
+    return 0;
+}
+
+int gs_batch_main(int argc, char **argv)
+{
+    batch_opts_t o;
+    gs_error_t err;
+    char name[80];
+
+    if (parse(argc, argv, &o, &err) != 0) {
+        fprintf(stderr, "gsrun: %s\n", err.text);
+        return GS_EXIT_USAGE;
+    }
+    if (gs_provision_job_name(o.job, name, sizeof(name), &err) != 0) {
+        fprintf(stderr, "gsrun: %s: %s\n", o.cmd, err.text);
+        return GS_EXIT_USAGE;
+    }
+    if (strcmp(o.cmd, "prolog") == 0) {
+        return prolog(&o, name);
+    }
+    if (strcmp(o.cmd, "task-prolog") == 0) {
+        return task_prolog(&o, name);
+    }
+    return epilog(&o, name);
+}

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Private run directories for a job's MPS daemons.
+ *
+ * Layout (all 0700, owned by the job's user):
+ *   <TMPDIR>/gsrun.XXXXXX/            job dir, made by gsrun with mkdtemp
+ *   <job dir>/<node>/                 node dir: node agent lock, socket, state
+ *   <job dir>/<node>/g<N>/            CUDA_MPS_PIPE_DIRECTORY of GPU N
+ *   <job dir>/<node>/g<N>.log/        CUDA_MPS_LOG_DIRECTORY of GPU N
+ *   <job dir>/<node>.report           the agent's summary, read by gsrun
+ * MPS puts unix sockets in the pipe dir, so its path plus the longest socket
+ * name must fit in sun_path (108 bytes). */
+#ifndef GS_RUNDIR_H
+#define GS_RUNDIR_H
+
+#include <stddef.h>
+
+#include "runtime/core/gs_error.h"
+
+/* Room kept after a pipe dir for the names MPS creates in it
+ * ("/control_privileged" and the like). */
+#define GS_RUNDIR_SOCKET_ROOM 24
+#define GS_SUN_PATH_MAX 108
+
+/* Checks that dir can safely hold a job dir: a real directory (not a
+ * symlink), owned by us or root, and if others may write to it, sticky. */
+int gs_rundir_check_parent(const char *dir, gs_error_t *err);
+
+/* Creates <tmpdir>/gsrun.XXXXXX (mode 0700, exclusive, unpredictable name). */
+int gs_rundir_create_job(const char *tmpdir, char *out, size_t outlen, gs_error_t *err);
+
+/* Creates dir with mode 0700, or accepts it if it exists and is a directory
+ * owned by us with no group or other access; refuses symlinks. */
+int gs_rundir_ensure(const char *dir, gs_error_t *err);
+
+/* Opens dir (no link) and takes its exclusive flock, waiting up to
+ * timeout_ms (polled every 5 ms). Returns the locked descriptor (close it
+ * to unlock), -ENOENT and the like, or -ETIMEDOUT. */
+int gs_rundir_lock_wait(const char *dir, int timeout_ms);
+
+/* Opens path for reading only if it is a regular file (no link, FIFO or
+ * device: what another user may have put there never blocks or misleads
+ * the reader). Returns the descriptor or -errno (-EINVAL: not a file). */
+int gs_rundir_open_regular(const char *path);
+
+/* Whether a job dir can hold this node's dirs: no control character (the
+ * state file is line-based) and short enough for the deepest unix socket
+ * in it. Returns 0 or a negative errno with err saying what to do. */
+int gs_rundir_check_usable(const char *job_dir, gs_error_t *err);
+
+/* Whether dir + '/' + a socket name of GS_RUNDIR_SOCKET_ROOM bytes fits. */
+int gs_rundir_socket_fits(const char *dir);
+
+/* Removes a tree we made, never following symlinks. Missing is success. */
+int gs_rundir_remove(const char *path);
+
+/* Opens (O_DIRECTORY, no symlinks) up to max node directories of a job dir,
+ * putting descriptors in fds and names in names (may be NULL). A node agent
+ * holds an exclusive flock on its node directory while it runs. Returns
+ * the number opened. */
+int gs_rundir_open_nodes(const char *job_dir, int *fds, char (*names)[64], int max);
+
+/* This node's name for directory and report names: the host name up to its
+ * first '.', letters, digits, '-' and '_' only, at most 32 characters. */
+void gs_rundir_node_name(char *buf, size_t len);
+
+/* The temporary directory gsrun uses: $TMPDIR if set and absolute, else /tmp. */
+const char *gs_rundir_tmpdir(void);
+
+#endif

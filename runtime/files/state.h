@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The node state file: what the node agent tells every rank of its node.
+ *
+ * The agent writes <node dir>/state once (write to a temporary name, then
+ * rename, so a reader never sees half of it); each gsrun-shim waits for it
+ * with inotify, reads it, and finds its GPU by local rank. Text, one
+ * "key value" per line; values run to the end of the line. */
+#ifndef GS_STATE_H
+#define GS_STATE_H
+
+#include <stddef.h>
+
+#include "runtime/core/gs_error.h"
+#include "runtime/plan/policy.h"
+
+#define GS_STATE_FILE "state"
+
+typedef enum { GS_STATE_OFF = 0, GS_STATE_ON, GS_STATE_ERROR } gs_state_kind_t;
+
+typedef struct {
+    int first_rank;
+    int nranks;
+    int pct_set;
+    char pct[24];
+    char uuid[96];
+    char pipe_dir[256];
+    char log_dir[256];
+} gs_state_gpu_t;
+
+typedef struct {
+    gs_state_kind_t kind;
+    int notice;          /* message is worth printing without -v */
+    int exit_code;       /* with GS_STATE_ERROR */
+    char message[512];   /* why MPS is off, or the error */
+    char socket[256];    /* the agent's socket, when on */
+    long long mem_limit_mb; /* pinned device memory per client under MPS, 0: none */
+    int ngpus;           /* with MPS on, the GPUs it runs on; off, the GPUs
+                          * the ranks are given one each (no pipe dirs) */
+    gs_state_gpu_t gpu[GS_MAX_GPUS];
+} gs_state_t;
+
+int gs_state_format(const gs_state_t *st, char *buf, size_t len);
+int gs_state_parse(const char *text, gs_state_t *st, gs_error_t *err);
+
+/* Atomic write into dir (temporary file + rename). */
+int gs_state_write(const char *dir, const gs_state_t *st, gs_error_t *err);
+int gs_state_read(const char *dir, gs_state_t *st, gs_error_t *err);
+
+/* Waits until dir/state exists or the deadline passes (-ETIMEDOUT). If
+ * abort_fd >= 0, its becoming readable also ends the wait (-EPIPE). */
+int gs_state_wait(const char *dir, long long deadline_ms, int abort_fd, gs_error_t *err);
+
+/* The GPU entry of a local rank, or NULL. */
+const gs_state_gpu_t *gs_state_gpu_of_rank(const gs_state_t *st, int local_rank);
+
+#endif

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* `gsrun status`: what each node agent is running, in a file it rewrites
+ * (temporary name + rename) whenever something changes, so that readers
+ * never talk to the agent or disturb the job. <node dir>/status holds
+ * "key value" lines; GPU keys are "gpu.N.key". */
+#ifndef GS_STATUS_H
+#define GS_STATUS_H
+
+#include <stdio.h>
+
+#include "runtime/core/gs_error.h"
+#include "runtime/plan/policy.h"
+
+#define GS_STATUS_FILE "status"
+
+typedef struct {
+    char uuid[96];
+    char name[96];
+    int daemon_pid;
+    int server_pid;
+    char core[96];      /* where the daemon is pinned, as -v shows it */
+    char pct[24];       /* the ranks' CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, "" unset */
+    char ranks[256];    /* local ranks given this GPU ("0-3", "0,2,4") */
+    int registered;
+    int alive;
+} gs_status_gpu_t;
+
+typedef struct {
+    char job[96];       /* the job dir's name: gsrun.XXXXXX, gsrun.slurm-<job>.<step>
+                         * (srun --mps), gsrun.job-<id> (gsrun prolog) */
+    char node[64];
+    char job_dir[256];
+    char mps[16];       /* on, off, error; "starting" before the agent wrote */
+    char message[256];  /* why MPS is off */
+    int uid;
+    int agent_pid;
+    int launcher_pid;   /* mpirun or orted on this node */
+    int gsrun_pid;      /* 0 when gsrun is not on this node */
+    long long started_ms; /* wall clock (ms since the epoch) */
+    long long memory_limit_mb;
+    int local_size;
+    int registered;
+    int alive;
+    int ngpus;
+    gs_status_gpu_t gpu[GS_MAX_GPUS];
+    int stale;          /* reader: the agent is gone but its dirs are left */
+} gs_status_t;
+
+int gs_status_write(const char *node_dir, const gs_status_t *s, gs_error_t *err);
+int gs_status_read(const char *node_dir, gs_status_t *s, gs_error_t *err);
+
+/* Makes s safe to show: control characters and bytes that are not UTF-8
+ * become '?'. */
+void gs_status_clean(char *s);
+
+/* The jobs in tmpdir with a node dir for this node: the caller's, then
+ * (all_users, for root) every other user's. Every string in them is clean
+ * (gs_status_clean). Returns how many were put in out (at most max). */
+int gs_status_scan(const char *tmpdir, int all_users, gs_status_t *out, int max);
+
+void gs_status_print_text(FILE *f, const gs_status_t *s, int n, long long now_ms);
+/* JSON, documented in gsrun(1): {"version":1,"node":...,"jobs":[...]}. */
+void gs_status_print_json(FILE *f, const char *node, const gs_status_t *s, int n,
+                          long long now_ms);
+
+#endif

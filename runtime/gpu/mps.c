@@ -1,0 +1,385 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "gs_autoconf.h"
+
+#include "runtime/gpu/mps.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "runtime/core/proc.h"
+#include "runtime/core/text.h"
+#include "runtime/core/limits.h"
+
+/* Variables a daemon must not inherit: the user's own MPS settings would
+ * point it at another daemon's directories or GPUs. */
+static const char *const strip_vars[] = {"CUDA_MPS_", "CUDA_VISIBLE_DEVICES=", NULL};
+
+int gs_mps_validate_command(const char *cmd)
+{
+    if (cmd == NULL || *cmd == '\0' || strlen(cmd) > 200) {
+        return -EINVAL;
+    }
+    for (const unsigned char *p = (const unsigned char *)cmd; *p != '\0'; p++) {
+        if (*p < 0x20 || *p > 0x7e) {
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
+static void child_reset_signals(void)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    for (int s = 1; s < NSIG; s++) {
+        signal(s, SIG_DFL);
+    }
+}
+
+int gs_mps_spawn(gs_mps_daemon_t *d, const char *control, const cpu_set_t *cpus,
+                 gs_error_t *err)
+{
+    char e_pipe[GS_PATH_MAX], e_log[GS_PATH_MAX], e_cvd[128], outpath[GS_PATH_MAX];
+    const char *set[] = {e_pipe, e_log, e_cvd, NULL};
+    char **env;
+    int outfd;
+    pid_t pid, parent = getpid();
+
+    snprintf(e_pipe, sizeof(e_pipe), "CUDA_MPS_PIPE_DIRECTORY=%s", d->pipe_dir);
+    snprintf(e_log, sizeof(e_log), "CUDA_MPS_LOG_DIRECTORY=%s", d->log_dir);
+    snprintf(e_cvd, sizeof(e_cvd), "CUDA_VISIBLE_DEVICES=%s", d->uuid);
+    snprintf(outpath, sizeof(outpath), "%s/" GS_MPS_CONTROL_OUT, d->log_dir);
+
+    env = gs_proc_env_build(strip_vars, set);
+    if (env == NULL) {
+        return gs_error_set(err, ENOMEM, "out of memory");
+    }
+    outfd = open(outpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (outfd < 0) {
+        int e = errno;
+        gs_proc_env_free(env);
+        return gs_error_set(err, e, "cannot create '%s': %s", outpath, strerror(e));
+    }
+    pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        gs_proc_env_free(env);
+        close(outfd);
+        return gs_error_set(err, e, "cannot fork the MPS control daemon: %s", strerror(e));
+    }
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_RDONLY);
+        /* If the agent dies (even by SIGKILL) the daemon must not outlive it. */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent) {
+            _exit(1);
+        }
+        child_reset_signals();
+        if (devnull >= 0) {
+            dup2(devnull, 0);
+        }
+        dup2(outfd, 1);
+        dup2(outfd, 2);
+        if (cpus != NULL) {
+            sched_setaffinity(0, sizeof(*cpus), cpus);
+        }
+        execve(control, (char *const[]){(char *)control, "-f", NULL}, env);
+        dprintf(2, "gsrun-agent: cannot run '%s': %s\n", control, strerror(errno));
+        _exit(127);
+    }
+    gs_proc_env_free(env);
+    close(outfd);
+    d->daemon_pid = pid;
+    d->daemon_reaped = 0;
+    d->start_ms = gs_proc_now_ms();
+    return 0;
+}
+
+int gs_mps_daemon_exited(gs_mps_daemon_t *d)
+{
+    int st;
+    if (d->daemon_reaped) {
+        return 1;
+    }
+    if (d->daemon_pid > 0 && waitpid(d->daemon_pid, &st, WNOHANG) == d->daemon_pid) {
+        d->daemon_reaped = 1;
+        d->daemon_status = st;
+        return 1;
+    }
+    return 0;
+}
+
+static void describe_exit(int st, char *buf, size_t len)
+{
+    if (WIFEXITED(st)) {
+        snprintf(buf, len, "exited with status %d", WEXITSTATUS(st));
+    } else if (WIFSIGNALED(st)) {
+        snprintf(buf, len, "was killed by signal %d", WTERMSIG(st));
+    } else {
+        snprintf(buf, len, "stopped");
+    }
+}
+
+/* The last line the daemon printed, for error messages. */
+static void last_output(const gs_mps_daemon_t *d, char *buf, size_t len)
+{
+    char path[GS_PATH_MAX], text[GS_LINE_MAX];
+    int fd;
+    long n;
+    buf[0] = '\0';
+    snprintf(path, sizeof(path), "%s/" GS_MPS_CONTROL_OUT, d->log_dir);
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        return;
+    }
+    n = gs_proc_read_all(fd, text, sizeof(text), gs_proc_now_ms() + GS_WAIT_OWN_FILE_MS);
+    close(fd);
+    n = n > 0 ? (long)gs_text_rstrip(text, "\n ") : 0;
+    if (n > 0) {
+        const char *nl = strrchr(text, '\n');
+        snprintf(buf, len, ": %s", nl ? nl + 1 : text);
+    }
+}
+
+int gs_mps_wait_socket(gs_mps_daemon_t *d, long long deadline_ms, gs_error_t *err)
+{
+    char path[GS_PATH_MAX], why[64], out[300];
+    struct stat st;
+    int wait_ms = 1;
+
+    snprintf(path, sizeof(path), "%s/control", d->pipe_dir);
+    /* Looked for every 1 to 2 ms (the socket comes 17-45 ms after the spawn
+     * on an H100, every ms of it on the way to MPS being ready), which also
+     * notices the daemon exiting (its death is no file-system event); not
+     * through inotify, whose closing waits for an RCU grace period (18 ms
+     * measured). */
+    while (!(lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))) {
+        if (gs_mps_daemon_exited(d)) {
+            describe_exit(d->daemon_status, why, sizeof(why));
+            last_output(d, out, sizeof(out));
+            return gs_error_set(err, ECHILD, "the MPS control daemon %s before it was ready%s", why,
+                                out);
+        }
+        long long left = deadline_ms - gs_proc_now_ms();
+        if (left <= 0) {
+            return gs_error_set(err, ETIMEDOUT,
+                                "the MPS control daemon did not create its socket '%s' in time "
+                                "(raise --mps-timeout if the node is very slow)",
+                                path);
+        }
+        poll(NULL, 0, left < wait_ms ? (int)left : wait_ms);
+        wait_ms = 2;
+    }
+    return 0;
+}
+
+int gs_mps_command(const char *control, const char *pipe_dir, const char *cmd, char *reply,
+                   size_t replylen, int timeout_ms, gs_error_t *err)
+{
+    char e_pipe[GS_PATH_MAX];
+    const char *set[] = {e_pipe, NULL};
+    int in[2] = {-1, -1}, outp[2] = {-1, -1}, st = 0, rc = 0;
+    char **env = NULL;
+    char line[256];
+    char scratch[64];
+    long long deadline = gs_proc_now_ms() + timeout_ms;
+    pid_t pid;
+
+    if (reply == NULL || replylen == 0) {
+        reply = scratch;
+        replylen = sizeof(scratch);
+    }
+    reply[0] = '\0';
+    if (gs_mps_validate_command(cmd) != 0) {
+        return gs_error_set(err, EINVAL, "refusing a malformed MPS control command");
+    }
+    snprintf(e_pipe, sizeof(e_pipe), "CUDA_MPS_PIPE_DIRECTORY=%s", pipe_dir);
+    env = gs_proc_env_build(strip_vars, set);
+    if (env == NULL || pipe2(in, O_CLOEXEC) != 0 || pipe2(outp, O_CLOEXEC) != 0) {
+        rc = gs_error_set(err, errno ? errno : ENOMEM, "cannot prepare an MPS control command");
+        goto out;
+    }
+    pid = fork();
+    if (pid < 0) {
+        rc = gs_error_set(err, errno, "cannot fork: %s", strerror(errno));
+        goto out;
+    }
+    if (pid == 0) {
+        child_reset_signals();
+        dup2(in[0], 0);
+        dup2(outp[1], 1);
+        dup2(outp[1], 2);
+        execve(control, (char *const[]){(char *)control, NULL}, env);
+        _exit(127);
+    }
+    close(in[0]);
+    in[0] = -1;
+    close(outp[1]);
+    outp[1] = -1;
+    snprintf(line, sizeof(line), "%s\n", cmd);
+    /* A pipe holds far more than one command line: this write cannot block. */
+    if (write(in[1], line, strlen(line)) < 0) {
+        /* The client exited early; its reply below says why. */
+    }
+    close(in[1]);
+    in[1] = -1;
+    if (gs_proc_read_all(outp[0], reply, replylen, deadline) < 0) {
+        kill(pid, SIGKILL);
+        gs_proc_wait(pid, 1000, NULL);
+        rc = gs_error_set(err, ETIMEDOUT, "MPS control command '%s' got no answer within %d ms",
+                          cmd, timeout_ms);
+        goto out;
+    }
+    long long left = deadline - gs_proc_now_ms();
+    if (gs_proc_wait(pid, left > 0 ? (int)left : 0, &st) != 0) {
+        kill(pid, SIGKILL);
+        gs_proc_wait(pid, 1000, NULL);
+        rc = gs_error_set(err, ETIMEDOUT, "MPS control command '%s' did not finish within %d ms",
+                          cmd, timeout_ms);
+        goto out;
+    }
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        size_t n = gs_text_rstrip(reply, "\n");
+        rc = gs_error_set(err, EIO, "MPS control command '%s' failed (status %d)%s%s", cmd,
+                          WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
+                          n ? ": " : "", reply);
+    }
+out:
+    for (int i = 0; i < 2; i++) {
+        if (in[i] >= 0) {
+            close(in[i]);
+        }
+        if (outp[i] >= 0) {
+            close(outp[i]);
+        }
+    }
+    gs_proc_env_free(env);
+    return rc;
+}
+
+int gs_mps_parse_server_list(const char *reply, pid_t *pids, int max)
+{
+    int n = 0;
+    const char *p = reply;
+    while (*p != '\0' && n < max) {
+        char *end;
+        while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') {
+            p++;
+        }
+        if (*p == '\0') {
+            break;
+        }
+        long v = strtol(p, &end, 10);
+        if (end != p && v > 1 && (*end == '\0' || *end == '\n' || *end == '\r' || *end == ' ')) {
+            pids[n++] = (pid_t)v;
+        }
+        while (*end != '\0' && *end != '\n') {
+            end++;
+        }
+        p = end;
+    }
+    return n;
+}
+
+int gs_mps_start_server(gs_mps_daemon_t *d, const char *control, uid_t uid, long long deadline_ms,
+                        gs_error_t *err)
+{
+    char cmd[64], reply[1024];
+    long long left = deadline_ms - gs_proc_now_ms();
+    int rc;
+
+    snprintf(cmd, sizeof(cmd), "start_server -uid %u", (unsigned)uid);
+    rc = gs_mps_command(control, d->pipe_dir, cmd, reply, sizeof(reply),
+                        left > 0 ? (int)left : 1, err);
+    if (rc == 0) {
+        d->ready_ms = gs_proc_now_ms();
+    }
+    return rc;
+}
+
+int gs_mps_record_servers(gs_mps_daemon_t *d, const char *control, int timeout_ms,
+                          gs_error_t *err)
+{
+    char reply[1024];
+    pid_t pids[GS_MPS_MAX_SERVERS];
+    int rc, n;
+
+    rc = gs_mps_command(control, d->pipe_dir, "get_server_list", reply, sizeof(reply), timeout_ms,
+                        err);
+    if (rc != 0) {
+        return rc;
+    }
+    n = gs_mps_parse_server_list(reply, pids, GS_MPS_MAX_SERVERS);
+    if (n == 0) {
+        return gs_error_set(err, EIO, "the MPS control daemon lists no server after start_server");
+    }
+    for (int i = 0; i < d->nservers; i++) {
+        if (d->server_pidfd[i] >= 0) {
+            close(d->server_pidfd[i]);
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        d->server_pid[i] = pids[i];
+        d->server_pidfd[i] = gs_proc_pidfd_open(pids[i]);
+    }
+    d->nservers = n;
+    return 0;
+}
+
+int gs_mps_log_line_is_error(const char *line)
+{
+    static const char *const words[] = {"error", "fail", "fault", "exception", "abort", NULL};
+    /* The server logs every client exit as a failed receive ("... status
+     * 806, assuming client {PID: n, Context ID: 1} exit"): that is normal. */
+    if (strstr(line, "assuming client") != NULL) {
+        return 0;
+    }
+    for (const char *const *w = words; *w != NULL; w++) {
+        if (strcasestr(line, *w) != NULL) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int gs_mps_scan_log(const char *log_dir, const char *file, char (*out)[256], int max)
+{
+    char path[GS_PATH_MAX], line[1024];
+    FILE *f;
+    int n = 0, fd;
+
+    snprintf(path, sizeof(path), "%s/%s", log_dir, file);
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) {
+        return 0;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd); /* MPS's "log" is a fifo: never block on it */
+        return 0;
+    }
+    f = fdopen(fd, "r");
+    if (f == NULL) {
+        close(fd);
+        return 0;
+    }
+    while (n < max && fgets(line, sizeof(line), f) != NULL) {
+        if (gs_mps_log_line_is_error(line)) {
+            gs_text_rstrip(line, "\r\n");
+            snprintf(out[n++], 256, "%s", line);
+        }
+    }
+    fclose(f);
+    return n;
+}

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "gs_autoconf.h"
+
+#include "runtime/rank/clientenv.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int add(gs_clientenv_t *env, const char *name, const char *value)
+{
+    if (env->nset >= GS_CLIENTENV_MAX) {
+        return -ENOSPC;
+    }
+    if ((size_t)snprintf(env->set[env->nset], sizeof(env->set[0]), "%s=%s", name, value) >=
+        sizeof(env->set[0])) {
+        return -ENAMETOOLONG;
+    }
+    env->nset++;
+    return 0;
+}
+
+static int add_int(gs_clientenv_t *env, const char *name, int v)
+{
+    char buf[16];
+    snprintf(buf, sizeof(buf), "%d", v);
+    return add(env, name, buf);
+}
+
+int gs_clientenv_build(const gs_state_t *st, int rank_gpu, int local_rank, int local_size,
+                       gs_clientenv_t *env, gs_error_t *err)
+{
+    int rc = 0;
+    memset(env, 0, sizeof(*env));
+
+    rc |= add_int(env, "GSRUN_LOCAL_RANK", local_rank);
+    rc |= add_int(env, "GSRUN_LOCAL_SIZE", local_size);
+    /* Internal to gsrun: the program has no use for them. */
+    env->unset[env->nunset++] = "GSRUN_JOB_DIR";
+    env->unset[env->nunset++] = "GSRUN_FORK_AGENT";
+    env->unset[env->nunset++] = "GSRUN_EARLY_AGENT";
+    env->unset[env->nunset++] = "GSRUN_T0";
+
+    int gi = rank_gpu;
+    if (gi < 0 || gi >= st->ngpus) {
+        const gs_state_gpu_t *b = gs_state_gpu_of_rank(st, local_rank);
+        gi = b != NULL ? (int)(b - st->gpu) : -1;
+    }
+    if (st->kind != GS_STATE_ON) {
+        rc |= add(env, "GSRUN_MPS_ACTIVE", "0");
+        if (gi >= 0) {
+            /* One GPU per rank without MPS: the agent listed the GPUs only
+             * with gpu-bind on. The UUID holds in any CUDA_DEVICE_ORDER. */
+            rc |= add(env, "GSRUN_GPU_UUID", st->gpu[gi].uuid);
+            rc |= add(env, "CUDA_VISIBLE_DEVICES", st->gpu[gi].uuid);
+        }
+        if (rc != 0) {
+            return gs_error_set(err, ENOSPC, "client environment does not fit");
+        }
+        return 0;
+    }
+
+    const gs_state_gpu_t *g = gi >= 0 ? &st->gpu[gi] : NULL;
+    if (g == NULL) {
+        return gs_error_set(err, ERANGE, "local rank %d has no GPU in the node plan (%d GPUs)",
+                            local_rank, st->ngpus);
+    }
+    rc |= add(env, "GSRUN_MPS_ACTIVE", "1");
+    rc |= add(env, "GSRUN_GPU_UUID", g->uuid);
+    rc |= add_int(env, "GSRUN_GPU_RANKS", g->nranks);
+    rc |= add(env, "CUDA_MPS_PIPE_DIRECTORY", g->pipe_dir);
+    rc |= add(env, "CUDA_MPS_LOG_DIRECTORY", g->log_dir);
+    rc |= add(env, "CUDA_VISIBLE_DEVICES", "0");
+    if (g->pct_set) {
+        rc |= add(env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", g->pct);
+    } else {
+        env->unset[env->nunset++] = "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE";
+    }
+    if (st->mem_limit_mb > 0) {
+        char lim[48];
+        /* Device 0: the rank's only device (see CUDA_VISIBLE_DEVICES). */
+        snprintf(lim, sizeof(lim), "0=%lldMB", st->mem_limit_mb);
+        rc |= add(env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", lim);
+    }
+    if (rc != 0) {
+        return gs_error_set(err, ENOSPC, "client environment does not fit");
+    }
+    return 0;
+}
+
+int gs_clientenv_apply(const gs_clientenv_t *env, gs_error_t *err)
+{
+    for (int i = 0; i < env->nunset; i++) {
+        unsetenv(env->unset[i]);
+    }
+    for (int i = 0; i < env->nset; i++) {
+        char name[128];
+        const char *eq = strchr(env->set[i], '=');
+        size_t n = (size_t)(eq - env->set[i]);
+        if (eq == NULL || n >= sizeof(name)) {
+            return gs_error_set(err, EINVAL, "bad environment entry");
+        }
+        memcpy(name, env->set[i], n);
+        name[n] = '\0';
+        if (setenv(name, eq + 1, 1) != 0) {
+            return gs_error_set(err, errno, "setenv %s: %s", name, strerror(errno));
+        }
+    }
+    return 0;
+}

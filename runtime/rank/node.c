@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "gs_autoconf.h"
+
+#include "runtime/rank/node.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "runtime/gpu/affinity.h"
+#include "runtime/wire/agentcmd.h"
+#include "runtime/core/proc.h"
+#include "runtime/wire/protocol.h"
+#include "runtime/files/rundir.h"
+#include "runtime/core/unixsock.h"
+#include "runtime/core/limits.h"
+
+void gs_node_id(char *buf, size_t len)
+{
+    char boot[64] = "", ns[64] = "";
+    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, boot, sizeof(boot) - 1);
+        boot[n > 0 ? n : 0] = '\0';
+        boot[strcspn(boot, "\n")] = '\0';
+        close(fd);
+    }
+    ssize_t n = readlink("/proc/self/ns/pid", ns, sizeof(ns) - 1);
+    ns[n > 0 ? n : 0] = '\0';
+    if (boot[0] == '\0') {
+        gs_rundir_node_name(boot, sizeof(boot)); /* no /proc: the host name will do */
+    }
+    snprintf(buf, len, "%s/%s", boot, ns);
+}
+
+int gs_node_job_dir(const gs_node_req_t *req, char *out, size_t len, int *here, gs_error_t *err)
+{
+    char id[160];
+    const char *name = strrchr(req->job_dir, '/');
+    int rc;
+
+    gs_node_id(id, sizeof(id));
+    *here = req->gsrun_node == NULL || strcmp(req->gsrun_node, id) == 0;
+    if (*here) {
+        if ((size_t)snprintf(out, len, "%s", req->job_dir) >= len) {
+            return gs_error_set(err, ENAMETOOLONG, "run directory path too long");
+        }
+        return 0;
+    }
+    /* mkdtemp's name: "gsrun." and 6 letters or digits, nothing else. */
+    if (name == NULL || strncmp(name, "/gsrun.", 7) != 0 || strlen(name) != 13 ||
+        strspn(name + 7, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") != 6) {
+        return gs_error_set(err, EINVAL, "GSRUN_JOB_DIR '%s' is not a gsrun job dir",
+                            req->job_dir);
+    }
+    if ((rc = gs_rundir_check_parent(gs_rundir_tmpdir(), err)) != 0) {
+        return rc;
+    }
+    if ((size_t)snprintf(out, len, "%s%s", gs_rundir_tmpdir(), name) >= len) {
+        return gs_error_set(err, ENAMETOOLONG, "TMPDIR '%s' is too long", gs_rundir_tmpdir());
+    }
+    return 0;
+}
+
+int gs_node_dir(const char *job_dir, char *out, size_t len, gs_error_t *err)
+{
+    char node[64];
+    gs_rundir_node_name(node, sizeof(node));
+    if ((size_t)snprintf(out, len, "%s/%s", job_dir, node) >= len) {
+        return gs_error_set(err, ENAMETOOLONG, "run directory path too long");
+    }
+    return 0;
+}
+
+/* Starts the agent as a daemon: its own session (Open MPI kills each rank's
+ * process group), not a child of the rank (the program must not inherit it). */
+static int spawn_agent(const gs_node_req_t *req, const char *job_dir, int here, int *ready_rd,
+                       gs_error_t *err)
+{
+    int pfd[2];
+    pid_t pid;
+    int st;
+
+    if (pipe2(pfd, O_CLOEXEC) != 0) {
+        return gs_error_set(err, errno, "pipe: %s", strerror(errno));
+    }
+    pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(pfd[0]);
+        close(pfd[1]);
+        return gs_error_set(err, e, "cannot start the node agent: %s", strerror(e));
+    }
+    if (pid == 0) {
+        static char buf[1024];
+        char *argv[40];
+        gs_agentcmd_t args;
+        setsid();
+        if (fork() != 0) {
+            _exit(0);
+        }
+        gs_agentcmd_init(&args);
+        snprintf(args.job_dir, sizeof(args.job_dir), "%s", job_dir);
+        gs_rundir_node_name(args.node_name, sizeof(args.node_name));
+        args.local_size = req->local_size;
+        args.watch_pid = req->launcher_pid;
+        args.gsrun_pid = here ? req->gsrun_pid : 0;
+        args.mode = req->job_long ? GS_MODE_JOB_LONG : req->early ? GS_MODE_EARLY : GS_MODE_PER_JOB;
+        args.in_sequence = req->in_sequence ? 1 : 0;
+        args.t0_ms = req->t0_ms;
+        /* Passed on (F_DUPFD clears close-on-exec): the ready pipe's write
+         * end; early, the launcher pipe. */
+        args.ready_fd = fcntl(pfd[1], F_DUPFD, 3);
+        args.watch_fd = req->early ? fcntl(req->early_watch_fd, F_DUPFD, 3) : -1;
+        /* The report: a file gsrun reads on its node; away from it the
+         * leader's stderr (the launcher forwards it to gsrun like the job's
+         * output), or rank 0's once it can be opened. A batch job's agent
+         * keeps nothing of its prolog's: the batch system waits for the
+         * prolog's output to close. */
+        if (here && req->gsrun_pid > 0) {
+            args.report = GS_SINK_FILE;
+        } else if (req->report_rank0) {
+            args.report = GS_SINK_RANK0;
+        } else if (req->job_long) {
+            args.report = GS_SINK_NOWHERE;
+        } else {
+            args.report = GS_SINK_LEADER_FD;
+            args.report_fd = fcntl(2, F_DUPFD, 3);
+        }
+        if (req->agent_env != NULL) {
+            for (char *const *e = req->agent_env; *e != NULL; e++) {
+                putenv(*e);
+            }
+        }
+        gs_error_t ignored;
+        /* The agent reads its settings from GSRUN_*, like the shim. */
+        gs_config_export_env(req->cfg, &ignored);
+        if (gs_agentcmd_to_argv(&args, req->agent_path, buf, sizeof(buf), argv, 40) == 0) {
+            execv(req->agent_path, argv);
+        }
+        _exit(127);
+    }
+    close(pfd[1]);
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    *ready_rd = pfd[0];
+    return 0;
+}
+
+/* Registers with the agent, telling it the CPUs this rank is bound to;
+ * the answer names the rank's GPU in the state (it may wait until every
+ * rank of the node has registered, when the agent places by locality). */
+static int register_rank(const gs_state_t *st, int local_rank, int for_parent, int timeout_s,
+                         int *gpu, int *keep_fd, gs_error_t *err)
+{
+    char line[GS_LINE_MAX], reply[64], cpus[4096] = "";
+    cpu_set_t mine;
+    int by_pidfd = 0, fd = gs_unixsock_connect(st->socket, err);
+
+    if (fd < 0) {
+        return gs_error_set(err, -fd, "cannot reach the node agent at '%s': %s", st->socket,
+                            strerror(-fd));
+    }
+    if (sched_getaffinity(0, sizeof(mine), &mine) == 0) {
+        gs_affinity_cpuset_format(&mine, cpus, sizeof(cpus));
+    }
+    /* "parent": the rank is our parent (it inherits our CPUs, and only a
+     * pidfd can follow it). */
+    int len = gs_protocol_hello_format(line, sizeof(line), local_rank, cpus, for_parent);
+    if (len < 0 || write(fd, line, (size_t)len) != len) {
+        close(fd);
+        return gs_error_set(err, EPROTO, "cannot register rank %d with the node agent", local_rank);
+    }
+    shutdown(fd, SHUT_WR);
+    /* One line: in socket mode the agent keeps the connection open. */
+    if (gs_proc_read_line(fd, reply, sizeof(reply),
+                          gs_proc_now_ms() + (long long)timeout_s * 1000 + 5000) <= 0 ||
+        gs_protocol_answer_parse(reply, &by_pidfd, gpu) != 0) {
+        close(fd);
+        return gs_error_set(err, EPROTO, "the node agent refused the registration of rank %d",
+                            local_rank);
+    }
+    if (*gpu >= st->ngpus) {
+        *gpu = -1;
+    }
+    if (!by_pidfd && for_parent) {
+        close(fd);
+        return gs_error_set(err, ENOSYS, "this kernel has no pidfds (Linux 5.3 or later), which "
+                                         "a task prolog needs to follow its task; use the SPANK "
+                                         "plugin (srun --mps) or gsrun with mpirun here");
+    }
+    if (!by_pidfd) {
+        /* The agent tracks us through this connection: keep it across exec. */
+        int flags = fcntl(fd, F_GETFD);
+        fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC);
+        *keep_fd = fd;
+    } else {
+        close(fd);
+    }
+    return 0;
+}
+
+/* Waits until the node agent has published the node state and reads it. A
+ * node-wide error state comes back as a failure with the agent's message. */
+static int wait_ready(const gs_node_req_t *req, const char *node_dir, int ready_rd, gs_state_t *st,
+                      gs_error_t *err)
+{
+    /* The agent's own start-up is bounded by the same timeout; the margin
+     * covers GPU discovery and writing the state. */
+    long long deadline = gs_proc_now_ms() + ((long long)req->cfg->timeout_s + 10) * 1000;
+    int rc = gs_state_wait(node_dir, deadline, ready_rd, err);
+
+    if (rc == -EPIPE) {
+        rc = gs_error_set(err, ECHILD,
+                          "the node agent (%s) exited before it reported; check that it is "
+                          "installed beside gsrun-shim",
+                          req->agent_path);
+        /* Tell the other ranks instead of letting them wait out the timeout. */
+        gs_state_t failed;
+        memset(&failed, 0, sizeof(failed));
+        failed.kind = GS_STATE_ERROR;
+        failed.exit_code = GS_EXIT_SETUP;
+        snprintf(failed.message, sizeof(failed.message), "%s", err->text);
+        gs_state_write(node_dir, &failed, NULL);
+    }
+    if (ready_rd >= 0) {
+        close(ready_rd);
+    }
+    if (rc == 0) {
+        rc = gs_state_read(node_dir, st, err);
+    }
+    if (rc != 0) {
+        st->exit_code = GS_EXIT_SETUP;
+        return rc;
+    }
+    if (st->kind == GS_STATE_ERROR) {
+        return gs_error_set(err, EIO, "%s", st->message);
+    }
+    return 0;
+}
+
+/* The node leader, where gsrun started the agent early: the node's size. */
+static int tell_size(const char *node_dir, int local_size, pid_t launcher, int timeout_s,
+                     gs_error_t *err)
+{
+    char path[300], line[64], reply[64];
+    snprintf(path, sizeof(path), "%s/%s", node_dir, GS_PROTO_SOCKET);
+    int fd = gs_unixsock_connect(path, err);
+
+    if (fd < 0) {
+        return gs_error_set(err, -fd, "cannot reach the node agent gsrun started (%s): %s", path,
+                            strerror(-fd));
+    }
+    int len = gs_protocol_size_format(line, sizeof(line), local_size, (int)launcher);
+    /* The agent answers once its early start of MPS is done or has failed
+     * (bounded by the same timeout, plus stopping what it started). */
+    long n = len > 0 && write(fd, line, (size_t)len) == len
+                 ? gs_proc_read_line(fd, reply, sizeof(reply),
+                                     gs_proc_now_ms() + ((long long)timeout_s + 15) * 1000)
+                 : -1;
+    close(fd);
+    if (n <= 0 || strncmp(reply, "ok", 2) != 0) {
+        return gs_error_set(err, EPROTO, "the node agent gsrun started did not take the node's "
+                                         "size");
+    }
+    return 0;
+}
+
+int gs_node_start_early(const gs_node_req_t *req, int *launcher_fd, gs_error_t *err)
+{
+    char node_dir[256], line[64];
+    int ready_rd = -1, rc, w[2];
+    gs_node_req_t early = *req;
+
+    *launcher_fd = -1;
+    if (pipe2(w, O_CLOEXEC) != 0) {
+        return gs_error_set(err, errno, "pipe: %s", strerror(errno));
+    }
+    early.early = 1;
+    early.early_watch_fd = w[0];
+    if ((rc = gs_node_dir(req->job_dir, node_dir, sizeof(node_dir), err)) != 0 ||
+        (rc = gs_rundir_ensure(node_dir, err)) != 0 ||
+        (rc = spawn_agent(&early, req->job_dir, 1, &ready_rd, err)) != 0) {
+        close(w[0]);
+        close(w[1]);
+        return rc;
+    }
+    close(w[0]); /* the agent has its own */
+    /* Listening is the agent's first step (a few ms): then mpirun may start. */
+    long n = gs_proc_read_line(ready_rd, line, sizeof(line), gs_proc_now_ms() + 5000);
+    close(ready_rd);
+    if (n <= 0 || gs_protocol_ready_parse(line) != 0) {
+        close(w[1]); /* an agent that still comes up goes again */
+        return gs_error_set(err, ECHILD, "the node agent did not start (%s)",
+                            n > 0 ? line : "no answer");
+    }
+    *launcher_fd = w[1];
+    return 0;
+}
+
+/* The job's dirs on this node, then (with agent_path) the agent, then its
+ * state. */
+static int reach_agent(const gs_node_req_t *req, char *node_dir, size_t len, gs_state_t *st,
+                       gs_error_t *err)
+{
+    char job_dir[256];
+    int ready_rd = -1, rc, here;
+
+    memset(st, 0, sizeof(*st));
+    if ((rc = gs_node_job_dir(req, job_dir, sizeof(job_dir), &here, err)) != 0 ||
+        (rc = gs_rundir_check_usable(job_dir, err)) != 0 ||
+        (rc = gs_node_dir(job_dir, node_dir, len, err)) != 0 ||
+        (rc = gs_rundir_ensure(job_dir, err)) != 0 ||
+        (rc = gs_rundir_ensure(node_dir, err)) != 0) {
+        st->exit_code = GS_EXIT_RUNDIR;
+        return rc;
+    }
+    if (req->agent_path != NULL && here && req->early_agent) {
+        rc = tell_size(node_dir, req->local_size, req->launcher_pid, req->cfg->timeout_s, err);
+    } else if (req->agent_path != NULL) {
+        rc = spawn_agent(req, job_dir, here, &ready_rd, err);
+    }
+    if (rc != 0) {
+        st->exit_code = GS_EXIT_SETUP;
+        return rc;
+    }
+    return wait_ready(req, node_dir, ready_rd, st, err);
+}
+
+int gs_node_start(const gs_node_req_t *req, gs_state_t *st, gs_error_t *err)
+{
+    char node_dir[256];
+    return reach_agent(req, node_dir, sizeof(node_dir), st, err);
+}
+
+int gs_node_join(const gs_node_req_t *req, gs_state_t *st, int *gpu, int *keep_fd, gs_error_t *err)
+{
+    char node_dir[256];
+    int rc;
+
+    *keep_fd = -1;
+    *gpu = -1;
+    if ((rc = reach_agent(req, node_dir, sizeof(node_dir), st, err)) != 0) {
+        return rc;
+    }
+    /* Off or on, a rank registers where the agent listens, so that the
+     * agent can end it if the launcher dies. */
+    if (st->socket[0] != '\0') {
+        rc = register_rank(st, req->local_rank, req->for_parent, req->cfg->timeout_s, gpu, keep_fd,
+                           err);
+        if (rc != 0) {
+            st->exit_code = GS_EXIT_SETUP;
+            return rc;
+        }
+    }
+    return 0;
+}
+
+void gs_node_print_plan(FILE *f, const char *node, const gs_state_t *st, const char *source,
+                        int verbose)
+{
+    if (st->kind == GS_STATE_OFF && (st->notice || verbose)) {
+        fprintf(f, "gsrun: node %s: %s\n", node, st->message);
+    }
+    if (st->kind == GS_STATE_ON && verbose) {
+        for (int g = 0; g < st->ngpus; g++) {
+            fprintf(f, "gsrun: node %s: MPS on %s for %d local rank%s at %s%% (found %s)\n",
+                    node, st->gpu[g].uuid, st->gpu[g].nranks, st->gpu[g].nranks == 1 ? "" : "s",
+                    st->gpu[g].pct_set ? st->gpu[g].pct : "100", source);
+        }
+    }
+}

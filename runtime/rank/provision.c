@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "gs_autoconf.h"
+
+#include "runtime/rank/provision.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "runtime/rank/node.h"
+#include "runtime/plan/policy.h"
+#include "runtime/core/proc.h"
+#include "runtime/wire/protocol.h"
+#include "runtime/files/rundir.h"
+#include "runtime/files/rundir_root.h"
+#include "runtime/rank/task.h"
+#include "runtime/core/unixsock.h"
+#include "runtime/core/limits.h"
+
+int gs_provision_job_name(const char *job, char *out, size_t len, gs_error_t *err)
+{
+    if (job == NULL || strlen(job) + 4 > 64 || !gs_rundir_root_name_ok(job)) {
+        return gs_error_set(err, EINVAL,
+                            "job id '%s' is not usable: give --job with letters, digits, '.', "
+                            "'_' or '-' (Slurm sets SLURM_JOB_ID)",
+                            job ? job : "");
+    }
+    snprintf(out, len, "job-%s", job);
+    return 0;
+}
+
+int gs_provision_user_base(const char *dir, char *out, size_t len, gs_error_t *err)
+{
+    int rc;
+    if (dir == NULL) {
+        if ((rc = gs_rundir_check_parent("/tmp", err)) != 0) {
+            return rc;
+        }
+        snprintf(out, len, "/tmp/gsrun-%u", (unsigned)getuid());
+    } else {
+        char parent[512];
+        const char *slash = strrchr(dir, '/');
+        if ((size_t)snprintf(out, len, "%s", dir) >= len || slash == NULL ||
+            (size_t)(slash - dir) >= sizeof(parent)) {
+            return gs_error_set(err, ENAMETOOLONG, "--dir '%s' is not usable", dir);
+        }
+        snprintf(parent, sizeof(parent), "%.*s", slash == dir ? 1 : (int)(slash - dir), dir);
+        if ((rc = gs_rundir_check_parent(parent, err)) != 0) {
+            return rc;
+        }
+    }
+    /* Made by us, or refused: a directory another user made first under
+     * this guessable name is never used. */
+    return gs_rundir_ensure(out, err);
+}
+
+int gs_provision_make_dir(const char *base, const char *name, uid_t uid, gid_t gid, char *out,
+                          size_t len, gs_error_t *err)
+{
+    char own[512];
+    int kept, rc;
+
+    if (geteuid() == 0) {
+        if (base == NULL) {
+            base = GS_ROOT_RUNDIR;
+        }
+        if ((rc = gs_rundir_root_check_base(base, 1, err)) != 0) {
+            return rc;
+        }
+        return gs_rundir_root_make(base, name, uid, gid, out, len, &kept, err);
+    }
+    if ((rc = gs_provision_user_base(base, own, sizeof(own), err)) != 0) {
+        return rc;
+    }
+    if (!gs_rundir_root_name_ok(name) || (size_t)snprintf(out, len, "%s/%s", own, name) >= len) {
+        return gs_error_set(err, ENAMETOOLONG, "'%s/%s' is not a usable directory", own, name);
+    }
+    return gs_rundir_ensure(out, err);
+}
+
+/* Whether an agent holds the node dir's lock (0: none; -1: no dir). */
+static int agent_running(const char *node_dir)
+{
+    int fd = open(node_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        return -1;
+    }
+    int held = flock(fd, LOCK_EX | LOCK_NB) != 0;
+    close(fd);
+    return held;
+}
+
+static int start_locked(const gs_config_t *cfg, const char *job_dir, const char *agent_path,
+                        gs_state_t *st, int *already, gs_error_t *err)
+{
+    char node_dir[600];
+    gs_node_req_t req;
+
+    if (gs_node_dir(job_dir, node_dir, sizeof(node_dir), err) != 0) {
+        return GS_EXIT_RUNDIR;
+    }
+    int running = agent_running(node_dir);
+    if (running == 1) {
+        /* The prolog ran before (a requeued job, a retry): the state tells. */
+        *already = 1;
+        if (gs_state_read(node_dir, st, err) != 0) {
+            return GS_EXIT_SETUP;
+        }
+        return st->kind == GS_STATE_ERROR ? (st->exit_code ? st->exit_code : GS_EXIT_SETUP) : 0;
+    }
+    if (running == 0) {
+        gs_rundir_remove(node_dir); /* a dead agent's: start afresh */
+    }
+    memset(&req, 0, sizeof(req));
+    req.cfg = cfg;
+    req.job_dir = job_dir;
+    req.agent_path = agent_path;
+    req.local_size = 0;
+    req.job_long = 1;
+    if (gs_node_start(&req, st, err) != 0) {
+        /* The job will not run here: nothing of it may stay. */
+        gs_error_t ignored;
+        FILE *null = fopen("/dev/null", "w");
+        if (null != NULL) {
+            gs_provision_stop(job_dir, null, 0, 0, &ignored);
+            fclose(null);
+        }
+        return st->exit_code ? st->exit_code : GS_EXIT_SETUP;
+    }
+    return 0;
+}
+
+int gs_provision_start(const gs_config_t *cfg, const char *job_dir, const char *agent_path,
+                       gs_state_t *st, int *already, gs_error_t *err)
+{
+    *already = 0;
+    memset(st, 0, sizeof(*st));
+    if (gs_rundir_ensure(job_dir, err) != 0) {
+        return GS_EXIT_RUNDIR;
+    }
+    /* Two prologs of one job at once (a retry while the first still runs):
+     * the second waits, bounded, for the first, then finds its agent. */
+    int lock = gs_rundir_lock_wait(job_dir, (cfg->timeout_s + 15) * 1000);
+    if (lock < 0) {
+        gs_error_set(err, EBUSY, "another gsrun prolog for %s did not finish in time", job_dir);
+        return GS_EXIT_SETUP;
+    }
+    int code = start_locked(cfg, job_dir, agent_path, st, already, err);
+    close(lock);
+    return code;
+}
+
+/* "stop" to the agent; its report comes back on the connection: all of it
+ * with verbose, else its problems. */
+static int ask_stop(const char *node_dir, FILE *out, int verbose)
+{
+    char buf[GS_LINE_MAX], path[700];
+    snprintf(path, sizeof(path), "%s/%s", node_dir, GS_PROTO_SOCKET);
+    int fd = gs_unixsock_connect(path, NULL);
+
+    if (fd < 0 ||
+        write(fd, GS_PROTO_STOP, strlen(GS_PROTO_STOP)) != (ssize_t)strlen(GS_PROTO_STOP)) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        return -1;
+    }
+    long long deadline = gs_proc_now_ms() + GS_PROTO_QUIT_TIMEOUT_MS + 2000;
+    long n;
+    while ((n = gs_proc_read_line(fd, buf, sizeof(buf), deadline)) > 0) {
+        if (verbose || strstr(buf, "problem: ") != NULL) {
+            fputs(buf, out);
+        }
+    }
+    close(fd);
+    return 0;
+}
+
+int gs_provision_stop(const char *job_dir, FILE *out, int verbose, int keep_dir,
+                      gs_error_t *err)
+{
+    char node_dir[600];
+
+    if (gs_node_dir(job_dir, node_dir, sizeof(node_dir), err) != 0) {
+        return GS_EXIT_RUNDIR;
+    }
+    int running = agent_running(node_dir);
+    if (running == 1 && ask_stop(node_dir, out, verbose) != 0) {
+        fprintf(out, "gsrun: node agent of %s does not answer; waiting for it\n", job_dir);
+    }
+    if (running == 1) {
+        gs_task_wait_agent(node_dir, GS_PROTO_QUIT_TIMEOUT_MS + 2000);
+    }
+    if (agent_running(node_dir) == 1) {
+        return gs_error_set(err, EBUSY,
+                            "the node agent of %s did not stop within %d s; see `gsrun status`",
+                            job_dir, GS_PROTO_QUIT_TIMEOUT_MS / 1000 + 2);
+    }
+    /* Nothing holds it now: whatever is left is a dead agent's. */
+    if (keep_dir) {
+        return 0; /* root removes it (its base is root's) */
+    }
+    if (access(job_dir, F_OK) == 0 && gs_rundir_remove(job_dir) != 0) {
+        return gs_error_set(err, errno, "cannot remove %s: %s", job_dir, strerror(errno));
+    }
+    return 0;
+}
+
+int gs_provision_task_env(const gs_config_t *cfg, const char *job_dir, int local_rank,
+                          int local_size, gs_clientenv_t *env, int *on, gs_error_t *err)
+{
+    static gs_state_t st;
+    char node_dir[600];
+    gs_plan_t plan;
+    int rc;
+
+    *on = 0;
+    memset(env, 0, sizeof(*env));
+    if ((rc = gs_node_dir(job_dir, node_dir, sizeof(node_dir), err)) != 0) {
+        return rc;
+    }
+    if (access(node_dir, F_OK) != 0 || gs_state_read(node_dir, &st, err) != 0 ||
+        st.kind != GS_STATE_ON) {
+        return 0; /* not provisioned, or without MPS: the task runs as it is */
+    }
+    /* The step's tasks over the job's GPUs, as gsrun places them. */
+    if ((rc = gs_policy_plan_compute(cfg, local_size, st.ngpus, 1, "", &plan, err)) != 0) {
+        return rc;
+    }
+    if (!plan.use_mps) {
+        return 0;
+    }
+    st.ngpus = plan.ngpus;
+    for (int g = 0; g < plan.ngpus; g++) {
+        st.gpu[g].first_rank = plan.gpu[g].first_rank;
+        st.gpu[g].nranks = plan.gpu[g].nranks;
+        st.gpu[g].pct_set = plan.gpu[g].pct_set;
+        if (plan.gpu[g].pct_set) {
+            gs_policy_format_percentage(plan.gpu[g].pct, st.gpu[g].pct, sizeof(st.gpu[g].pct));
+        }
+    }
+    if ((rc = gs_clientenv_build(&st, -1, local_rank, local_size, env, err)) != 0) {
+        return rc;
+    }
+    *on = 1;
+    return 0;
+}

@@ -1,0 +1,176 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# covers: the dependency order of the whole tree (doc/architecture.md,
+# "Layers"): runtime/'s folders, the agent's parts, and the front ends.
+#
+# A file may include and call only what is in its own layer or below it;
+# in the agent (layer 6 and up) only strictly below, its own part aside:
+#
+#   0  runtime/core/    errors, processes, sockets, settings, sizes, text
+#   1  runtime/wire/    the agent's protocol and command line
+#   2  runtime/gpu/     NVML, CPUs near a GPU, one MPS control daemon
+#   3  runtime/plan/    policy and placement (pure)
+#   4  runtime/files/   run dirs, state and status files, pre-flight
+#   5  runtime/rank/    the rank side: join, client environment, provisioning,
+#                       job key, helper programs
+#   6  agent: report ranks placer      9  agent: agent_setup agent_publish
+#   7  agent: guard                     10 agent: agent_serve
+#   8  agent: daemons                   11 agent: agent (agent.c: the loop)
+#                                       12 agent: agent_main (gsrun-agent)
+#   pmix/               uses runtime/core only
+#   launcher/ ompi/ slurm/ (front ends) use runtime/ (not the agent) and pmix/,
+#                       never each other (launcher/ is gsrun's own)
+# TAP output. GS_LAYERS_ROOT points it at another tree (its own test).
+S=${GS_LAYERS_ROOT:-${GS_TOP_SRCDIR:?run through make check}}
+n=0 bad=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+not_ok() { n=$((n + 1)); bad=$((bad + 1)); echo "not ok $n - $*"; }
+
+# The layer of a source path (file or header), and its part's name.
+part_of() {
+    local f=$1 b
+    b=$(basename "$f")
+    [ "$b" = agent.h ] || b=${b%.*}
+    case $f in
+    runtime/agent/*)
+        case $b in
+        # The parts' shared view (agent_int.h) and the agent's types
+        # (agent.h), used by agent.c and its helpers alike.
+        agent_int | agent.h) echo agent_int ;;
+        *) echo "$b" ;;
+        esac
+        ;;
+    runtime/*/*) f=${f#runtime/}; echo "${f%%/*}" ;;
+    pmix/* | launcher/* | ompi/* | slurm/*) echo "${f%%/*}" ;;
+    *) echo other ;;
+    esac
+}
+layer_of() { # part -> layer
+    case $1 in
+    core) echo 0 ;; wire) echo 1 ;; gpu) echo 2 ;; plan) echo 3 ;; files) echo 4 ;; rank) echo 5 ;;
+    report | ranks | placer) echo 6 ;;
+    guard) echo 7 ;;
+    daemons) echo 8 ;;
+    agent_setup | agent_publish | agent_int) echo 9 ;;
+    agent_serve) echo 10 ;;
+    agent) echo 11 ;;
+    agent_main) echo 12 ;;
+    pmix) echo 1 ;;
+    launcher | ompi | slurm) echo 20 ;;
+    *) echo 99 ;;
+    esac
+}
+in_agent() { [ "$(layer_of "$1")" -ge 6 ] && [ "$(layer_of "$1")" -le 12 ]; }
+
+# The public names each runtime folder's modules and each agent part
+# define: gs_<module>_*, GS_<MODULE>_* (from the file names), and for the
+# agent's files the gs_agent_* functions each one defines.
+names_of() {
+    local p=$1 f m re=""
+    case $p in
+    core | wire | gpu | plan | files | rank)
+        for f in "$S"/runtime/"$p"/*.h; do
+            m=$(basename "$f" .h)
+            case $m in gs_error | limits) continue ;; esac
+            re="$re|gs_${m}_[a-z_]+|GS_${m^^}_[A-Z_]+"
+        done
+        ;;
+    report) re='|gs_report_[a-z_]+|GS_REPORT_[A-Z_]+' ;;
+    ranks) re='|gs_ranks_[a-z_]+|gs_rank_t|GS_RANKS_[A-Z_]+' ;;
+    placer) re='|gs_placer_[a-z_]+|GS_PLACER_WAIT' ;;
+    guard) re='|gs_guard_[a-z_]+' ;;
+    daemons) re='|gs_daemons_[a-z_]+|GS_DAEMON_[A-Z_]+' ;;
+    agent_setup | agent_publish | agent_serve | agent | agent_main)
+        for m in $(grep -hoE '^[a-z][a-z_ *]*\bgs_agent_[a-z_]+\(' "$S/runtime/agent/$p.c" |
+            grep -oE 'gs_agent_[a-z_]+'); do
+            re="$re|$m"
+        done
+        ;;
+    esac
+    echo "${re#|}"
+}
+
+own_headers() { # layer -> the runtime headers at or below it (outside the agent)
+    local d
+    for d in core wire gpu plan files rank; do
+        [ "$(layer_of "$d")" -le "$1" ] && ls "$S"/runtime/"$d"/*.h
+    done
+}
+
+files=$(cd "$S" && ls runtime/*/*.[ch] pmix/*.[ch] launcher/*.[ch] ompi/*.c slurm/*.c 2>/dev/null)
+[ -n "$files" ] || { echo "not ok 1 - no source under $S"; echo "1..1"; exit 1; }
+stray=$(cd "$S" && ls runtime/*.[ch] 2>/dev/null | tr '\n' ' ')
+if [ -z "$stray" ]; then
+    ok "every runtime file is in a layer's folder"
+else
+    not_ok "runtime files outside the layer folders: $stray"
+fi
+parts="core wire gpu plan files rank report ranks placer guard daemons agent_setup agent_publish agent_serve agent agent_main"
+declare -A RE
+for p in $parts; do RE[$p]=$(names_of "$p"); done
+
+for f in $files; do
+    me=$(part_of "$f")
+    L=$(layer_of "$me")
+    why=""
+    # Includes of the tree's own headers.
+    for h in $(sed -nE 's/^#include "((runtime|pmix|launcher|ompi|slurm)\/[a-z_/]*\.h)".*/\1/p' "$S/$f"); do
+        p=$(part_of "$h")
+        [ "$p" = "$me" ] && continue
+        [ "$me" = agent_int ] || [ "$p" != agent_int ] || { [ "$L" -ge 9 ] && continue; }
+        pl=$(layer_of "$p")
+        if in_agent "$me" && [ "$me" != agent_main ] && [ "$pl" -ge "$L" ] && [ "$p" != agent_int ]; then
+            why="$why includes $h (layer $pl);"
+        elif [ "$pl" -gt "$L" ]; then
+            why="$why includes $h (layer $pl);"
+        elif [ "$L" -eq 20 ] && [ "$pl" -eq 20 ]; then
+            why="$why includes $h (another front end's);"
+        elif [ "$L" -eq 20 ] && in_agent "$p" && [ "$me" != agent_main ]; then
+            why="$why includes $h (the agent: only gsrun-agent's main may);"
+        elif [ "$me" = pmix ] && [ "$pl" -gt 0 ]; then
+            why="$why includes $h (pmix/ uses runtime/core only);"
+        fi
+    done
+    # Names defined in a higher layer (or, in the agent, beside it), used
+    # here: comments and include guards aside.
+    code=$(grep -vE '^\s*(/?\*|//)|^#(ifndef|define) GS_[A-Z_]*_H$' "$S/$f")
+    for p in $parts; do
+        [ "$p" = "$me" ] && continue
+        pl=$(layer_of "$p")
+        if in_agent "$me"; then [ "$pl" -lt "$L" ] && continue; else [ "$pl" -le "$L" ] && continue; fi
+        [ "$me" = agent_int ] && continue # declares the agent files' functions
+        [ "$L" -eq 20 ] && ! in_agent "$p" && continue
+        [ -n "${RE[$p]}" ] || continue
+        used=""
+        for u in $(echo "$code" | grep -oE "\b(${RE[$p]})\b" | sort -u); do
+            # A name that a header of this layer or below defines is its own
+            # (config.h's GS_MPS_ON is a setting, not the MPS module's).
+            grep -qwE "(define|typedef.*|[a-z_]+ \**)$u|$u[,;= ]" $(own_headers "$L") 2>/dev/null || used="$used$u "
+        done
+        [ -n "$used" ] && why="$why uses $p (layer $pl): $used;"
+    done
+    if [ -z "$why" ]; then ok "$f (layer $L: $me)"; else not_ok "$f (layer $L: $me):$why"; fi
+done
+
+# The check itself: a back-arrow planted in a copy of the tree fails it.
+if [ -z "${GS_LAYERS_ROOT:-}" ]; then
+    tmp=$(mktemp -d /tmp/gs-layers.XXXXXX)
+    trap 'rm -rf "$tmp"' EXIT
+    plant() { # file line -> whether the check fails on the copy
+        rm -rf "${tmp:?}"/*
+        (cd "$S" && tar cf - runtime pmix launcher ompi slurm) | tar xf - -C "$tmp"
+        sed -i "0,/^#include \"/s||$2\n#include \"|" "$tmp/$1"
+        ! GS_LAYERS_ROOT=$tmp bash "$0" >/dev/null 2>&1
+    }
+    plant runtime/core/proc.c '#include "runtime/files/rundir.h"' &&
+        ok "a planted include of files/ in core/ fails the check" ||
+        not_ok "a planted include of files/ in core/ passes the check"
+    plant runtime/agent/agent_serve.c 'static void f(void) { gs_agent_transition_ok(0, 0); }' &&
+        ok "a planted call from agent_serve.c into agent.c fails the check" ||
+        not_ok "a planted call from agent_serve.c into agent.c passes the check"
+    plant slurm/srun_task.c '#include "launcher/options.h"' &&
+        ok "a planted include of launcher/ in slurm/ fails the check" ||
+        not_ok "a planted include of launcher/ in slurm/ passes the check"
+fi
+echo "1..$n"
+[ $bad -eq 0 ]

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* runtime/core/proc.c, the base of every layer: bounded waits on children,
+ * signals only to PIDs we hold, environments built from scratch, bounded
+ * reads, and the string helper beside it (runtime/core/text.c). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "runtime/core/proc.h"
+#include "runtime/core/text.h"
+
+static pid_t child_sleeping(int ignore_term)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (ignore_term) {
+            signal(SIGTERM, SIG_IGN);
+        }
+        for (;;) {
+            pause();
+        }
+    }
+    assert_true(pid > 0);
+    return pid;
+}
+
+static void test_clocks(void **state)
+{
+    (void)state;
+    long long a = gs_proc_now_ms();
+    usleep(20 * 1000);
+    long long b = gs_proc_now_ms();
+    assert_true(b - a >= 19 && b - a < 2000);
+    assert_true(gs_proc_wall_ms() > 1600000000000LL); /* after 2020 */
+}
+
+static void test_wait_times_out_then_reaps(void **state)
+{
+    (void)state;
+    int st = -1;
+    pid_t pid = child_sleeping(0);
+    long long t0 = gs_proc_now_ms();
+    assert_int_equal(gs_proc_wait(pid, 50, &st), -ETIMEDOUT);
+    assert_true(gs_proc_now_ms() - t0 >= 49);
+    kill(pid, SIGKILL);
+    assert_int_equal(gs_proc_wait(pid, 2000, &st), 0);
+    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    /* Reaped already (by us, or by a subreaper's reap-all): done at once,
+     * with no status to tell. */
+    assert_int_equal(gs_proc_wait(pid, 1000, &st), 0);
+    assert_int_equal(st, 0);
+    assert_int_equal(gs_proc_wait(0, 10, NULL), -EINVAL);
+}
+
+static void test_stop_child_escalates(void **state)
+{
+    (void)state;
+    int st = -1;
+    pid_t pid = child_sleeping(1); /* ignores SIGTERM: only SIGKILL ends it */
+    usleep(20 * 1000);             /* let it install SIG_IGN */
+    assert_int_equal(gs_proc_stop_child(pid, 50, &st), 0);
+    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    pid = child_sleeping(0);
+    assert_int_equal(gs_proc_stop_child(pid, 2000, &st), 0);
+    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+    /* Never init, never a process group. */
+    assert_int_equal(gs_proc_stop_child(1, 10, NULL), -EINVAL);
+    assert_int_equal(gs_proc_stop_child(0, 10, NULL), -EINVAL);
+}
+
+static void test_signal_and_alive(void **state)
+{
+    (void)state;
+    assert_int_equal(gs_proc_signal(1, -1, 0), -EINVAL);
+    assert_int_equal(gs_proc_signal(-5, -1, SIGKILL), -EINVAL);
+    pid_t pid = child_sleeping(0);
+    int fd = gs_proc_pidfd_open(pid);
+    assert_true(gs_proc_alive(pid, -1));
+    if (fd >= 0) {
+        assert_true(gs_proc_alive(pid, fd));
+    }
+    assert_int_equal(gs_proc_signal(pid, fd, SIGKILL), 0);
+    assert_int_equal(gs_proc_wait(pid, 2000, NULL), 0);
+    assert_false(gs_proc_alive(pid, -1));
+    if (fd >= 0) {
+        /* A pidfd of a reaped process stays readable: never alive again,
+         * even once the PID is reused. */
+        assert_false(gs_proc_alive(pid, fd));
+        close(fd);
+    }
+    assert_false(gs_proc_alive(0, -1));
+}
+
+static void test_reap_all(void **state)
+{
+    (void)state;
+    pid_t a = fork();
+    if (a == 0) {
+        _exit(3);
+    }
+    pid_t b = child_sleeping(0);
+    assert_int_equal(gs_proc_reap_all(50), -ETIMEDOUT); /* b still runs */
+    kill(b, SIGKILL);
+    assert_int_equal(gs_proc_reap_all(2000), 0);
+    assert_int_equal(waitpid(-1, NULL, WNOHANG), -1); /* none left */
+}
+
+static int has(char **env, const char *entry)
+{
+    for (char **e = env; *e != NULL; e++) {
+        if (strcmp(*e, entry) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int has_name(char **env, const char *prefix)
+{
+    for (char **e = env; *e != NULL; e++) {
+        if (strncmp(*e, prefix, strlen(prefix)) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void test_env_build(void **state)
+{
+    (void)state;
+    setenv("CUDA_MPS_PIPE_DIRECTORY", "/elsewhere", 1);
+    setenv("CUDA_VISIBLE_DEVICES", "3", 1);
+    setenv("GS_TEST_KEEP", "kept", 1);
+    const char *const strip[] = {"CUDA_MPS_", "CUDA_VISIBLE_DEVICES", NULL};
+    const char *const set[] = {"CUDA_VISIBLE_DEVICES=GPU-1", "GS_TEST_KEEP=new", NULL};
+    char **env = gs_proc_env_build(strip, set);
+    assert_non_null(env);
+    assert_false(has_name(env, "CUDA_MPS_"));
+    assert_true(has(env, "CUDA_VISIBLE_DEVICES=GPU-1"));
+    assert_false(has(env, "CUDA_VISIBLE_DEVICES=3"));
+    /* set overrides: the old value is gone, the new one there once. */
+    assert_true(has(env, "GS_TEST_KEEP=new"));
+    assert_false(has(env, "GS_TEST_KEEP=kept"));
+    gs_proc_env_free(env);
+    env = gs_proc_env_build(NULL, NULL);
+    assert_non_null(env);
+    assert_true(has(env, "GS_TEST_KEEP=kept"));
+    gs_proc_env_free(env);
+}
+
+static void test_reads_are_bounded(void **state)
+{
+    (void)state;
+    int p[2];
+    char buf[64];
+    assert_int_equal(pipe(p), 0);
+    assert_int_equal(write(p[1], "one\ntwo", 7), 7);
+    /* One line, and nothing past it consumed. */
+    assert_int_equal(gs_proc_read_line(p[0], buf, sizeof(buf), gs_proc_now_ms() + 1000), 4);
+    assert_string_equal(buf, "one\n");
+    /* No newline and the writer still open: the deadline ends the wait. */
+    long long t0 = gs_proc_now_ms();
+    assert_int_equal(gs_proc_read_line(p[0], buf, sizeof(buf), t0 + 50), -ETIMEDOUT);
+    assert_true(gs_proc_now_ms() - t0 >= 49);
+    assert_string_equal(buf, "two");
+    assert_int_equal(write(p[1], "three", 5), 5);
+    close(p[1]);
+    /* To end of file; what does not fit is drained, the text cut. */
+    char small[4];
+    assert_int_equal(gs_proc_read_all(p[0], small, sizeof(small), gs_proc_now_ms() + 1000), 3);
+    assert_string_equal(small, "thr");
+    close(p[0]);
+}
+
+static void test_text_rstrip(void **state)
+{
+    (void)state;
+    char a[] = "Ready\r\n", b[] = "\n\n", c[] = "keep", d[] = "100.0 \n";
+    assert_int_equal(gs_text_rstrip(a, "\r\n"), 5);
+    assert_string_equal(a, "Ready");
+    assert_int_equal(gs_text_rstrip(b, "\n"), 0);
+    assert_string_equal(b, "");
+    assert_int_equal(gs_text_rstrip(c, "\n"), 4);
+    assert_int_equal(gs_text_rstrip(d, "\n"), 6);
+    assert_string_equal(d, "100.0 ");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_clocks),          cmocka_unit_test(test_wait_times_out_then_reaps),
+        cmocka_unit_test(test_stop_child_escalates), cmocka_unit_test(test_signal_and_alive),
+        cmocka_unit_test(test_reap_all),        cmocka_unit_test(test_env_build),
+        cmocka_unit_test(test_reads_are_bounded), cmocka_unit_test(test_text_rstrip),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
