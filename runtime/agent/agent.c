@@ -161,12 +161,46 @@ static gs_agent_state_t sizing(gs_agent_t *a)
     return GS_AGENT_PLANNING;
 }
 
+/* The servers' list from the plan (each entry its GPU's description, told
+ * to the daemons as GPU and server), or the GPUs themselves. */
+static void list_servers(gs_agent_t *a)
+{
+    if (!a->plan.use_mps) {
+        a->servers = a->gpus;
+        return;
+    }
+    a->servers.count = a->plan.ngpus;
+    for (int i = 0; i < a->plan.ngpus; i++) {
+        const gs_gpu_share_t *s = &a->plan.gpu[i];
+        a->servers.gpu[i] = a->gpus.gpu[s->gpu];
+        gs_daemons_set_server(&a->daemons, i, s->gpu, s->server, s->nservers);
+    }
+}
+
 static gs_agent_state_t planning(gs_agent_t *a)
 {
     gs_error_t err;
-    int failed = gs_policy_plan_compute(&a->o->cfg, a->local_size, a->gpus.count, a->have_control,
-                                        a->control_error, &a->plan, &err) != 0;
+    const gs_config_t *cfg = &a->o->cfg;
+    int limit = gs_policy_clients_per_server(cfg->clients_per_server, a->gpus.cuda_version);
+    int failed = gs_policy_plan_compute(cfg, a->local_size, a->gpus.count, a->have_control,
+                                        a->control_error, limit, &a->plan, &err) != 0;
     gs_report_mark(&a->report, "planned");
+    if (!failed) {
+        list_servers(a);
+    }
+    if (!failed && a->plan.use_mps && a->plan.ngpus > a->plan.nused) {
+        char by[64];
+        if (cfg->clients_per_server > 0) {
+            gs_config_opt(cfg, "mps-clients-per-server", by, sizeof(by));
+        } else {
+            snprintf(by, sizeof(by), "the driver's limit, CUDA %d.%d", a->gpus.cuda_version / 1000,
+                     a->gpus.cuda_version % 1000 / 10);
+        }
+        gs_report_add(&a->report, 0,
+                      "%d ranks on %d GPU%s: %d MPS servers, at most %d clients each (%s)",
+                      a->local_size, a->plan.nused, a->plan.nused == 1 ? "" : "s", a->plan.ngpus,
+                      limit, by);
+    }
     if (failed) {
         gs_daemons_stop_from(&a->daemons, 0, NULL, NULL); /* early: nothing to wait for */
         return fail(a, GS_EXIT_UNAVAILABLE, err.text, 1);
@@ -209,7 +243,8 @@ static gs_agent_state_t provisioning(gs_agent_t *a)
     } else {
         int none[GS_MAX_GPUS] = {0};
         a->plan.use_mps = 1;
-        a->plan.ngpus = n;
+        a->plan.ngpus = a->plan.nused = n;
+        a->servers = a->gpus;
         /* No ranks: the placer only lists the GPUs for `gsrun status`. */
         if (gs_placer_init(&a->placer, 0, n, none, a->gpus.gpu, 1, 0) != 0) {
             gs_report_add(&a->report, 1, "out of memory for the status");
@@ -246,7 +281,7 @@ static gs_agent_state_t starting(gs_agent_t *a)
         rc = a->early_rc; /* MPS was tried before the ranks came, and failed */
         err = a->early_err;
     } else if (a->plan.use_mps) {
-        rc = gs_daemons_start(&a->daemons, &a->gpus, a->plan.ngpus, &err);
+        rc = gs_daemons_start(&a->daemons, &a->servers, a->plan.ngpus, &err);
     }
     if (a->plan.use_mps && rc != 0) {
         if (cfg->mps != GS_MPS_AUTO) {
@@ -256,19 +291,21 @@ static gs_agent_state_t starting(gs_agent_t *a)
         mps_failed = 1;
     }
     int mps_on = a->plan.use_mps && !mps_failed;
-    int target[GS_MAX_GPUS] = {0}, ngpus = 0;
+    int target[GS_MAX_GPUS] = {0}, first[GS_MAX_GPUS] = {0}, ngpus = 0;
     if (mps_on) {
         ngpus = a->plan.ngpus;
         for (int g = 0; g < ngpus; g++) {
             target[g] = a->plan.gpu[g].nranks;
+            first[g] = a->plan.gpu[g].first_rank;
         }
     } else if (a->gpus.count > 0 && cfg->gpu_bind) {
+        a->servers = a->gpus;
         ngpus = a->gpus.count; /* without MPS, one GPU per rank */
         gs_placer_blocks(a->local_size, ngpus, target);
     }
     const char *why = NULL;
     if (gs_ranks_init(&a->ranks, a->local_size) != 0 ||
-        gs_placer_init(&a->placer, a->local_size, ngpus, target, a->gpus.gpu,
+        gs_placer_init(&a->placer, a->local_size, ngpus, target, a->servers.gpu,
                        a->o->args.in_sequence,
                        gs_proc_now_ms() + (long long)cfg->timeout_s * 1000) != 0) {
         why = "out of memory";
@@ -278,6 +315,9 @@ static gs_agent_state_t starting(gs_agent_t *a)
     if (why != NULL) {
         gs_daemons_stop_from(&a->daemons, 0, NULL, NULL);
         return fail(a, GS_EXIT_SETUP, why, 1);
+    }
+    if (mps_on) {
+        gs_placer_set_blocks(&a->placer, first); /* the servers' blocks, server-major */
     }
     if (mps_failed) {
         gs_agent_publish_without_mps(a, GS_STATE_OFF, 1, 0, msg, 1);

@@ -59,6 +59,10 @@ typedef struct {
     long long t_start;    /* monotonic: when the agent started */
 
     gs_gpu_list_t gpus;
+    /* What the daemons, the placer and the published state are indexed by:
+     * with MPS, the GPU of each server of the plan (server-major, so entry
+     * g < gpus.count is GPU g's first server); without, the GPUs. */
+    gs_gpu_list_t servers;
     char control[GS_PATH_MAX];
     int have_control;
     char control_error[GS_ERROR_LEN];

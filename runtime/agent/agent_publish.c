@@ -48,7 +48,7 @@ void gs_agent_publish_without_mps(gs_agent_t *a, gs_state_kind_t kind, int notic
     st.ngpus = kind == GS_STATE_OFF ? a->placer.ngpus : 0;
     for (int g = 0; g < st.ngpus; g++) {
         st.gpu[g].nranks = a->placer.target[g];
-        snprintf(st.gpu[g].uuid, sizeof(st.gpu[g].uuid), "%s", a->gpus.gpu[g].uuid);
+        snprintf(st.gpu[g].uuid, sizeof(st.gpu[g].uuid), "%s", a->servers.gpu[g].uuid);
     }
     for (int g = 1; g < st.ngpus; g++) {
         st.gpu[g].first_rank = st.gpu[g - 1].first_rank + st.gpu[g - 1].nranks;
@@ -64,6 +64,8 @@ void gs_agent_publish_on(gs_agent_t *a)
     st.kind = GS_STATE_ON;
     snprintf(st.socket, sizeof(st.socket), "%s", a->sock);
     st.mem_limit_mb = a->o->cfg.mem_limit_mb;
+    st.clients_per_server =
+        gs_policy_clients_per_server(a->o->cfg.clients_per_server, a->gpus.cuda_version);
     st.ngpus = a->plan.ngpus;
     for (int g = 0; g < a->plan.ngpus; g++) {
         const gs_gpu_share_t *s = &a->plan.gpu[g];
@@ -71,6 +73,10 @@ void gs_agent_publish_on(gs_agent_t *a)
         gs_state_gpu_t *sg = &st.gpu[g];
         sg->first_rank = s->first_rank;
         sg->nranks = s->nranks;
+        sg->gpu = s->gpu;
+        sg->server = s->server;
+        sg->nservers = s->nservers;
+        sg->gpu_ranks = s->gpu_ranks;
         sg->pct_set = s->pct_set;
         if (s->pct_set) {
             gs_policy_format_percentage(s->pct, sg->pct, sizeof(sg->pct));
@@ -89,15 +95,16 @@ void gs_agent_confirm_servers(gs_agent_t *a, int job_long)
     for (int g = 0; g < a->plan.ngpus; g++) {
         const gs_gpu_share_t *s = &a->plan.gpu[g];
         gs_mps_daemon_t *d = &a->daemons.daemon[g];
-        char pct[24] = "100 (unset)";
+        char pct[24] = "100 (unset)", who[48];
+        gs_daemons_label(&a->daemons, g, who, sizeof(who));
         if (a->o->cfg.prestart) {
             gs_daemons_record_servers(&a->daemons, g);
         }
         if (job_long) {
             gs_report_add(&a->report, 0,
-                          "GPU %d (%s, %s): MPS control daemon %d on %s, server "
+                          "%s (%s, %s): MPS control daemon %d on %s, server "
                           "%d, for the job's tasks, ready in %lld ms",
-                          g, a->gpus.gpu[g].name, d->uuid, (int)d->daemon_pid, a->daemons.pinned[g],
+                          who, a->servers.gpu[g].name, d->uuid, (int)d->daemon_pid, a->daemons.pinned[g],
                           (int)d->server_pid[0], d->ready_ms - d->start_ms);
             continue;
         }
@@ -105,17 +112,17 @@ void gs_agent_confirm_servers(gs_agent_t *a, int job_long)
             gs_policy_format_percentage(s->pct, pct, sizeof(pct));
         }
         gs_report_add(&a->report, 0,
-                      "GPU %d (%s, %s): MPS control daemon %d on %s, server %d, %d rank%s at %s%%, "
+                      "%s (%s, %s): MPS control daemon %d on %s, server %d, %d rank%s at %s%%, "
                       "ready in %lld ms",
-                      g, a->gpus.gpu[g].name, d->uuid, (int)d->daemon_pid, a->daemons.pinned[g],
+                      who, a->servers.gpu[g].name, d->uuid, (int)d->daemon_pid, a->daemons.pinned[g],
                       (int)d->server_pid[0], s->nranks, s->nranks == 1 ? "" : "s", pct,
                       d->ready_ms - d->start_ms);
         if (!a->o->cfg.prestart) {
             gs_report_add(&a->report, 0,
-                          "GPU %d: server not started in advance "
+                          "%s: server not started in advance "
                           "(GSRUN_MPS_PRESTART=0): the first rank that uses CUDA "
                           "starts it",
-                          g);
+                          who);
         }
     }
 }
@@ -155,12 +162,16 @@ void gs_agent_write_status(const gs_agent_t *a)
     s.ngpus = p->ngpus;
     for (int g = 0; g < p->ngpus; g++) {
         gs_status_gpu_t *x = &s.gpu[g];
-        snprintf(x->uuid, sizeof(x->uuid), "%s", a->gpus.gpu[g].uuid);
-        snprintf(x->name, sizeof(x->name), "%s", a->gpus.gpu[g].name);
+        snprintf(x->uuid, sizeof(x->uuid), "%s", a->servers.gpu[g].uuid);
+        snprintf(x->name, sizeof(x->name), "%s", a->servers.gpu[g].name);
+        x->gpu = ds->gpu_of[g];
+        x->server = ds->server_of[g];
+        x->nservers = ds->servers_on[g];
         if (g < ds->n) {
             x->daemon_pid = (int)ds->daemon[g].daemon_pid;
             x->server_pid = ds->daemon[g].nservers > 0 ? (int)ds->daemon[g].server_pid[0] : 0;
             snprintf(x->core, sizeof(x->core), "%s", ds->pinned[g]);
+            snprintf(x->pipe_dir, sizeof(x->pipe_dir), "%s", ds->daemon[g].pipe_dir);
             if (a->plan.gpu[g].pct_set) {
                 gs_policy_format_percentage(a->plan.gpu[g].pct, x->pct, sizeof(x->pct));
             }

@@ -159,13 +159,15 @@ void gs_agent_ranks_came(gs_agent_t *a)
     for (int g = 0; g < a->placer.ngpus && a->o->cfg.verbose; g++) {
         char list[256];
         gs_placer_ranks_text(&a->placer, g, list, sizeof(list));
-        gs_report_add(&a->report, 0, "GPU %d (%s): local ranks %s", g, a->gpus.gpu[g].uuid,
+        char who[48];
+        gs_daemons_label(&a->daemons, g, who, sizeof(who));
+        gs_report_add(&a->report, 0, "%s (%s): local ranks %s", who, a->servers.gpu[g].uuid,
                       list[0] ? list : "none");
     }
     /* A daemon pinned to a core a rank is bound to moves off it. */
     cpu_set_t bound;
     if (gs_placer_bound_cpus(&a->placer, sysconf(_SC_NPROCESSORS_ONLN), &bound) > 0) {
-        gs_daemons_avoid(&a->daemons, &a->gpus, &bound);
+        gs_daemons_avoid(&a->daemons, &a->servers, &bound);
     }
     gs_agent_write_status(a);
 }

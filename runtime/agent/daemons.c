@@ -26,6 +26,27 @@ void gs_daemons_init(gs_daemons_t *ds, const char *node_dir, const char *control
     ds->timeout_s = timeout_s;
     ds->report = report;
     ds->guard = guard;
+    for (int g = 0; g < GS_MAX_GPUS; g++) {
+        gs_daemons_set_server(ds, g, g, 0, 1);
+    }
+}
+
+void gs_daemons_set_server(gs_daemons_t *ds, int g, int gpu, int server, int nservers)
+{
+    if (g >= 0 && g < GS_MAX_GPUS) {
+        ds->gpu_of[g] = gpu;
+        ds->server_of[g] = server;
+        ds->servers_on[g] = nservers;
+    }
+}
+
+void gs_daemons_label(const gs_daemons_t *ds, int g, char *buf, size_t len)
+{
+    if (ds->servers_on[g] > 1) {
+        snprintf(buf, len, "GPU %d server %d", ds->gpu_of[g], ds->server_of[g]);
+    } else {
+        snprintf(buf, len, "GPU %d", ds->gpu_of[g]);
+    }
 }
 
 /* What MPS itself logged as errors, for the user to see, each with the
@@ -49,10 +70,12 @@ static void report_log_errors(gs_daemons_t *ds, int g, gs_rank_of_pid_fn rank_of
         for (int i = 0; i < n; i++) {
             const char *p = strstr(lines[i], "PID: ");
             int r = p != NULL && rank_of_pid != NULL ? rank_of_pid(ctx, (pid_t)atoi(p + 5)) : -1;
+            char who[48];
+            gs_daemons_label(ds, g, who, sizeof(who));
             if (r >= 0) {
-                gs_report_add(ds->report, 1, "GPU %d: local rank %d: %s: %s", g, r, *f, lines[i]);
+                gs_report_add(ds->report, 1, "%s: local rank %d: %s: %s", who, r, *f, lines[i]);
             } else {
-                gs_report_add(ds->report, 1, "GPU %d: %s: %s", g, *f, lines[i]);
+                gs_report_add(ds->report, 1, "%s: %s: %s", who, *f, lines[i]);
             }
         }
     }
@@ -75,11 +98,16 @@ void gs_daemons_stop_from(gs_daemons_t *ds, int first, gs_rank_of_pid_fn rank_of
         gs_mps_daemon_t *d = &ds->daemon[g];
         char note[512];
         int was_running = d->daemon_pid > 0;
+        char who[48];
+        gs_daemons_label(ds, g, who, sizeof(who));
+        if (d->pipe_dir[0] == '\0') {
+            continue; /* never set up: nothing to stop or remove */
+        }
         int esc = gs_mps_stop(d, ds->control, GS_DAEMON_QUIT_TIMEOUT_MS, note, sizeof(note));
         if (esc) {
-            gs_report_add(ds->report, 1, "GPU %d (%s): %s", g, d->uuid, note);
+            gs_report_add(ds->report, 1, "%s (%s): %s", who, d->uuid, note);
         } else if (was_running) {
-            gs_report_add(ds->report, 0, "GPU %d: MPS shut down in %lld ms", g,
+            gs_report_add(ds->report, 0, "%s: MPS shut down in %lld ms", who,
                           gs_proc_now_ms() - t0);
         }
         report_log_errors(ds, g, rank_of_pid, ctx);
@@ -130,10 +158,11 @@ static int spawn_one(gs_daemons_t *ds, const gs_gpu_t *gpu, int g, gs_error_t *e
     return rc;
 }
 
-static void name_gpu(gs_error_t *err, int g, const char *uuid)
+static void name_gpu(const gs_daemons_t *ds, gs_error_t *err, int g, const char *uuid)
 {
-    char why[GS_ERROR_LEN];
-    snprintf(why, sizeof(why), "GPU %d (%s): %s", g, uuid, err->text);
+    char why[GS_ERROR_LEN], who[48];
+    gs_daemons_label(ds, g, who, sizeof(who));
+    snprintf(why, sizeof(why), "%s (%s): %s", who, uuid, err->text);
     snprintf(err->text, sizeof(err->text), "%s", why);
 }
 
@@ -155,7 +184,7 @@ int gs_daemons_start(gs_daemons_t *ds, const gs_gpu_list_t *gpus, int count, gs_
             d->ready_ms = gs_proc_now_ms(); /* the first client starts the server */
         }
         if (rc != 0) {
-            name_gpu(err, g, d->uuid);
+            name_gpu(ds, err, g, d->uuid);
         }
     }
     if (rc != 0) {
@@ -170,7 +199,7 @@ int gs_daemons_start_servers(gs_daemons_t *ds, int count, gs_error_t *err)
     for (int g = 0; g < count && g < ds->n; g++) {
         int rc = gs_mps_start_server(&ds->daemon[g], ds->control, getuid(), deadline, err);
         if (rc != 0) {
-            name_gpu(err, g, ds->daemon[g].uuid);
+            name_gpu(ds, err, g, ds->daemon[g].uuid);
             gs_daemons_stop_from(ds, 0, NULL, NULL);
             return rc;
         }
@@ -186,7 +215,9 @@ void gs_daemons_record_servers(gs_daemons_t *ds, int g)
         return; /* gone, and reported so */
     }
     if (gs_mps_record_servers(d, ds->control, GS_DAEMON_QUIT_TIMEOUT_MS, &err) != 0) {
-        gs_report_add(ds->report, 1, "GPU %d (%s): %s", g, d->uuid, err.text);
+        char who[48];
+        gs_daemons_label(ds, g, who, sizeof(who));
+        gs_report_add(ds->report, 1, "%s (%s): %s", who, d->uuid, err.text);
     }
     for (int i = 0; ds->guard != NULL && i < d->nservers; i++) {
         gs_guard_tell(ds->guard, "mps", d->server_pid[i]);
@@ -198,14 +229,17 @@ int gs_daemons_reaped(gs_daemons_t *ds, pid_t pid, int st)
     for (int g = 0; g < ds->n; g++) {
         gs_mps_daemon_t *d = &ds->daemon[g];
         if (d->daemon_pid == pid) {
+            char who[48];
+            gs_daemons_label(ds, g, who, sizeof(who));
             d->daemon_reaped = 1;
             d->daemon_status = st;
             d->daemon_pid = 0;
             gs_report_add(ds->report, 1,
-                          "GPU %d (%s): the MPS control daemon exited while the job ran (%s %d); "
-                          "ranks on this GPU lost MPS",
-                          g, d->uuid, WIFSIGNALED(st) ? "signal" : "status",
-                          WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+                          "%s (%s): the MPS control daemon exited while the job ran (%s %d); "
+                          "ranks on this %s lost MPS",
+                          who, d->uuid, WIFSIGNALED(st) ? "signal" : "status",
+                          WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
+                          ds->servers_on[g] > 1 ? "server" : "GPU");
             return 1;
         }
     }
@@ -231,20 +265,24 @@ void gs_daemons_avoid(gs_daemons_t *ds, const gs_gpu_list_t *gpus, const cpu_set
                               &to, desc, sizeof(desc));
         CPU_AND(&both, &to, ranks);
         if (CPU_COUNT(&both) != 0 || CPU_EQUAL(&to, &ds->cpus[g])) {
+            char who[48];
+            gs_daemons_label(ds, g, who, sizeof(who));
             gs_report_add(ds->report, 0,
-                          "GPU %d: MPS daemon stays on %s (shared with a rank: no "
+                          "%s: MPS daemon stays on %s (shared with a rank: no "
                           "free core near the GPU)",
-                          g, ds->pinned[g]);
+                          who, ds->pinned[g]);
             continue;
         }
         gs_affinity_move(ds->daemon[g].daemon_pid, &to);
         for (int i = 0; i < ds->daemon[g].nservers; i++) {
             gs_affinity_move(ds->daemon[g].server_pid[i], &to);
         }
+        char who[48];
+        gs_daemons_label(ds, g, who, sizeof(who));
         gs_report_add(ds->report, 0,
-                      "GPU %d: MPS daemon and server moved from %s to %s (a rank "
+                      "%s: MPS daemon and server moved from %s to %s (a rank "
                       "is bound there)",
-                      g, ds->pinned[g], desc);
+                      who, ds->pinned[g], desc);
         ds->cpus[g] = to;
         snprintf(ds->pinned[g], sizeof(ds->pinned[g]), "%s", desc);
     }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The node's MPS daemons, one per GPU in use: start them (in parallel, each
+/* The node's MPS daemons, one per GPU in use, or several on a GPU with more
+ * ranks than one server takes (each then named "GPU g server k"): start them (in parallel, each
  * pinned to a core near its GPU, one core each while cores allow), wait
  * until each serves, pre-start servers, notice one that dies, move one off
  * the ranks' cores, and quit them all with bounded waits. Knows nothing of
@@ -32,11 +33,19 @@ typedef struct {
     gs_mps_daemon_t daemon[GS_MAX_GPUS];
     char pinned[GS_MAX_GPUS][96]; /* where each runs, for the report and status */
     cpu_set_t cpus[GS_MAX_GPUS];
+    int gpu_of[GS_MAX_GPUS];    /* daemon g serves this GPU (default g) */
+    int server_of[GS_MAX_GPUS]; /* as its server number (default 0) */
+    int servers_on[GS_MAX_GPUS]; /* of this many on that GPU (default 1) */
     int n; /* daemons started, GPUs 0..n-1 */
 } gs_daemons_t;
 
 void gs_daemons_init(gs_daemons_t *ds, const char *node_dir, const char *control, int prestart,
                      int timeout_s, gs_report_t *report, gs_guard_t *guard);
+/* Daemon g serves GPU gpu as its server `server` of nservers: for the
+ * messages and `gsrun status`. */
+void gs_daemons_set_server(gs_daemons_t *ds, int g, int gpu, int server, int nservers);
+/* "GPU 0", or "GPU 0 server 2" where a GPU has several. */
+void gs_daemons_label(const gs_daemons_t *ds, int g, char *buf, size_t len);
 /* Starts daemons on GPUs n..count-1 of gpus (those not running yet) and
  * waits until each serves (and runs its server, with prestart). On failure
  * every daemon is stopped and err names the GPU. */

@@ -24,8 +24,9 @@ int gs_placer_init(gs_placer_t *p, int size, int ngpus, const int *target, const
     memset(p, 0, sizeof(*p));
     p->size = size;
     p->ngpus = ngpus < GS_MAX_GPUS ? ngpus : GS_MAX_GPUS;
-    for (int g = 0; g < p->ngpus; g++) {
+    for (int g = 0, first = 0; g < p->ngpus; first += target[g], g++) {
         p->target[g] = target[g];
+        p->first[g] = first;
     }
     p->gpus = gpus;
     p->by_locality = p->ngpus > 1 && !in_sequence && gs_placement_by_locality(gpus, p->ngpus);
@@ -57,11 +58,18 @@ void gs_placer_free(gs_placer_t *p)
     p->rank_came = NULL;
 }
 
-/* Rank r's GPU in blocks of consecutive ranks (the targets in order). */
+void gs_placer_set_blocks(gs_placer_t *p, const int *first)
+{
+    for (int g = 0; g < p->ngpus; g++) {
+        p->first[g] = first[g];
+    }
+}
+
+/* Rank r's GPU in blocks of consecutive ranks. */
 static int block_gpu(const gs_placer_t *p, int rank)
 {
-    for (int g = 0, first = 0; g < p->ngpus; first += p->target[g], g++) {
-        if (rank < first + p->target[g]) {
+    for (int g = 0; g < p->ngpus; g++) {
+        if (rank >= p->first[g] && rank < p->first[g] + p->target[g]) {
             return g;
         }
     }

@@ -23,6 +23,7 @@ typedef struct {
     int size;                /* local ranks */
     int ngpus;               /* GPUs ranks are given (0: none) */
     int target[GS_MAX_GPUS]; /* ranks each GPU takes */
+    int first[GS_MAX_GPUS];  /* the first rank of each GPU's block */
     const gs_gpu_t *gpus;    /* their locality */
     int by_locality;         /* answers wait for every rank's CPUs */
     int placed;              /* the ranks so far have GPUs */
@@ -35,9 +36,13 @@ typedef struct {
 
 /* size ranks over ngpus GPUs (gpus[0..ngpus-1]) taking target[g] each;
  * in_sequence: ranks start one after another (waiting for all would
- * deadlock). 0 or -ENOMEM. */
+ * deadlock). 0 or -ENOMEM. The "GPUs" may be MPS servers, several on one
+ * GPU (the plan's entries): their blocks then need not follow their order,
+ * so gs_placer_set_blocks names where each starts. */
 int gs_placer_init(gs_placer_t *p, int size, int ngpus, const int *target, const gs_gpu_t *gpus,
                    int in_sequence, long long deadline_ms);
+/* Block g starts at rank first[g] (default: the targets in order). */
+void gs_placer_set_blocks(gs_placer_t *p, const int *first);
 void gs_placer_free(gs_placer_t *p);
 /* The targets without MPS: one GPU per rank, in blocks when ranks
  * outnumber GPUs. */

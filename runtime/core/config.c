@@ -246,6 +246,22 @@ static void fmt_mem(const gs_config_t *c, char *b, size_t n)
         snprintf(b, n, "off");
     }
 }
+static int set_clients(gs_config_t *c, const char *v)
+{
+    if (strcmp(v, "auto") == 0) {
+        c->clients_per_server = 0;
+        return 0;
+    }
+    return parse_int_range(v, 1, GS_MAX_CLIENTS_PER_SERVER, &c->clients_per_server);
+}
+static void fmt_clients(const gs_config_t *c, char *b, size_t n)
+{
+    if (c->clients_per_server > 0) {
+        snprintf(b, n, "%d", c->clients_per_server);
+    } else {
+        snprintf(b, n, "auto");
+    }
+}
 static int set_launcher(gs_config_t *c, const char *v)
 {
     snprintf(c->launcher, sizeof(c->launcher), "%s", v);
@@ -296,6 +312,9 @@ const gs_config_key_t gs_config_keys[] = {
     {"mps-memory-limit", "GSRUN_MPS_MEMORY_LIMIT",
      "off, or a size such as 4G or 512M (K, M, G, T: powers of 1024; at least 1M)", "memory_limit",
      ALL_FRONTS, 1, set_mem, fmt_mem},
+    {"mps-clients-per-server", "GSRUN_MPS_CLIENTS_PER_SERVER",
+     "auto (the driver's limit: 48 up to CUDA 13.0, 60 from 13.1), or a number from 1 to 1024",
+     "clients_per_server", ALL_FRONTS, 1, set_clients, fmt_clients},
     {"launcher", "GSRUN_LAUNCHER", "the path or name of an Open MPI mpirun", NULL, GS_FRONT_GSRUN,
      1, set_launcher, fmt_launcher},
     {"dry-run", "GSRUN_DRY_RUN", "0 or 1", NULL, GS_FRONT_GSRUN, 0, set_dry_run, fmt_dry_run},

@@ -22,6 +22,8 @@ typedef enum { GS_NAMES_GSRUN = 0, GS_NAMES_MCA } gs_names_t;
 #define GS_DEFAULT_TIMEOUT_S 30
 #define GS_MAX_TIMEOUT_S 3600
 #define GS_MAX_VALUE_LEN 1024
+/* The most --mps-clients-per-server accepts: above any driver's limit. */
+#define GS_MAX_CLIENTS_PER_SERVER 1024
 
 typedef struct {
     gs_mps_mode_t mps;
@@ -32,6 +34,7 @@ typedef struct {
     int timeout_s;               /* bound on MPS start-up and on waiting for it */
     int gpu_bind;                /* give each rank its own GPU when MPS is off */
     long long mem_limit_mb;      /* MPS pinned device memory per client, 0: none */
+    int clients_per_server;      /* ranks one MPS server takes, 0: the driver's limit */
     int dry_run;
     int verbose;
     int prestart;     /* start each daemon's server before any rank (tuning) */

@@ -45,10 +45,16 @@ int gs_state_format(const gs_state_t *st, char *buf, size_t len)
     if (st->mem_limit_mb > 0) {
         PUT("memory_limit %lld\n", st->mem_limit_mb);
     }
+    if (st->clients_per_server > 0) {
+        PUT("clients_per_server %d\n", st->clients_per_server);
+    }
     for (int g = 0; g < st->ngpus; g++) {
         const gs_state_gpu_t *s = &st->gpu[g];
         PUT("gpu %d\n", g);
         PUT("ranks %d %d\n", s->first_rank, s->nranks);
+        if (s->nservers > 1) {
+            PUT("server %d %d %d %d\n", s->gpu, s->server, s->nservers, s->gpu_ranks);
+        }
         PUT("percentage %s\n", s->pct_set ? s->pct : "off");
         PUT("uuid %s\n", s->uuid);
         if (s->pipe_dir[0] != '\0') {
@@ -122,17 +128,27 @@ int gs_state_parse(const char *text, gs_state_t *st, gs_error_t *err)
         } else if (strcmp(key, "memory_limit") == 0) {
             st->mem_limit_mb = atoll(val);
             bad = st->mem_limit_mb < 1;
+        } else if (strcmp(key, "clients_per_server") == 0) {
+            st->clients_per_server = atoi(val);
+            bad = st->clients_per_server < 1;
         } else if (strcmp(key, "gpu") == 0) {
             g = atoi(val);
             if (g != st->ngpus || g >= GS_MAX_GPUS) {
                 bad = 1;
             } else {
                 st->ngpus++;
+                st->gpu[g].gpu = g; /* one server per GPU unless a server line says */
+                st->gpu[g].nservers = 1;
             }
         } else if (g >= 0 && strcmp(key, "ranks") == 0) {
             /* 0 ranks: a batch job's GPU (gsrun prolog), shared per step */
             bad = sscanf(val, "%d %d", &st->gpu[g].first_rank, &st->gpu[g].nranks) != 2 ||
                   st->gpu[g].first_rank < 0 || st->gpu[g].nranks < 0;
+        } else if (g >= 0 && strcmp(key, "server") == 0) {
+            gs_state_gpu_t *s = &st->gpu[g];
+            bad = sscanf(val, "%d %d %d %d", &s->gpu, &s->server, &s->nservers, &s->gpu_ranks) != 4 ||
+                  s->gpu < 0 || s->gpu >= GS_MAX_GPUS || s->server < 0 || s->nservers < 1 ||
+                  s->server >= s->nservers || s->gpu_ranks < s->nranks;
         } else if (g >= 0 && strcmp(key, "percentage") == 0) {
             st->gpu[g].pct_set = strcmp(val, "off") != 0;
             bad = copy_value(st->gpu[g].pct, sizeof(st->gpu[g].pct), st->gpu[g].pct_set ? val : "");
@@ -154,6 +170,11 @@ int gs_state_parse(const char *text, gs_state_t *st, gs_error_t *err)
     }
     if (!ended) {
         return gs_error_set(err, EINVAL, "state file is truncated");
+    }
+    for (int i = 0; i < st->ngpus; i++) {
+        if (st->gpu[i].gpu_ranks == 0) {
+            st->gpu[i].gpu_ranks = st->gpu[i].nranks;
+        }
     }
     if (st->kind == GS_STATE_ON && (st->ngpus == 0 || st->socket[0] == '\0')) {
         return gs_error_set(err, EINVAL, "state file says MPS is on but names no GPU or socket");

@@ -17,6 +17,8 @@
 
 typedef enum { GS_STATE_OFF = 0, GS_STATE_ON, GS_STATE_ERROR } gs_state_kind_t;
 
+/* One MPS server (with MPS on; one GPU each without): a GPU with more ranks
+ * than one server takes has several entries, one per server. */
 typedef struct {
     int first_rank;
     int nranks;
@@ -25,6 +27,10 @@ typedef struct {
     char uuid[96];
     char pipe_dir[256];
     char log_dir[256];
+    int gpu;       /* the GPU it is on (index among the visible GPUs) */
+    int server;    /* which of that GPU's servers, from 0 */
+    int nservers;  /* that GPU's servers (0 in files without the line: 1) */
+    int gpu_ranks; /* that GPU's ranks, all its servers together */
 } gs_state_gpu_t;
 
 typedef struct {
@@ -34,6 +40,7 @@ typedef struct {
     char message[512];   /* why MPS is off, or the error */
     char socket[256];    /* the agent's socket, when on */
     long long mem_limit_mb; /* pinned device memory per client under MPS, 0: none */
+    int clients_per_server; /* clients one server takes here, 0: not said */
     int ngpus;           /* with MPS on, the GPUs it runs on; off, the GPUs
                           * the ranks are given one each (no pipe dirs) */
     gs_state_gpu_t gpu[GS_MAX_GPUS];

@@ -41,9 +41,11 @@ int gs_status_write(const char *node_dir, const gs_status_t *s, gs_error_t *err)
         const gs_status_gpu_t *x = &s->gpu[g];
         fprintf(f, "gpu.%d.uuid %s\ngpu.%d.name %s\ngpu.%d.daemon_pid %d\ngpu.%d.server_pid %d\n"
                    "gpu.%d.core %s\ngpu.%d.percentage %s\ngpu.%d.ranks %s\n"
-                   "gpu.%d.registered %d\ngpu.%d.alive %d\n",
+                   "gpu.%d.registered %d\ngpu.%d.alive %d\n"
+                   "gpu.%d.gpu %d\ngpu.%d.server %d\ngpu.%d.servers %d\ngpu.%d.pipe_dir %s\n",
                 g, x->uuid, g, x->name, g, x->daemon_pid, g, x->server_pid, g, x->core, g, x->pct,
-                g, x->ranks, g, x->registered, g, x->alive);
+                g, x->ranks, g, x->registered, g, x->alive, g, x->gpu, g, x->server, g,
+                x->nservers, g, x->pipe_dir);
     }
     fputs("end\n", f);
     if (fclose(f) != 0 || rename(tmp, path) != 0) {
@@ -83,6 +85,14 @@ static void set_field(gs_status_t *s, const char *key, const char *val)
             x->registered = atoi(val);
         } else if (strcmp(sub, "alive") == 0) {
             x->alive = atoi(val);
+        } else if (strcmp(sub, "gpu") == 0) {
+            x->gpu = atoi(val);
+        } else if (strcmp(sub, "server") == 0) {
+            x->server = atoi(val);
+        } else if (strcmp(sub, "servers") == 0) {
+            x->nservers = atoi(val);
+        } else if (strcmp(sub, "pipe_dir") == 0) {
+            STR(x->pipe_dir);
         }
     } else if (strcmp(key, "mps") == 0) {
         STR(s->mps);
@@ -186,6 +196,7 @@ static void clean_all(gs_status_t *s)
         gs_status_clean(x->core);
         gs_status_clean(x->pct);
         gs_status_clean(x->ranks);
+        gs_status_clean(x->pipe_dir);
     }
 }
 

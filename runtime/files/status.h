@@ -23,6 +23,10 @@ typedef struct {
     char ranks[256];    /* local ranks given this GPU ("0-3", "0,2,4") */
     int registered;
     int alive;
+    int gpu;            /* the GPU (index among the visible ones) */
+    int server;         /* which of its MPS servers, from 0 */
+    int nservers;       /* how many it has (0 in old files: 1) */
+    char pipe_dir[256]; /* the server's CUDA_MPS_PIPE_DIRECTORY, "" none */
 } gs_status_gpu_t;
 
 typedef struct {

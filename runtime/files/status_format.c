@@ -49,10 +49,16 @@ void gs_status_print_text(FILE *f, const gs_status_t *s, int n, long long now_ms
         }
         for (int g = 0; g < s->ngpus; g++) {
             const gs_status_gpu_t *x = &s->gpu[g];
-            fprintf(f, "  GPU %d (%s, %s):", g, x->name, x->uuid);
+            if (x->nservers > 1) {
+                fprintf(f, "  GPU %d server %d of %d (%s, %s):", x->gpu, x->server, x->nservers,
+                        x->name, x->uuid);
+            } else {
+                fprintf(f, "  GPU %d (%s, %s):", x->nservers > 0 ? x->gpu : g, x->name, x->uuid);
+            }
             if (x->daemon_pid > 0) {
-                fprintf(f, " daemon %d on %s, server %d, %s%%,", x->daemon_pid, x->core,
-                        x->server_pid, x->pct[0] ? x->pct : "100");
+                fprintf(f, " daemon %d on %s, server %d, %s%%, pipe %s,", x->daemon_pid, x->core,
+                        x->server_pid, x->pct[0] ? x->pct : "100",
+                        x->pipe_dir[0] ? x->pipe_dir : "?");
             }
             fprintf(f, " ranks %s: %d registered, %d alive\n", x->ranks[0] ? x->ranks : "none",
                     x->registered, x->alive);
@@ -77,10 +83,14 @@ static void json_str(FILE *f, const char *s)
 
 static void json_gpu(FILE *f, int g, const gs_status_gpu_t *x)
 {
-    fprintf(f, "{\"index\":%d,\"uuid\":", g);
+    /* Files without the server lines have one server per GPU, in order. */
+    fprintf(f, "{\"index\":%d,\"uuid\":", x->nservers > 0 ? x->gpu : g);
     json_str(f, x->uuid);
     fputs(",\"name\":", f);
     json_str(f, x->name);
+    fprintf(f, ",\"server\":%d,\"servers\":%d,\"pipe_dir\":", x->server,
+            x->nservers > 0 ? x->nservers : 1);
+    json_str(f, x->pipe_dir);
     fprintf(f, ",\"daemon_pid\":%d,\"server_pid\":%d,\"core\":", x->daemon_pid, x->server_pid);
     json_str(f, x->core);
     fputs(",\"percentage\":", f);

@@ -38,6 +38,7 @@ typedef struct {
     int (*mig_max)(gs_nvml_device_t, unsigned int *);
     int (*mig_handle)(gs_nvml_device_t, unsigned int, gs_nvml_device_t *);
     int (*compute_mode)(gs_nvml_device_t, int *);
+    int (*cuda_version)(int *);
     const char *(*error_string)(int);
 } gs_nvml_t;
 
@@ -69,6 +70,7 @@ static void load_symbols(void *lib, gs_nvml_t *n)
     *(void **)&n->mig_max = dlsym(lib, "nvmlDeviceGetMaxMigDeviceCount");
     *(void **)&n->mig_handle = dlsym(lib, "nvmlDeviceGetMigDeviceHandleByIndex");
     *(void **)&n->compute_mode = dlsym(lib, "nvmlDeviceGetComputeMode");
+    *(void **)&n->cuda_version = dlsym(lib, "nvmlSystemGetCudaDriverVersion_v2");
     *(void **)&n->error_string = dlsym(lib, "nvmlErrorString");
 }
 
@@ -239,6 +241,11 @@ int gs_gpu_discover(gs_gpu_list_t *list, gs_error_t *err)
         snprintf(list->reason, sizeof(list->reason), "NVML could not start: %s",
                  nvml_err(&n, rc));
         goto out;
+    }
+    /* The driver's CUDA version (13000 for 13.0), which sets how many
+     * clients one MPS server takes; NVML tells it without a CUDA context. */
+    if (n.cuda_version == NULL || n.cuda_version(&list->cuda_version) != 0) {
+        list->cuda_version = 0;
     }
     rc = n.count(&count);
     if (rc != 0) {

@@ -32,6 +32,7 @@ typedef struct {
 typedef struct {
     int count;
     gs_gpu_t gpu[GS_MAX_GPUS];
+    int cuda_version; /* the driver's CUDA version, 1000 * major + 10 * minor; 0: unknown */
     char reason[256]; /* why count is 0 */
 } gs_gpu_list_t;
 

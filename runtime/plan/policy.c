@@ -30,6 +30,10 @@ void gs_policy_format_percentage(double pct, char *buf, size_t len)
     }
 }
 
+/* Which count the default share divides: the ranks of the rank's own
+ * server (1), or of its whole GPU (0). Measured: doc/benchmarks.md. */
+#define GS_POLICY_SHARE_OF_SERVER 1
+
 static void off(gs_plan_t *plan, int notice, const char *reason)
 {
     plan->use_mps = 0;
@@ -37,19 +41,84 @@ static void off(gs_plan_t *plan, int notice, const char *reason)
     snprintf(plan->reason, sizeof(plan->reason), "%s", reason);
 }
 
-int gs_policy_plan_compute(const gs_config_t *cfg, int local_size, int ngpus, int have_control,
-                           const char *control_error, gs_plan_t *plan, gs_error_t *err)
+int gs_policy_clients_per_server(int cfg_clients, int cuda_version)
 {
-    int used, most = 0, busiest = 0;
+    if (cfg_clients > 0) {
+        return cfg_clients;
+    }
+    return cuda_version >= GS_MPS_CLIENTS_NEW_FROM ? GS_MPS_CLIENTS_NEW : GS_MPS_CLIENTS_OLD;
+}
+
+static void set_share(const gs_config_t *cfg, gs_gpu_share_t *s)
+{
+    switch (cfg->pct_mode) {
+    case GS_PCT_OFF:
+        s->pct_set = 0;
+        break;
+    case GS_PCT_FIXED:
+        s->pct_set = 1;
+        s->pct = cfg->pct;
+        break;
+    default:
+        /* Servers on one GPU time-slice with each other: a rank's share is a
+         * share of its own server's slice (doc/benchmarks.md, "Several
+         * servers on one GPU"). */
+        s->pct_set = 1;
+        s->pct = gs_policy_default_percentage(GS_POLICY_SHARE_OF_SERVER ? s->nranks : s->gpu_ranks);
+        break;
+    }
+}
+
+/* Deals GPU g's block [first, first + n) over ceil(n / limit) servers,
+ * blocks differing by at most one, into the server-major entries. */
+static int deal_servers(const gs_config_t *cfg, int used, int limit, const int *first,
+                        const int *n, gs_plan_t *plan)
+{
+    int most = 0, count = 0;
+    plan->ngpus = 0;
+    for (int g = 0; g < used; g++) {
+        int ns = (n[g] + limit - 1) / limit;
+        most = ns > most ? ns : most;
+        count += ns;
+    }
+    if (count > GS_MAX_GPUS) {
+        return -E2BIG;
+    }
+    for (int k = 0; k < most; k++) {
+        for (int g = 0; g < used; g++) {
+            int ns = (n[g] + limit - 1) / limit;
+            if (k >= ns) {
+                continue;
+            }
+            gs_gpu_share_t *s = &plan->gpu[plan->ngpus++];
+            s->gpu = g;
+            s->server = k;
+            s->nservers = ns;
+            s->gpu_ranks = n[g];
+            s->first_rank = first[g] + (int)((long)k * n[g] / ns);
+            s->nranks = first[g] + (int)((long)(k + 1) * n[g] / ns) - s->first_rank;
+            set_share(cfg, s);
+        }
+    }
+    return 0;
+}
+
+int gs_policy_plan_compute(const gs_config_t *cfg, int local_size, int ngpus, int have_control,
+                           const char *control_error, int clients_per_server, gs_plan_t *plan,
+                           gs_error_t *err)
+{
+    int used, most = 0, first[GS_MAX_GPUS], n[GS_MAX_GPUS];
 
     memset(plan, 0, sizeof(*plan));
-    if (local_size < 1 || ngpus < 0) {
-        return gs_error_set(err, EINVAL, "invalid plan input: %d local ranks, %d GPUs", local_size,
-                            ngpus);
+    if (local_size < 1 || ngpus < 0 || clients_per_server < 1) {
+        return gs_error_set(err, EINVAL,
+                            "invalid plan input: %d local ranks, %d GPUs, %d clients per server",
+                            local_size, ngpus, clients_per_server);
     }
     if (ngpus > GS_MAX_GPUS) {
         ngpus = GS_MAX_GPUS;
     }
+    plan->clients_per_server = clients_per_server;
     char mps[64], why[300];
     gs_config_opt(cfg, "mps", mps, sizeof(mps));
     if (cfg->mps == GS_MPS_OFF) {
@@ -88,33 +157,22 @@ int gs_policy_plan_compute(const gs_config_t *cfg, int local_size, int ngpus, in
         return 0;
     }
 
-    /* Blocks of consecutive local ranks, sizes differing by at most one. */
+    /* Blocks of consecutive local ranks per GPU, sizes differing by at most one. */
     used = ngpus < local_size ? ngpus : local_size;
-    plan->ngpus = used;
+    plan->nused = used;
     for (int g = 0; g < used; g++) {
-        int first = (int)((long)g * local_size / used);
-        int next = (int)((long)(g + 1) * local_size / used);
+        first[g] = (int)((long)g * local_size / used);
+        n[g] = (int)((long)(g + 1) * local_size / used) - first[g];
+        most = n[g] > most ? n[g] : most;
+        /* One server each, until the dealing below splits a GPU. */
         gs_gpu_share_t *s = &plan->gpu[g];
-        s->first_rank = first;
-        s->nranks = next - first;
-        if (s->nranks > most) {
-            most = s->nranks;
-            busiest = g;
-        }
-        switch (cfg->pct_mode) {
-        case GS_PCT_OFF:
-            s->pct_set = 0;
-            break;
-        case GS_PCT_FIXED:
-            s->pct_set = 1;
-            s->pct = cfg->pct;
-            break;
-        default:
-            s->pct_set = 1;
-            s->pct = gs_policy_default_percentage(s->nranks);
-            break;
-        }
+        s->gpu = g;
+        s->nservers = 1;
+        s->gpu_ranks = s->nranks = n[g];
+        s->first_rank = first[g];
+        set_share(cfg, s);
     }
+    plan->ngpus = used;
     if (cfg->mps == GS_MPS_AUTO && most < 2) {
         snprintf(why, sizeof(why), "every rank has a GPU of its own; MPS not needed (%s=on forces it)",
                  mps);
@@ -132,21 +190,23 @@ int gs_policy_plan_compute(const gs_config_t *cfg, int local_size, int ngpus, in
         off(plan, 1, why);
         return 0;
     }
-    if (most > GS_MPS_MAX_CLIENTS && cfg->mps == GS_MPS_AUTO) {
-        /* auto means MPS where it helps: a job MPS cannot serve runs as
-         * under plain mpirun (time-sliced), with a notice. */
+    if (deal_servers(cfg, used, clients_per_server, first, n, plan) != 0) {
+        int room = GS_MAX_GPUS * clients_per_server;
+        memset(plan->gpu, 0, sizeof(plan->gpu));
+        plan->ngpus = 0;
+        if (cfg->mps == GS_MPS_ON) {
+            return gs_error_set(err, E2BIG,
+                                "%s=on: %d ranks on this node need more than the %d MPS servers "
+                                "gsrun starts per node (%d clients each); start at most %d "
+                                "ranks per node, or use %s=off",
+                                mps, local_size, GS_MAX_GPUS, clients_per_server, room, mps);
+        }
         snprintf(why, sizeof(why),
-                 "%d ranks share GPU %d, more than the %d clients MPS serves per GPU; running "
-                 "without MPS (start at most %d ranks per GPU on this node to use it)",
-                 most, busiest, GS_MPS_MAX_CLIENTS, GS_MPS_MAX_CLIENTS * used);
+                 "%d ranks on this node need more than the %d MPS servers gsrun starts per "
+                 "node (%d clients each); running without MPS",
+                 local_size, GS_MAX_GPUS, clients_per_server);
         off(plan, 1, why);
         return 0;
-    }
-    if (most > GS_MPS_MAX_CLIENTS) {
-        return gs_error_set(err, E2BIG,
-                            "%d ranks would share GPU %d, but MPS serves at most %d clients per "
-                            "GPU; start at most %d ranks per GPU on this node, or use %s=off",
-                            most, busiest, GS_MPS_MAX_CLIENTS, GS_MPS_MAX_CLIENTS * used, mps);
     }
     plan->use_mps = 1;
     return 0;

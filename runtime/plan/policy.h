@@ -11,22 +11,39 @@
 #include "runtime/core/limits.h"
 #include "runtime/core/gs_error.h"
 
-/* MPS clients per GPU. NVIDIA documents 48 for Volta and later, 60 in newer
- * documents. Measured on an H200 with driver 580 (tests/gpu/client_limit.sh):
- * 48 clients run, the 49th fails ("Maximum number of clients (48) reached"). */
-#define GS_MPS_MAX_CLIENTS 48
+/* Clients one MPS server takes. NVIDIA's MPS documentation: 60 client
+ * contexts per device from CUDA 13.1 on, "increased from 48 ... on CUDA 13.0
+ * and prior". Measured (tests/gpu/client_limit.sh): 48 on an H200 and an H100
+ * with driver 580 (CUDA 13.0); the 49th client fails with
+ * cudaErrorDevicesUnavailable. */
+#define GS_MPS_CLIENTS_OLD 48
+#define GS_MPS_CLIENTS_NEW 60
+#define GS_MPS_CLIENTS_NEW_FROM 13010 /* CUDA 13.1, as NVML reports it */
 
+/* One MPS server's share of a GPU: a GPU with more ranks than one server
+ * takes has several servers (control daemons with pipe dirs of their own),
+ * each serving a block of that GPU's ranks. */
 typedef struct {
-    int first_rank; /* first node-local rank on this GPU */
-    int nranks;     /* ranks sharing it */
+    int gpu;        /* the GPU, as an index into the visible GPUs */
+    int server;     /* which of its servers, from 0 */
+    int nservers;   /* how many that GPU has */
+    int gpu_ranks;  /* ranks on that GPU, all its servers together */
+    int first_rank; /* first node-local rank this server serves */
+    int nranks;     /* ranks it serves */
     int pct_set;    /* CUDA_MPS_ACTIVE_THREAD_PERCENTAGE is set for them */
     double pct;
 } gs_gpu_share_t;
 
+/* The entries of gpu[] are servers, in server-major order: every GPU's
+ * first server (entry g is GPU g's, g < nused), then every second server,
+ * and so on, so that the daemons an early agent starts on every GPU before
+ * the plan keep their places. */
 typedef struct {
     int use_mps;
     int notice;           /* reason is worth telling the user without -v */
-    int ngpus;            /* GPUs in use (a prefix of the visible ones) */
+    int ngpus;            /* servers: entries of gpu[] */
+    int nused;            /* GPUs in use (a prefix of the visible ones) */
+    int clients_per_server; /* the limit the plan used */
     gs_gpu_share_t gpu[GS_MAX_GPUS];
     char reason[256];     /* why MPS is off, when it is */
 } gs_plan_t;
@@ -34,19 +51,28 @@ typedef struct {
 /* Default share: 100 / (0.5 n), at most 100. */
 double gs_policy_default_percentage(int nranks);
 
+/* How many clients one server takes: the setting (cfg_clients > 0), else
+ * by the driver's CUDA version (NVML: 13000 for 13.0; 0 unknown, taken as
+ * the older, smaller limit). */
+int gs_policy_clients_per_server(int cfg_clients, int cuda_version);
+
 /* Formats a percentage for CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: at most four
  * decimals, no trailing zeros ("12.5", "66.6667", "100"). */
 void gs_policy_format_percentage(double pct, char *buf, size_t len);
 
-/* Computes the plan for local_size ranks on a node with ngpus visible GPUs.
- * have_control: the MPS control binary was found (with its error text in
- * control_error otherwise). Returns -EINVAL for impossible inputs and
- * -ENODEV or -E2BIG when MPS is required (--mps=on) but there is no GPU or
- * control program, or more ranks share a GPU than MPS serves: the job must
- * not start; err says why and what to do. Under auto those cases give a
- * plan without MPS and a notice. */
+/* Computes the plan for local_size ranks on a node with ngpus visible GPUs:
+ * blocks of consecutive ranks per GPU, and on a GPU with more ranks than
+ * clients_per_server takes, ceil(n / clients_per_server) servers with
+ * blocks whose sizes differ by at most one. have_control: the MPS control
+ * binary was found (with its error text in control_error otherwise).
+ * Returns -EINVAL for impossible inputs, -ENODEV when MPS is required
+ * (--mps=on) but there is no GPU or control program, -E2BIG when the
+ * servers would not fit GS_MAX_GPUS: the job must not start; err says why
+ * and what to do. Under auto those cases give a plan without MPS and a
+ * notice. */
 int gs_policy_plan_compute(const gs_config_t *cfg, int local_size, int ngpus, int have_control,
-                           const char *control_error, gs_plan_t *plan, gs_error_t *err);
+                           const char *control_error, int clients_per_server, gs_plan_t *plan,
+                           gs_error_t *err);
 
 /* Index of the GPU in the plan that local_rank uses, or -1. */
 int gs_policy_plan_gpu_of_rank(const gs_plan_t *plan, int local_rank);

@@ -68,7 +68,7 @@ int gs_clientenv_build(const gs_state_t *st, int rank_gpu, int local_rank, int l
     }
     rc |= add(env, "GSRUN_MPS_ACTIVE", "1");
     rc |= add(env, "GSRUN_GPU_UUID", g->uuid);
-    rc |= add_int(env, "GSRUN_GPU_RANKS", g->nranks);
+    rc |= add_int(env, "GSRUN_GPU_RANKS", g->gpu_ranks > 0 ? g->gpu_ranks : g->nranks);
     rc |= add(env, "CUDA_MPS_PIPE_DIRECTORY", g->pipe_dir);
     rc |= add(env, "CUDA_MPS_LOG_DIRECTORY", g->log_dir);
     rc |= add(env, "CUDA_VISIBLE_DEVICES", "0");

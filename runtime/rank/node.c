@@ -370,9 +370,14 @@ void gs_node_print_plan(FILE *f, const char *node, const gs_state_t *st, const c
     }
     if (st->kind == GS_STATE_ON && verbose) {
         for (int g = 0; g < st->ngpus; g++) {
-            fprintf(f, "gsrun: node %s: MPS on %s for %d local rank%s at %s%% (found %s)\n",
-                    node, st->gpu[g].uuid, st->gpu[g].nranks, st->gpu[g].nranks == 1 ? "" : "s",
-                    st->gpu[g].pct_set ? st->gpu[g].pct : "100", source);
+            const gs_state_gpu_t *s = &st->gpu[g];
+            char server[48] = "";
+            if (s->nservers > 1) {
+                snprintf(server, sizeof(server), " (server %d of %d)", s->server, s->nservers);
+            }
+            fprintf(f, "gsrun: node %s: MPS on %s%s for %d local rank%s at %s%% (found %s)\n",
+                    node, s->uuid, server, s->nranks, s->nranks == 1 ? "" : "s",
+                    s->pct_set ? s->pct : "100", source);
         }
     }
 }

@@ -227,11 +227,25 @@ int gs_provision_task_env(const gs_config_t *cfg, const char *job_dir, int local
         return 0; /* not provisioned, or without MPS: the task runs as it is */
     }
     /* The step's tasks over the job's GPUs, as gsrun places them. */
-    if ((rc = gs_policy_plan_compute(cfg, local_size, st.ngpus, 1, "", &plan, err)) != 0) {
+    /* The setting, else what the job's agent found for the driver. */
+    int limit = cfg->clients_per_server > 0    ? cfg->clients_per_server
+                : st.clients_per_server > 0 ? st.clients_per_server
+                                            : gs_policy_clients_per_server(0, 0);
+    if ((rc = gs_policy_plan_compute(cfg, local_size, st.ngpus, 1, "", limit, &plan, err)) != 0) {
         return rc;
     }
     if (!plan.use_mps) {
         return 0;
+    }
+    if (plan.ngpus > plan.nused) {
+        /* The job's agent runs one server per GPU, started before any step
+         * was known. */
+        return gs_error_set(err, E2BIG,
+                            "%d tasks of this step on this node need %d MPS servers (%d clients "
+                            "each), but the job's MPS (gsrun prolog) runs one per GPU (%d); run "
+                            "at most %d tasks per GPU on this node in a provisioned job, or use "
+                            "gsrun/srun --mps per step, which starts as many as the step needs",
+                            local_size, plan.ngpus, limit, plan.nused, limit);
     }
     st.ngpus = plan.ngpus;
     for (int g = 0; g < plan.ngpus; g++) {

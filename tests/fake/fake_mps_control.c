@@ -24,7 +24,14 @@
  *                                server sets up its GPU context: ~250 ms on an
  *                                H100)
  *   FAKE_MPS_RECORD=FILE         append one line per daemon start: pid, GPU,
- *                                pipe dir, CPU affinity, inherited MPS vars */
+ *                                pipe dir, CPU affinity, inherited MPS vars
+ *   FAKE_MPS_MAX_CLIENTS=N       clients one daemon takes at once (default 48,
+ *                                as the real one with a CUDA 13.0 driver)
+ *
+ * Clients: a connection that says "client <pid>" stands for a CUDA context
+ * (tests/progs/rank_report --mps-client) and is held until the client
+ * closes it; past the limit it is answered "refused", as the real server
+ * refuses the 49th context (cudaErrorDevicesUnavailable). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -48,6 +55,9 @@ static char pipe_dir[4096], log_dir[4096];
 static pid_t servers[MAX_SERVERS];
 static int nservers;
 static double default_pct = 100.0;
+#define MAX_CLIENT_FDS 1024
+static int client_fd[MAX_CLIENT_FDS];
+static int nclients;
 
 static const char *env_or(const char *name, const char *dflt)
 {
@@ -189,6 +199,24 @@ static int handle(int fd)
             fprintf(f, "start_server gpu=%s\n", env_or("CUDA_VISIBLE_DEVICES", "(unset)"));
             fclose(f);
         }
+    } else if (strncmp(buf, "client ", 7) == 0) {
+        int max = atoi(env_or("FAKE_MPS_MAX_CLIENTS", "48"));
+        if (nclients >= max || nclients >= MAX_CLIENT_FDS) {
+            char why[96];
+            snprintf(why, sizeof(why), "Maximum number of clients (%d) reached", max);
+            logline("server.log", "%s", why);
+            snprintf(reply, sizeof(reply), "refused: %s\n", why);
+        } else {
+            if (nservers == 0) {
+                start_server(); /* the first client starts the server */
+            }
+            client_fd[nclients++] = fd;
+            snprintf(reply, sizeof(reply), "ok %d\n", nclients);
+            if (write(fd, reply, strlen(reply)) < 0) {
+                /* gone already: its end is seen on the next poll */
+            }
+            return -1; /* held: the caller keeps fd open */
+        }
     } else if (strcmp(buf, "get_server_list") == 0) {
         size_t k = 0;
         for (int i = 0; i < nservers; i++) {
@@ -257,7 +285,11 @@ static int run_daemon(void)
     }
     logline("control.log", "Starting control daemon%s", "");
     for (;;) {
-        struct pollfd p = {lfd, POLLIN, 0};
+        static struct pollfd p[1 + MAX_CLIENT_FDS];
+        p[0] = (struct pollfd){lfd, POLLIN, 0};
+        for (int i = 0; i < nclients; i++) {
+            p[1 + i] = (struct pollfd){client_fd[i], POLLIN, 0};
+        }
         int timeout = -1;
         if (die_at >= 0) {
             long long left = die_at - now_ms();
@@ -267,7 +299,17 @@ static int run_daemon(void)
             }
             timeout = (int)left;
         }
-        if (poll(&p, 1, timeout) <= 0) {
+        if (poll(p, (nfds_t)(1 + nclients), timeout) <= 0) {
+            continue;
+        }
+        /* A client that closed its connection: its context is gone. */
+        for (int i = nclients - 1; i >= 0; i--) {
+            if (p[1 + i].revents != 0) {
+                close(client_fd[i]);
+                client_fd[i] = client_fd[--nclients];
+            }
+        }
+        if (!(p[0].revents & POLLIN)) {
             continue;
         }
         int fd = accept(lfd, NULL, NULL);
@@ -275,6 +317,9 @@ static int run_daemon(void)
             continue;
         }
         int quit = handle(fd);
+        if (quit < 0) {
+            continue; /* a client, held */
+        }
         close(fd);
         while (waitpid(-1, NULL, WNOHANG) > 0) {
         }

@@ -10,6 +10,8 @@
  *   FAKE_NVML_CORES=C,C      per GPU, its CUDA cores (default: not supported)
  *   FAKE_NVML_MIG=G:N,G:N    GPU G is in MIG mode with N instances
  *   FAKE_NVML_COMPUTE_MODE=M every GPU's compute mode (0 Default, 3 Exclusive_Process)
+ *   FAKE_NVML_CUDA_VERSION=V the driver's CUDA version (default 13000, CUDA 13.0;
+ *                            "none": the driver lacks the call)
  *   FAKE_NVML_EXIT_DELAY_MS=N a process that loaded the library takes N ms to exit
  *                            (after its last own step), as on a loaded machine
  *
@@ -231,5 +233,17 @@ int nvmlDeviceGetComputeMode(void *dev, int *mode)
     const char *m = getenv("FAKE_NVML_COMPUTE_MODE");
     (void)dev;
     *mode = m ? atoi(m) : 0;
+    return NVML_SUCCESS;
+}
+
+/* Not exported when FAKE_NVML_CUDA_VERSION=none would need a second library;
+ * the call failing stands for a driver that cannot tell. */
+int nvmlSystemGetCudaDriverVersion_v2(int *version)
+{
+    const char *v = getenv("FAKE_NVML_CUDA_VERSION");
+    if (v != NULL && strcmp(v, "none") == 0) {
+        return NVML_ERROR_NOT_SUPPORTED;
+    }
+    *version = v != NULL && *v != '\0' ? atoi(v) : 13000;
     return NVML_SUCCESS;
 }

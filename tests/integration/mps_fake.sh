@@ -61,22 +61,54 @@ FAKE_MPS_RECORD=$REC gsrun_fake 1 --mps=on -np 1 "$PROG" >"$OUT" 2>"$ERR"
 check "--mps=on with one rank: MPS at 100 %" [ "$(grep -c 'mps=1 .*pct=100 ' "$OUT")" -eq 1 ]
 check_clean "one rank"
 
-# More ranks on a GPU than MPS serves: auto runs the job without MPS, with
-# one notice; on refuses it before the program runs.
-gsrun_fake 1 -np 49 "$PROG" >"$OUT" 2>"$ERR"
+# More ranks on a GPU than one MPS server takes (the fake, like the real
+# one with a CUDA 13.0 driver, takes 48 clients): several servers on the
+# GPU, ranks dealt over them in blocks, every rank a client at once.
+rm -f "$REC"
+FAKE_MPS_RECORD=$REC gsrun_fake 1 -np 49 "$PROG" --mps-client >"$OUT" 2>"$ERR"
 rc=$?
-check "49 ranks on one GPU, auto: status $rc (0), every rank ran without MPS" \
-    [ $rc -eq 0 -a "$(grep -c '^rank=.* mps=0 ' "$OUT")" -eq 49 ] || diag "$ERR"
-check "  ... one notice naming the limit" \
-    [ "$(grep -c '49 ranks share GPU 0, more than the 48 clients MPS serves per GPU; running without MPS' "$ERR")" -eq 1 ] ||
+check "49 ranks on one GPU, auto: status 0, every rank under MPS and a client at once" \
+    [ $rc -eq 0 -a "$(grep -c '^rank=.* mps=1 ' "$OUT")" -eq 49 -a "$(grep -c 'client=ok' "$OUT")" -eq 49 ] ||
     diag "$ERR"
-check_clean "client limit, auto"
-gsrun_fake 1 --mps=on -np 49 "$PROG" >"$OUT" 2>"$ERR"
+check "  ... two daemons on the GPU, 24 and 25 ranks, shares 200/24 and 200/25" \
+    [ "$(grep -c '^start ' "$REC")" -eq 2 -a "$(grep -c 'pipe=[^ ]*/g0 .*pct=8.3333 ' "$OUT")" -eq 24 \
+      -a "$(grep -c 'pipe=[^ ]*/g1 .*pct=8 .*gpuranks=49 ' "$OUT")" -eq 25 ] || diag "$REC"
+check "  ... nothing printed without -v" [ ! -s "$ERR" ]
+check_clean "49 ranks, two servers"
+rm -f "$REC"
+FAKE_MPS_RECORD=$REC gsrun_fake 1 --mps=on -v -np 100 "$PROG" --mps-client >"$OUT" 2>"$ERR"
 rc=$?
-check "49 ranks on one GPU, --mps=on: status 69" [ $rc -eq 69 ]
-check "  ... and no rank ran the program" [ "$(grep -c '^rank=' "$OUT")" -eq 0 ]
-check "  ... with one message naming the limit" [ "$(grep -c 'MPS serves at most 48 clients per GPU' "$ERR")" -eq 1 ]
-check_clean "client limit, on"
+check "100 ranks on one GPU, --mps=on: status 0, three servers of 33, 33 and 34 clients" \
+    [ $rc -eq 0 -a "$(grep -c 'client=ok' "$OUT")" -eq 100 -a "$(grep -c '^start ' "$REC")" -eq 3 \
+      -a "$(grep -o 'pipe=[^ ]*/g[0-9]* ' "$OUT" | sort | uniq -c | awk '{print $1}' | tr '\n' ' ')" = "33 33 34 " ] ||
+    diag "$ERR"
+check "  ... every daemon on the same GPU, in a pipe dir of its own" \
+    [ "$(grep '^start ' "$REC" | grep -c 'gpu=GPU-fa4e0000-')" -eq 3 -a "$(grep -o 'pipe=[^ ]*' "$REC" | sort -u | wc -l)" -eq 3 ]
+check "  ... -v names the servers and the limit" \
+    grep -q "100 ranks on 1 GPU: 3 MPS servers, at most 48 clients each (the driver's limit, CUDA 13.0)" "$ERR"
+check "  ... each server's ranks" \
+    [ "$(grep -c 'GPU 0 server [0-2] (GPU-fa4e[^)]*): local ranks \(0-32\|33-65\|66-99\)$' "$ERR")" -eq 3 ] || diag "$ERR"
+check "  ... and each one shut down" [ "$(grep -c 'GPU 0 server [0-2]: MPS shut down' "$ERR")" -eq 3 ]
+check_clean "100 ranks, three servers"
+# A CUDA 13.1 driver: 60 clients per server (the fake told to take 60 too).
+rm -f "$REC"
+FAKE_NVML_CUDA_VERSION=13010 FAKE_MPS_MAX_CLIENTS=60 FAKE_MPS_RECORD=$REC \
+    gsrun_fake 1 -np 60 "$PROG" --mps-client >"$OUT" 2>"$ERR"
+check "60 ranks, CUDA 13.1 driver: one server takes all 60" \
+    [ $? -eq 0 -a "$(grep -c 'client=ok' "$OUT")" -eq 60 -a "$(grep -c '^start ' "$REC")" -eq 1 ] || diag "$ERR"
+check_clean "CUDA 13.1 driver"
+# The fake holds to the limit: a setting above it overfills the server,
+# and the 49th client fails as on the GPU (cudaErrorDevicesUnavailable).
+gsrun_fake 1 --mps-clients-per-server=64 -np 49 "$PROG" --mps-client >"$OUT" 2>"$ERR"
+rc=$?
+check "--mps-clients-per-server=64 over the fake's 48: the job fails (status $rc)" [ $rc -ne 0 ]
+check "  ... one client refused: Maximum number of clients (48) reached" \
+    [ "$(grep -c 'MPS client refused (refused: Maximum number of clients (48) reached)' "$ERR")" -eq 1 ] || diag "$ERR"
+check_clean "overfilled server"
+GSRUN_MPS_CLIENTS_PER_SERVER=16 FAKE_MPS_RECORD=$REC.16 gsrun_fake 1 -np 40 "$PROG" --mps-client >"$OUT" 2>"$ERR"
+check "GSRUN_MPS_CLIENTS_PER_SERVER=16, 40 ranks: three servers" \
+    [ $? -eq 0 -a "$(grep -c '^start ' "$REC.16")" -eq 3 -a "$(grep -c 'client=ok' "$OUT")" -eq 40 ] || diag "$ERR"
+check_clean "clients per server set"
 
 # Concurrent jobs of one user: separate daemons and directories.
 rm -f "$REC"

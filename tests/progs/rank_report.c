@@ -13,7 +13,12 @@
  * mpiexec reports a rank lost during the others' MPI_Init by whichever
  * rank notices first: its status then depends on timing).
  * --stamp: also print "stamp=MAIN,INIT" (wall clock, microseconds: main's
- * start and MPI_Init's return), for tests/bench/launch_overhead.sh. */
+ * start and MPI_Init's return), for tests/bench/launch_overhead.sh.
+ * --mps-client: under MPS, be a client of the fake daemon (tests/fake) as a
+ * CUDA context is of the real one: connect to its control socket, say
+ * "client <pid>", hold the connection until every rank has connected
+ * (a barrier) and exit; a refused client (the server is full) fails with
+ * 46, cudaErrorDevicesUnavailable. */
 #define _GNU_SOURCE /* sched_getaffinity */
 #include <mpi.h>
 #include <sched.h>
@@ -21,7 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,10 +45,36 @@ static const char *env(const char *n)
     return v ? v : "-";
 }
 
+/* Connects as a client of the fake MPS daemon. Returns the connection (held
+ * open: the client's "context"), or -1 with why in reply. */
+static int mps_client(char *reply, size_t len)
+{
+    struct sockaddr_un addr;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    memset(&addr, 0, sizeof(addr));
+    addr.sun_family = AF_UNIX;
+    snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/control", env("CUDA_MPS_PIPE_DIRECTORY"));
+    snprintf(reply, len, "cannot connect to %s", addr.sun_path);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
+        return -1;
+    }
+    char hello[64];
+    int n = snprintf(hello, sizeof(hello), "client %d\n", (int)getpid());
+    ssize_t r = write(fd, hello, (size_t)n) == n ? read(fd, reply, len - 1) : -1;
+    reply[r > 0 ? r : 0] = '\0';
+    reply[strcspn(reply, "\n")] = '\0';
+    if (strncmp(reply, "ok", 2) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 int main(int argc, char **argv)
 {
     int rank, size, exit_rank = -1, exit_code = 0, kill_rank = -1, segv_rank = -1;
     int sleep_ms = 0, check = 0, control_ok = -1, grandchild = 0, barrier = 0, stamp = 0;
+    int client = 0;
     long long t_main = wall_us(), t_init;
 
     for (int i = 1; i < argc; i++) {
@@ -62,6 +95,8 @@ int main(int argc, char **argv)
             barrier = 1;
         } else if (strcmp(argv[i], "--stamp") == 0) {
             stamp = 1;
+        } else if (strcmp(argv[i], "--mps-client") == 0) {
+            client = 1;
         } else if (strcmp(argv[i], "--grandchild") == 0 && i + 1 < argc) {
             grandchild = atoi(argv[++i]);
         }
@@ -98,6 +133,20 @@ int main(int argc, char **argv)
         printf("stamp=%lld,%lld\n", t_main, t_init);
     }
     fflush(stdout);
+    if (client && strcmp(env("GSRUN_MPS_ACTIVE"), "1") == 0) {
+        char reply[256];
+        int fd = mps_client(reply, sizeof(reply));
+        if (fd < 0) {
+            fprintf(stderr, "rank %d: MPS client refused (%s): cudaErrorDevicesUnavailable\n",
+                    rank, reply);
+            fflush(stderr);
+            _exit(46);
+        }
+        printf("rank=%d client=%s\n", rank, reply);
+        fflush(stdout);
+        MPI_Barrier(MPI_COMM_WORLD); /* every client connected at once */
+        close(fd);
+    }
     if (grandchild > 0 && fork() == 0) {
         /* Left behind: outlives the rank, in its own session. */
         setsid();

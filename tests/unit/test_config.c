@@ -156,7 +156,7 @@ static void test_option_names(void **state)
     /* gs_policy_plan_compute's messages follow it. */
     gs_plan_t plan;
     b.mps = GS_MPS_ON;
-    assert_true(gs_policy_plan_compute(&b, 4, 0, 1, NULL, &plan, &err) < 0);
+    assert_true(gs_policy_plan_compute(&b, 4, 0, 1, NULL, 48, &plan, &err) < 0);
     assert_non_null(strstr(err.text, "rtc_gsrun_mps=on: no NVIDIA GPU"));
     assert_non_null(strstr(err.text, "use rtc_gsrun_mps=auto"));
     a.names = GS_NAMES_GSRUN;
@@ -192,7 +192,7 @@ static void test_table_rows_round_trip(void **state)
         const char *option, *value;
     } values[] = {{"mps", "on"}, {"mps-percentage", "37.5"}, {"mps-control", "/opt/x/ctl"},
                   {"mps-timeout", "12"}, {"gpu-bind", "none"}, {"mps-memory-limit", "2G"},
-                  {"launcher", "/usr/bin/mpirun"}, {"dry-run", "1"}, {"verbose", "3"},
+                  {"mps-clients-per-server", "32"}, {"launcher", "/usr/bin/mpirun"}, {"dry-run", "1"}, {"verbose", "3"},
                   {"mps-prestart", "0"}};
     gs_error_t err;
     (void)state;
@@ -219,6 +219,30 @@ static void test_table_rows_round_trip(void **state)
     assert_null(gs_config_key("no-such-setting"));
 }
 
+static void test_clients_per_server(void **state)
+{
+    gs_config_t c;
+    gs_error_t err;
+    (void)state;
+    gs_config_init(&c);
+    assert_int_equal(c.clients_per_server, 0); /* auto: the driver's limit */
+    assert_int_equal(gs_config_set(&c, "mps-clients-per-server", "60", "--x", &err), 0);
+    assert_int_equal(c.clients_per_server, 60);
+    assert_int_equal(gs_config_set(&c, "mps-clients-per-server", "auto", "--x", &err), 0);
+    assert_int_equal(c.clients_per_server, 0);
+    static const char *const bad[] = {"0", "-1", "1025", "many", "4.5", ""};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_true(gs_config_set(&c, "mps-clients-per-server", bad[i], "--mps-clients-per-server",
+                                  &err) < 0);
+        assert_int_equal(c.clients_per_server, 0); /* unchanged */
+    }
+    assert_int_equal(gs_config_set(&c, "mps-clients-per-server", "0", "--mps-clients-per-server",
+                                   &err),
+                     -EINVAL);
+    assert_non_null(strstr(err.text, "--mps-clients-per-server"));
+    assert_non_null(strstr(err.text, "from 1 to 1024"));
+}
+
 static void fronts(unsigned front, char *out, size_t len)
 {
     out[0] = '\0';
@@ -235,19 +259,21 @@ static void test_front_ends_take_what_they_document(void **state)
     char got[512];
     (void)state;
     fronts(GS_FRONT_BATCH, got, sizeof(got)); /* gsrun prolog --help */
-    assert_string_equal(got, "mps mps-percentage mps-control mps-timeout mps-memory-limit");
+    assert_string_equal(got, "mps mps-percentage mps-control mps-timeout mps-memory-limit "
+                             "mps-clients-per-server");
     fronts(GS_FRONT_MCA, got, sizeof(got)); /* doc/openmpi.md's table */
     assert_string_equal(got, "mps mps-percentage mps-control mps-timeout gpu-bind "
-                             "mps-memory-limit verbose");
+                             "mps-memory-limit mps-clients-per-server verbose");
     fronts(GS_FRONT_RANKS, got, sizeof(got)); /* mpirun -x */
     assert_string_equal(got, "mps mps-percentage mps-control mps-timeout gpu-bind "
-                             "mps-memory-limit verbose");
+                             "mps-memory-limit mps-clients-per-server verbose");
     fronts(GS_FRONT_SPANK, got, sizeof(got));
     assert_string_equal(got, "mps mps-percentage mps-control mps-timeout gpu-bind "
-                             "mps-memory-limit verbose");
+                             "mps-memory-limit mps-clients-per-server verbose");
     /* doc/slurm.md's plugstack arguments */
     assert_string_equal(gs_config_key("mps-percentage")->spank, "percentage");
     assert_string_equal(gs_config_key("mps-memory-limit")->spank, "memory_limit");
+    assert_string_equal(gs_config_key("mps-clients-per-server")->spank, "clients_per_server");
     assert_null(gs_config_key("launcher")->spank);
     /* The measuring switch is no front end's option. */
     assert_int_equal(gs_config_key("mps-prestart")->fronts, 0);
@@ -266,6 +292,7 @@ int main(void)
         cmocka_unit_test(test_option_names),
         cmocka_unit_test(test_find_executable),
         cmocka_unit_test(test_table_rows_round_trip),
+        cmocka_unit_test(test_clients_per_server),
         cmocka_unit_test(test_front_ends_take_what_they_document),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "runtime/gpu/gpu.h"
+#include "runtime/plan/policy.h"
 
 static void test_discover(void **state)
 {
@@ -173,6 +174,29 @@ static void test_sysfs_near_cpus(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* The driver's CUDA version, which sets how many clients one MPS server
+ * takes: 13.0 -> 48, 13.1 -> 60, and a driver that cannot tell -> 48. */
+static void test_cuda_version_sets_client_limit(void **state)
+{
+    gs_gpu_list_t l;
+    gs_error_t err;
+    (void)state;
+    setenv("FAKE_NVML_GPUS", "1", 1);
+    unsetenv("FAKE_NVML_CUDA_VERSION");
+    assert_int_equal(gs_gpu_discover(&l, &err), 0);
+    assert_int_equal(l.cuda_version, 13000);
+    assert_int_equal(gs_policy_clients_per_server(0, l.cuda_version), 48);
+    setenv("FAKE_NVML_CUDA_VERSION", "13010", 1);
+    assert_int_equal(gs_gpu_discover(&l, &err), 0);
+    assert_int_equal(l.cuda_version, 13010);
+    assert_int_equal(gs_policy_clients_per_server(0, l.cuda_version), 60);
+    setenv("FAKE_NVML_CUDA_VERSION", "none", 1);
+    assert_int_equal(gs_gpu_discover(&l, &err), 0);
+    assert_int_equal(l.cuda_version, 0);
+    assert_int_equal(gs_policy_clients_per_server(0, l.cuda_version), 48);
+    unsetenv("FAKE_NVML_CUDA_VERSION");
+}
+
 int main(int argc, char **argv)
 {
     /* dlopen reads LD_LIBRARY_PATH at start: re-exec with the fake first. */
@@ -192,6 +216,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_cuda_order),
         cmocka_unit_test(test_mig),
         cmocka_unit_test(test_sysfs_near_cpus),
+        cmocka_unit_test(test_cuda_version_sets_client_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

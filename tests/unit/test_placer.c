@@ -192,9 +192,32 @@ static void test_out_of_range(void **state)
     gs_placer_free(&p);
 }
 
+/* Several MPS servers per GPU: the plan's entries are server-major (GPU 0
+ * server 0, GPU 1 server 0, GPU 0 server 1, GPU 1 server 1), and each
+ * server's block is where the plan says, not the entries' order. */
+static void test_server_blocks(void **state)
+{
+    gs_placer_t p;
+    int target[4] = {25, 25, 25, 25}, first[4] = {0, 50, 25, 75};
+    gs_gpu_t gpus[4];
+    (void)state;
+    memcpy(gpus, same, sizeof(gpus));
+    assert_int_equal(gs_placer_init(&p, 100, 4, target, gpus, 0, 0), 0);
+    gs_placer_set_blocks(&p, first);
+    for (int r = 99; r >= 0; r--) { /* any order */
+        int want = r < 25 ? 0 : r < 50 ? 2 : r < 75 ? 1 : 3;
+        assert_int_equal(add(&p, r, "0-3"), want);
+    }
+    char text[64];
+    gs_placer_ranks_text(&p, 2, text, sizeof(text));
+    assert_string_equal(text, "25-49");
+    gs_placer_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_server_blocks),
         cmocka_unit_test(test_blocks),
         cmocka_unit_test(test_no_gpu),
         cmocka_unit_test(test_no_locality_answers_at_once),

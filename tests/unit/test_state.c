@@ -121,9 +121,68 @@ static void test_write_read_wait(void **state)
     gs_rundir_remove(dir2);
 }
 
+/* Servers: a GPU with several has one entry per server, each saying its
+ * GPU, its number, how many the GPU has and the GPU's ranks. */
+static void test_servers_round_trip(void **state)
+{
+    static gs_state_t a, b;
+    char buf[8192];
+    gs_error_t err;
+    (void)state;
+    memset(&a, 0, sizeof(a));
+    a.kind = GS_STATE_ON;
+    a.clients_per_server = 48;
+    snprintf(a.socket, sizeof(a.socket), "/r/n/agent.sock");
+    a.ngpus = 3;
+    for (int i = 0; i < 3; i++) {
+        gs_state_gpu_t *s = &a.gpu[i];
+        s->first_rank = i * 33;
+        s->nranks = i == 2 ? 34 : 33;
+        s->gpu = 0;
+        s->server = i;
+        s->nservers = 3;
+        s->gpu_ranks = 100;
+        snprintf(s->uuid, sizeof(s->uuid), "GPU-aaaa");
+        snprintf(s->pipe_dir, sizeof(s->pipe_dir), "/r/n/g%d", i);
+        snprintf(s->log_dir, sizeof(s->log_dir), "/r/n/g%d.log", i);
+    }
+    assert_int_equal(gs_state_format(&a, buf, sizeof(buf)), 0);
+    assert_non_null(strstr(buf, "server 0 2 3 100\n"));
+    assert_int_equal(gs_state_parse(buf, &b, &err), 0);
+    assert_int_equal(b.clients_per_server, 48);
+    assert_int_equal(b.ngpus, 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(b.gpu[i].gpu, 0);
+        assert_int_equal(b.gpu[i].server, i);
+        assert_int_equal(b.gpu[i].nservers, 3);
+        assert_int_equal(b.gpu[i].gpu_ranks, 100);
+        assert_string_equal(b.gpu[i].pipe_dir, a.gpu[i].pipe_dir);
+    }
+    assert_ptr_equal(gs_state_gpu_of_rank(&b, 70), &b.gpu[2]);
+    /* A server line that contradicts itself is refused. */
+    static const char *const bad[] = {"server 0 3 3 100", "server 0 0 0 100", "server -1 0 1 33",
+                                      "server 0 0 2 5", "server 0 0"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char text[512];
+        snprintf(text, sizeof(text),
+                 "gsrun-state 1\nmps on\nsocket /s\ngpu 0\nranks 0 33\n%s\nuuid GPU-a\n"
+                 "pipe_dir /p\nlog_dir /l\nend\n",
+                 bad[i]);
+        assert_true(gs_state_parse(text, &b, &err) < 0);
+    }
+    /* Files without server lines: one server per GPU. */
+    assert_int_equal(gs_state_parse("gsrun-state 1\nmps on\nsocket /s\ngpu 0\nranks 0 4\n"
+                                    "uuid GPU-a\npipe_dir /p\nlog_dir /l\nend\n",
+                                    &b, &err),
+                     0);
+    assert_int_equal(b.gpu[0].nservers, 1);
+    assert_int_equal(b.gpu[0].gpu_ranks, 4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_servers_round_trip),
         cmocka_unit_test(test_roundtrip),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_write_read_wait),

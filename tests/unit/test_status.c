@@ -30,8 +30,10 @@ static gs_status_t sample(void)
     s.registered = 3;
     s.alive = 2;
     s.ngpus = 2;
-    s.gpu[0] = (gs_status_gpu_t){"GPU-a", "H200 \"x\"", 50, 51, "core 7 (PU 7)", "100", "0-1", 2, 1};
-    s.gpu[1] = (gs_status_gpu_t){"MIG-b", "H200 MIG", 60, 61, "core 6 (PU 6)", "", "2", 1, 1};
+    s.gpu[0] = (gs_status_gpu_t){"GPU-a", "H200 \"x\"", 50, 51, "core 7 (PU 7)", "100", "0-1", 2, 1,
+                                 0, 0, 1, "/t/g0"};
+    s.gpu[1] = (gs_status_gpu_t){"MIG-b", "H200 MIG", 60, 61, "core 6 (PU 6)", "", "2", 1, 1,
+                                 1, 0, 1, "/t/g1"};
     return s;
 }
 
@@ -98,10 +100,12 @@ static void test_json(void **state)
         "\"message\":\"\",\"job_dir\":\"/tmp/gsrun.AbC123\",\"agent_pid\":42,\"launcher_pid\":40,"
         "\"gsrun_pid\":39,\"uptime_s\":2500.000,\"local_size\":3,\"registered\":3,\"alive\":2,"
         "\"memory_limit_mb\":4096,\"gpus\":["
-        "{\"index\":0,\"uuid\":\"GPU-a\",\"name\":\"H200 \\\"x\\\"\",\"daemon_pid\":50,"
+        "{\"index\":0,\"uuid\":\"GPU-a\",\"name\":\"H200 \\\"x\\\"\",\"server\":0,\"servers\":1,"
+        "\"pipe_dir\":\"/t/g0\",\"daemon_pid\":50,"
         "\"server_pid\":51,\"core\":\"core 7 (PU 7)\",\"percentage\":\"100\",\"ranks\":\"0-1\","
         "\"registered\":2,\"alive\":1},"
-        "{\"index\":1,\"uuid\":\"MIG-b\",\"name\":\"H200 MIG\",\"daemon_pid\":60,"
+        "{\"index\":1,\"uuid\":\"MIG-b\",\"name\":\"H200 MIG\",\"server\":0,\"servers\":1,"
+        "\"pipe_dir\":\"/t/g1\",\"daemon_pid\":60,"
         "\"server_pid\":61,\"core\":\"core 6 (PU 6)\",\"percentage\":null,\"ranks\":\"2\","
         "\"registered\":1,\"alive\":1}]},"
         "{\"job\":\"gsrun.AbC123\",\"uid\":1000,\"state\":\"stale\",\"mps\":\"on\","
@@ -120,10 +124,23 @@ static void test_text(void **state)
         print(0, &s, 1),
         "job gsrun.AbC123 (uid 1000): agent 42, launcher 40, gsrun 39, up 2500.0 s, MPS on, 3 of 3 "
         "ranks registered, 2 alive, memory limit 4096 MiB per rank\n"
-        "  GPU 0 (H200 \"x\", GPU-a): daemon 50 on core 7 (PU 7), server 51, 100%, ranks 0-1: 2 "
-        "registered, 1 alive\n"
-        "  GPU 1 (H200 MIG, MIG-b): daemon 60 on core 6 (PU 6), server 61, 100%, ranks 2: 1 "
-        "registered, 1 alive\n");
+        "  GPU 0 (H200 \"x\", GPU-a): daemon 50 on core 7 (PU 7), server 51, 100%, pipe /t/g0, "
+        "ranks 0-1: 2 registered, 1 alive\n"
+        "  GPU 1 (H200 MIG, MIG-b): daemon 60 on core 6 (PU 6), server 61, 100%, pipe /t/g1, "
+        "ranks 2: 1 registered, 1 alive\n");
+    /* Two servers on one GPU: each its own line, named by GPU and server. */
+    s.gpu[1] = s.gpu[0];
+    s.gpu[0].nservers = s.gpu[1].nservers = 2;
+    s.gpu[1].server = 1;
+    snprintf(s.gpu[1].pipe_dir, sizeof(s.gpu[1].pipe_dir), "/t/g1");
+    snprintf(s.gpu[1].ranks, sizeof(s.gpu[1].ranks), "2");
+    s.gpu[1].daemon_pid = 60;
+    s.gpu[1].server_pid = 61;
+    const char *text = print(0, &s, 1);
+    assert_non_null(strstr(text, "  GPU 0 server 0 of 2 (H200 \"x\", GPU-a): daemon 50 on core 7 "
+                                 "(PU 7), server 51, 100%, pipe /t/g0, ranks 0-1:"));
+    assert_non_null(strstr(text, "  GPU 0 server 1 of 2 (H200 \"x\", GPU-a): daemon 60 on core 7 "
+                                 "(PU 7), server 61, 100%, pipe /t/g1, ranks 2:"));
 }
 
 int main(void)
