@@ -3,7 +3,7 @@
 // runs under MPS and how many SMs it may use, and checks a computed result.
 //
 //   mps_probe [--expect-mps] [--expect-sms S] [--n N] [--iters K] [--fault R] [--sleep MS]
-//             [--alloc-mb M]
+//             [--alloc-mb M] [--mem]
 //
 // Each rank fills a vector on the GPU, runs K kernels of a small grid over
 // it and checks the sum on the host. --expect-mps fails a rank that is not
@@ -14,7 +14,10 @@
 // fault, for the fault tests); --alloc-mb M tries one more allocation of M MiB
 // and prints whether it succeeded (for memory-limit checks; not a failure);
 // --sleep MS keeps every rank's context alive
-// that long after its work.
+// that long after its work. --mem: once every rank holds its context (a
+// barrier), rank 0 prints the device's free and total memory as its
+// context sees them (under MPS: the whole GPU's), for the context cost per
+// client: "mps_probe: N contexts: free_mib=F total_mib=T".
 #include <mpi.h>
 #include <cuda_runtime.h>
 #include <cstdio>
@@ -40,7 +43,7 @@ __global__ void axpy(float *x, int n, float a)
 int main(int argc, char **argv)
 {
     int rank = 0, size = 1, n = 1 << 20, iters = 100, expect_mps = 0;
-    int expected_sms = -1, fault_rank = -1, sleep_ms = 0, alloc_mb = 0;
+    int expected_sms = -1, fault_rank = -1, sleep_ms = 0, alloc_mb = 0, mem = 0;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -54,6 +57,8 @@ int main(int argc, char **argv)
             fault_rank = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--sleep") && i + 1 < argc) {
             sleep_ms = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--mem")) {
+            mem = 1;
         } else if (!strcmp(argv[i], "--alloc-mb") && i + 1 < argc) {
             alloc_mb = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--n") && i + 1 < argc) {
@@ -125,6 +130,16 @@ int main(int argc, char **argv)
            expected_sms >= 0 ? std::to_string(expected_sms).c_str() : "", pct_env ? pct_env : "unset",
            t_init, uuid, alloc, bad == 0 ? "ok" : "WRONG", ok ? "" : " FAIL");
     fflush(stdout);
+    if (mem) {
+        size_t free_b = 0, total_b = 0;
+        MPI_Barrier(MPI_COMM_WORLD); // every context exists
+        if (rank == 0 && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) {
+            printf("mps_probe: %d contexts: free_mib=%zu total_mib=%zu\n", size, free_b >> 20,
+                   total_b >> 20);
+            fflush(stdout);
+        }
+        MPI_Barrier(MPI_COMM_WORLD); // and still exists while rank 0 looks
+    }
     if (sleep_ms > 0) {
         usleep((useconds_t)sleep_ms * 1000);
     }

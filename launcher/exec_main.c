@@ -37,7 +37,7 @@ static const char usage[] =
     "rank and quit when its last rank exits (or the launcher does).\n"
     "\n"
     "Options: --mps, --mps-percentage, --mps-control, --mps-timeout,\n"
-    "--mps-memory-limit, --gpu-bind (as for gsrun), -v.\n"
+    "--mps-memory-limit, --mps-clients-per-server, --gpu-bind (as for gsrun), -v.\n"
     "Each rank's place on its node comes from PMIx or the launcher's variables\n"
     "(Open MPI, Slurm, Hydra/Intel MPI, MVAPICH, Cray PALS, IBM jsrun; Flux's\n"
     "local rank with GSRUN_LOCAL_SIZE), or from GSRUN_LOCAL_RANK and\n"

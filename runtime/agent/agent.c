@@ -188,6 +188,14 @@ static gs_agent_state_t planning(gs_agent_t *a)
     if (!failed) {
         list_servers(a);
     }
+    for (int i = 0; !failed && a->plan.use_mps && i < a->plan.nused; i++) {
+        const gs_gpu_share_t *s = &a->plan.gpu[i]; /* GPU i's first server */
+        if (a->warning[0] == '\0' &&
+            gs_policy_memory_warning(s->gpu, s->gpu_ranks, a->gpus.gpu[s->gpu].mem_mib, a->warning,
+                                     sizeof(a->warning))) {
+            gs_report_add(&a->report, 0, "%s", a->warning);
+        }
+    }
     if (!failed && a->plan.use_mps && a->plan.ngpus > a->plan.nused) {
         char by[64];
         if (cfg->clients_per_server > 0) {

@@ -67,6 +67,7 @@ typedef struct {
     int have_control;
     char control_error[GS_ERROR_LEN];
     gs_plan_t plan;
+    char warning[GS_ERROR_LEN]; /* told to the ranks with MPS on (node leader prints it) */
     int early_rc; /* early: MPS failed before the size came, with early_err */
     gs_error_t early_err;
     long long early_ready_ms, size_ms;

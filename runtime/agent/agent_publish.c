@@ -63,6 +63,10 @@ void gs_agent_publish_on(gs_agent_t *a)
     memset(&st, 0, sizeof(st));
     st.kind = GS_STATE_ON;
     snprintf(st.socket, sizeof(st.socket), "%s", a->sock);
+    if (a->warning[0] != '\0') {
+        st.notice = 1;
+        snprintf(st.message, sizeof(st.message), "%s", a->warning);
+    }
     st.mem_limit_mb = a->o->cfg.mem_limit_mb;
     st.clients_per_server =
         gs_policy_clients_per_server(a->o->cfg.clients_per_server, a->gpus.cuda_version);

@@ -23,6 +23,9 @@ typedef struct { /* nvmlPciInfo_t (v3) */
     unsigned int domain, bus, device, pci_device_id, pci_subsystem_id;
     char bus_id[32];
 } gs_nvml_pci_t;
+typedef struct { /* nvmlMemory_t (v1) */
+    unsigned long long total, free, used;
+} gs_nvml_memory_t;
 typedef struct {
     int (*init)(void);
     int (*shutdown)(void);
@@ -39,6 +42,7 @@ typedef struct {
     int (*mig_handle)(gs_nvml_device_t, unsigned int, gs_nvml_device_t *);
     int (*compute_mode)(gs_nvml_device_t, int *);
     int (*cuda_version)(int *);
+    int (*memory)(gs_nvml_device_t, gs_nvml_memory_t *);
     const char *(*error_string)(int);
 } gs_nvml_t;
 
@@ -71,6 +75,7 @@ static void load_symbols(void *lib, gs_nvml_t *n)
     *(void **)&n->mig_handle = dlsym(lib, "nvmlDeviceGetMigDeviceHandleByIndex");
     *(void **)&n->compute_mode = dlsym(lib, "nvmlDeviceGetComputeMode");
     *(void **)&n->cuda_version = dlsym(lib, "nvmlSystemGetCudaDriverVersion_v2");
+    *(void **)&n->memory = dlsym(lib, "nvmlDeviceGetMemoryInfo");
     *(void **)&n->error_string = dlsym(lib, "nvmlErrorString");
 }
 
@@ -142,6 +147,10 @@ static void describe_gpu(const gs_nvml_t *n, gs_nvml_device_t dev, unsigned int 
                n->cpu_affinity(dev, GS_GPU_CPUMASK_WORDS, g->cpumask) == 0) {
         g->have_cpumask = 1;
     }
+    gs_nvml_memory_t mem;
+    if (n->memory != NULL && n->memory(dev, &mem) == 0) {
+        g->mem_mib = mem.total >> 20;
+    }
     int mode = 0; /* NVML_COMPUTEMODE_EXCLUSIVE_THREAD 1, _EXCLUSIVE_PROCESS 3 */
     if (n->compute_mode != NULL && n->compute_mode(dev, &mode) == 0) {
         g->exclusive = mode == 1 || mode == 3;
@@ -174,6 +183,8 @@ static void add_mig_instances(const gs_nvml_t *n, gs_nvml_device_t dev, const gs
             snprintf(g->name, sizeof(g->name), "%s MIG %u", gpu->name, m);
         }
         g->mig = (int)m + 1;
+        gs_nvml_memory_t mem; /* an instance has a slice of its GPU's memory */
+        g->mem_mib = n->memory != NULL && n->memory(mdev, &mem) == 0 ? mem.total >> 20 : 0;
         list->count++;
     }
 }

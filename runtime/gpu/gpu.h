@@ -25,6 +25,7 @@ typedef struct {
     unsigned long long bus; /* PCI domain, bus, device: the sort key */
     unsigned long long speed; /* cores x SM clock (MHz), 0 if NVML cannot tell */
     int exclusive;     /* compute mode lets one process (e.g. an MPS server) hold it */
+    unsigned long long mem_mib; /* its memory (a MIG instance's slice), 0 if NVML cannot tell */
     int have_cpumask;  /* cpumask holds the CPUs near this GPU */
     unsigned long cpumask[GS_GPU_CPUMASK_WORDS];
 } gs_gpu_t;

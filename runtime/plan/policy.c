@@ -41,6 +41,22 @@ static void off(gs_plan_t *plan, int notice, const char *reason)
     snprintf(plan->reason, sizeof(plan->reason), "%s", reason);
 }
 
+int gs_policy_memory_warning(int gpu, int nranks, unsigned long long mem_mib, char *buf,
+                             size_t len)
+{
+    unsigned long long need = (unsigned long long)nranks * GS_MPS_CONTEXT_MIB;
+    if (mem_mib == 0 || nranks < 1 || need * 10 <= mem_mib * 9) {
+        return 0;
+    }
+    unsigned long long fit = mem_mib * 9 / 10 / GS_MPS_CONTEXT_MIB;
+    snprintf(buf, len,
+             "warning: GPU %d: %d ranks' MPS contexts (about %d MiB each) take about %llu of "
+             "its %llu MiB, leaving less than a tenth for the program; run at most %llu ranks "
+             "on it (fewer ranks per node, or more GPUs)",
+             gpu, nranks, GS_MPS_CONTEXT_MIB, need, mem_mib, fit);
+    return 1;
+}
+
 int gs_policy_clients_per_server(int cfg_clients, int cuda_version)
 {
     if (cfg_clients > 0) {

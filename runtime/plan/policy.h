@@ -48,6 +48,18 @@ typedef struct {
     char reason[256];     /* why MPS is off, when it is */
 } gs_plan_t;
 
+/* Device memory one MPS client's context takes: free memory seen from
+ * inside with 1 and with 60 contexts on an H100 (driver 580, CUDA 13.0,
+ * tests/gpu/servers.sh): 54 MiB a client under MPS (525 MiB a process
+ * without MPS). */
+#define GS_MPS_CONTEXT_MIB 54
+
+/* When nranks contexts on a device of mem_mib would leave less than a tenth
+ * of it for the program: 1 and one line in buf saying the numbers and what
+ * to do; else 0. mem_mib 0 (unknown): 0. */
+int gs_policy_memory_warning(int gpu, int nranks, unsigned long long mem_mib, char *buf,
+                             size_t len);
+
 /* Default share: 100 / (0.5 n), at most 100. */
 double gs_policy_default_percentage(int nranks);
 

@@ -368,6 +368,9 @@ void gs_node_print_plan(FILE *f, const char *node, const gs_state_t *st, const c
     if (st->kind == GS_STATE_OFF && (st->notice || verbose)) {
         fprintf(f, "gsrun: node %s: %s\n", node, st->message);
     }
+    if (st->kind == GS_STATE_ON && st->notice && st->message[0] != '\0') {
+        fprintf(f, "gsrun: node %s: %s\n", node, st->message);
+    }
     if (st->kind == GS_STATE_ON && verbose) {
         for (int g = 0; g < st->ngpus; g++) {
             const gs_state_gpu_t *s = &st->gpu[g];

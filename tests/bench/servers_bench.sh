@@ -63,7 +63,7 @@ run() { # run PROGRAM NP CONFIG: prints "wall_s result_s"
     plain) mpirun -np "$np" --oversubscribe "$exe" "${args[@]}" >"$out" 2>&1 ;;
     gsrun) "$build/launcher/gsrun" --mps=on -np "$np" --oversubscribe "$exe" "${args[@]}" >"$out" 2>&1 ;;
     gpushare)
-        pct=$(awk -v n="$np" 'BEGIN { p = 200 / n; printf "%.4f", p > 100 ? 100 : p }')
+        pct=$(awk -v n="$np" 'BEGIN { p = 200 / n; printf "%.4f", (p > 100 ? 100 : p) }')
         "$build/launcher/gsrun" --mps=on --mps-percentage="$pct" -np "$np" --oversubscribe \
             "$exe" "${args[@]}" >"$out" 2>&1
         ;;

@@ -12,6 +12,8 @@
  *   FAKE_NVML_COMPUTE_MODE=M every GPU's compute mode (0 Default, 3 Exclusive_Process)
  *   FAKE_NVML_CUDA_VERSION=V the driver's CUDA version (default 13000, CUDA 13.0;
  *                            "none": the driver lacks the call)
+ *   FAKE_NVML_MEMORY_MB=M    every device's memory (default 81559, an H100's;
+ *                            a MIG instance: an eighth of it)
  *   FAKE_NVML_EXIT_DELAY_MS=N a process that loaded the library takes N ms to exit
  *                            (after its last own step), as on a loaded machine
  *
@@ -245,5 +247,22 @@ int nvmlSystemGetCudaDriverVersion_v2(int *version)
         return NVML_ERROR_NOT_SUPPORTED;
     }
     *version = v != NULL && *v != '\0' ? atoi(v) : 13000;
+    return NVML_SUCCESS;
+}
+
+typedef struct {
+    unsigned long long total, free, used;
+} memory_t;
+
+int nvmlDeviceGetMemoryInfo(void *dev, memory_t *mem)
+{
+    const char *v = getenv("FAKE_NVML_MEMORY_MB");
+    unsigned long long mb = v != NULL && *v != '\0' ? strtoull(v, NULL, 10) : 81559;
+    if ((unsigned long)dev >= MIG_BASE) {
+        mb /= 8;
+    }
+    mem->total = mb << 20;
+    mem->used = 0;
+    mem->free = mem->total;
     return NVML_SUCCESS;
 }

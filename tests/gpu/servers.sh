@@ -12,9 +12,12 @@
 #    MPS with a correct result, ceil(NP / 48) control daemons reported, exit
 #    status 0, no MPS process and no run directory left. GPU memory in use is
 #    sampled while they run: the context cost per client.
-# 2. SIGKILL of gsrun, mpirun, the node agent and one rank while NP ranks
-#    hold the GPU: the time until no rank, agent, MPS process or run dir is
-#    left (polled every 10 ms, 30 s at most).
+# 2. The context cost per client: free device memory as rank 0 sees it with
+#    1 and with NP contexts, under gsrun and under plain mpirun.
+# 3. SIGKILL of gsrun, mpirun, the node agent and one rank while NP ranks
+#    hold the GPU (every rank a client, sleeping): the time until no rank,
+#    agent, MPS process or run dir is left (polled every 10 ms, 30 s at most).
+# GSRUN_SERVERS_FRONTS and GSRUN_SERVERS_KILLS choose the steps.
 # Ends with "N passed, N failed".
 set -u
 build=$1
@@ -82,6 +85,23 @@ for front in $fronts; do
     rm -f "$out"
 done
 
+# The context cost per client: the device's free memory seen from inside
+# with 1 rank and with NP ranks holding their contexts, under gsrun (MPS)
+# and plain mpirun (no MPS).
+free_with() { # free_with LAUNCH N: the free MiB rank 0 saw with N contexts
+    $1 -np "$2" --oversubscribe "$build/examples/mps_probe" --iters 1 --n 1024 --mem 2>/dev/null |
+        sed -n 's/^mps_probe: .* free_mib=\([0-9]*\) .*/\1/p'
+}
+for how in gsrun plain; do
+    if [ $how = gsrun ]; then l="$build/launcher/gsrun --mps=on"; else l=mpirun; fi
+    f1=$(free_with "$l" 1) fn=$(free_with "$l" "$np")
+    if [ -n "$f1" ] && [ -n "$fn" ]; then
+        ok "$how: context cost $(((f1 - fn) / (np - 1))) MiB per client (free with 1 rank $f1 MiB, with $np ranks $fn MiB)"
+    else
+        notok "$how: no memory figures (1 rank: '$f1', $np ranks: '$fn')"
+    fi
+done
+
 # Kills: the whole job's end with several servers, from each side.
 kill_case() { # kill_case WHAT
     local out job victim t0 t1 n=0
@@ -89,19 +109,26 @@ kill_case() { # kill_case WHAT
     "$build/launcher/gsrun" --mps=on -np "$np" --oversubscribe "$build/examples/mps_probe" \
         --iters 20 --sleep 30000 >"$out" 2>&1 &
     job=$!
-    # Every server up and every rank a client: as many servers as planned.
-    until [ "$(live_procs 'nvidia-cuda-mps-s*' | wc -w)" -ge "$servers" ] &&
-        [ "$(live_procs mps_probe | wc -w)" -ge "$np" ] || [ $n -ge 600 ]; do
+    # Every rank has its context and sleeps (each prints first): the job
+    # holds every server.
+    until [ "$(grep -c 'mps=1 ' "$out")" -ge "$np" ] || [ $n -ge 1200 ] || ! kill -0 $job 2>/dev/null; do
         sleep 0.1
         n=$((n + 1))
     done
-    sleep 3 # contexts made
+    nmps=$(live_procs 'nvidia-cuda-mps*' | wc -w)
     case $1 in
     gsrun) victim=$job ;;
     mpirun) victim=$(live_procs mpirun) ;;
     agent) victim=$(live_procs gsrun-agent) ;;
     rank) victim=$(live_procs mps_probe | awk '{print $1}') ;;
     esac
+    if [ "$(grep -c 'mps=1 ' "$out")" -lt "$np" ] || [ -z "$victim" ] || ! kill -0 $victim 2>/dev/null; then
+        notok "SIGKILL of $1: the job was not running with every rank a client (victim '$victim')"
+        kill -9 $job 2>/dev/null
+        sleep 5
+        rm -f "$out"
+        return
+    fi
     t0=$(date +%s%N)
     kill -9 $victim
     n=0
@@ -112,7 +139,7 @@ kill_case() { # kill_case WHAT
     t1=$(date +%s%N)
     wait $job 2>/dev/null
     left=$(leftovers)
-    [ -z "$left" ] && ok "SIGKILL of $1 with $servers servers: nothing left after $(((t1 - t0) / 1000000)) ms" ||
+    [ -z "$left" ] && ok "SIGKILL of $1 with $servers servers ($nmps MPS processes, $np clients): nothing left after $(((t1 - t0) / 1000000)) ms" ||
         notok "SIGKILL of $1 with $servers servers: left after 30 s: $left"
     rm -f "$out"
 }

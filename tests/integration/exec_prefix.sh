@@ -40,6 +40,17 @@ settle
 rm -rf "$base"
 check_clean "mpirun with the prefix"
 
+# Several servers through the prefix (2 clients each: 5 ranks, 3 servers).
+FAKE_MPS_RECORD=$REC.s mpirun -np 5 "$GSRUN" exec --mps-clients-per-server=2 -- "$PROG" --mps-client \
+    >"$OUT" 2>"$ERR"
+rc=$?
+check "gsrun exec --mps-clients-per-server=2, 5 ranks: status 0, three servers, every rank a client" \
+    [ $rc -eq 0 -a "$(grep -c '^start ' "$REC.s")" -eq 3 -a "$(grep -c 'client=ok' "$OUT")" -eq 5 ] ||
+    diag "$ERR"
+settle
+rm -rf "$base"
+check_clean "the prefix, three servers"
+
 # The prefix as the site's (or user's) fork agent: plain mpirun, nothing in
 # front of the program on the command line, the setting in the environment
 # or a parameter file, as doc/openmpi.md tells a user or a site. Open MPI 4

@@ -97,6 +97,16 @@ FAKE_NVML_CUDA_VERSION=13010 FAKE_MPS_MAX_CLIENTS=60 FAKE_MPS_RECORD=$REC \
 check "60 ranks, CUDA 13.1 driver: one server takes all 60" \
     [ $? -eq 0 -a "$(grep -c 'client=ok' "$OUT")" -eq 60 -a "$(grep -c '^start ' "$REC")" -eq 1 ] || diag "$ERR"
 check_clean "CUDA 13.1 driver"
+# GPU memory: contexts of too many ranks for the device get one warning from
+# the node's first rank before the program runs (40 x 54 MiB of 2000 MiB).
+FAKE_NVML_MEMORY_MB=2000 gsrun_fake 1 -np 40 "$PROG" >"$OUT" 2>"$ERR"
+check "40 ranks on a 2000 MiB GPU: the job runs, with one memory warning" \
+    [ $? -eq 0 -a "$(grep -c "warning: GPU 0: 40 ranks' MPS contexts (about 54 MiB each) take about 2160 of its 2000 MiB" "$ERR")" -eq 1 ] ||
+    diag "$ERR"
+FAKE_NVML_MEMORY_MB=4000 gsrun_fake 1 -np 40 "$PROG" >"$OUT" 2>"$ERR"
+rc=$?
+check "  ... on 4000 MiB: no warning" [ $rc -eq 0 -a "$(grep -c 'MPS contexts' "$ERR")" -eq 0 ]
+check_clean "memory warning"
 # The fake holds to the limit: a setting above it overfills the server,
 # and the 49th client fails as on the GPU (cudaErrorDevicesUnavailable).
 gsrun_fake 1 --mps-clients-per-server=64 -np 49 "$PROG" --mps-client >"$OUT" 2>"$ERR"

@@ -28,6 +28,15 @@ rtc_run() { # rtc_run MPIRUN-ARGS...: plain mpirun with the component, output in
     mpirun $RTC $FAKE $MPIX "$@" >"$OUT" 2>"$ERR"
 }
 
+# --- several MPS servers on the GPU (2 clients each: 5 ranks, 3 servers) -------
+rtc_run --mca rtc_gsrun_verbose 1 --mca rtc_gsrun_mps_clients_per_server 2 -np 5 "$PROG" --mps-client
+rc=$?
+check "5 ranks, rtc_gsrun_mps_clients_per_server=2: status 0, every rank a client" \
+    [ $rc -eq 0 -a "$(grep -c 'client=ok' "$OUT")" -eq 5 ] || diag "$ERR"
+check "  ... three servers, blocks 0, 1-2, 3-4" \
+    [ "$(grep -c 'GPU 0 server [0-2] (GPU-[^)]*): local ranks \(0\|1-2\|3-4\)$' "$ERR")" -eq 3 ] || diag "$ERR"
+check_clean "the component, three servers"
+
 # --- 4 and 16 ranks, one GPU ---------------------------------------------------
 for n in 4 16; do
     rtc_run --mca rtc_gsrun_verbose 1 -np $n "$PROG" --check-control

@@ -71,4 +71,34 @@ check "  ... MPS is gone while the grandchild still runs" [ -z "$(leftover_procs
 pkill -f -- "$PROG --grandchild" 2>/dev/null
 wait_clean
 check_clean "grandchild"
+# Several MPS servers on the GPU (one client each: 3 servers; two each: 2):
+# every kill that ends a one-server job ends these too, nothing left.
+procs_of() { # the live processes of this test whose exe is $1
+    local p
+    for p in $(leftover_procs); do [ "$(readlink /proc/$p/exe 2>/dev/null)" = "$1" ] && echo "$p"; done
+}
+for per in 1 2; do
+    n=$(((3 + per - 1) / per))
+    for how in gsrun-TERM gsrun-KILL mpirun-KILL agent-KILL rank-KILL; do
+        rm -f "$TEST_TMP/rec"
+        GSRUN_MPS_CLIENTS_PER_SERVER=$per FAKE_MPS_RECORD=$TEST_TMP/rec start_job --sleep 30000
+        daemons=$(grep -c '^start ' "$TEST_TMP/rec" 2>/dev/null)
+        case $how in
+        gsrun-*) victim=$JOB ;;
+        mpirun-*) victim=$(pgrep -P $JOB -x 'mpirun|prterun') ;;
+        agent-*) victim=$(procs_of "$B/launcher/gsrun-agent" | head -1) ;;
+        rank-*) victim=$(procs_of "$PROG" | head -1) ;;
+        esac
+        if [ "$daemons" -ne "$n" ] || [ -z "$victim" ]; then
+            not_ok "$n servers, SIG${how#*-} to ${how%-*}: the job was not as planned ($daemons daemons, victim '$victim')"
+            kill -9 $JOB 2>/dev/null
+        else
+            kill -"${how#*-}" $victim
+            ended_within 15 && ok "$n servers: SIG${how#*-} to ${how%-*} ends the job (status $RC)" ||
+                not_ok "$n servers: SIG${how#*-} to ${how%-*}: still running after 15 s"
+        fi
+        wait_clean
+        check_clean "$n servers, SIG${how#*-} to ${how%-*}"
+    done
+done
 finish

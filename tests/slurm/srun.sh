@@ -120,6 +120,16 @@ slurm_plugstack "$PLUG"
 check "slurmd is not wedged: both nodes idle" [ "$(on_slurm host1 "sinfo -h -t idle -o %D")" = 2 ]
 
 # --- gsrun srun ---------------------------------------------------------------
+# Two MPS servers on each node's GPU (2 clients each, 4 tasks per node).
+job gs "$GSRUN -v --mps-control=$FAKE_CONTROL --mps-clients-per-server=2 $SRUN $PROG --mps-client"
+rc=$?
+check "gsrun --mps-clients-per-server=2 srun -N2 -n8: status 0, every task an MPS client" \
+    [ $rc -eq 0 -a "$(grep -c 'client=ok' $J/gs.out)" -eq 8 ] || diag $J/gs.err
+check "  ... two servers on each node's GPU" \
+    [ "$(grep -c "node host1: GPU 0 server [01] (.*MPS control daemon" $J/gs.err) $(grep -c "node host2: GPU 0 server [01] (.*MPS control daemon" $J/gs.err)" = "2 2" ] ||
+    diag $J/gs.err
+check "  ... nothing left on any node" clean_within 2000 "$(date +%s%N)"
+
 job g "$GSRUN -v --mps-control=$FAKE_CONTROL $SRUN $PROG"
 rc=$?
 check "gsrun srun -N2 -n8: status 0, 8 tasks" [ $rc -eq 0 -a "$(grep -c '^rank=' $J/g.out)" -eq 8 ] || diag $J/g.err

@@ -324,13 +324,29 @@ static void test_site_mps(void **state)
     assert_false(p.notice);
 }
 
+static void test_memory_warning(void **state)
+{
+    char buf[512];
+    (void)state;
+    /* 100 ranks on an 80 GB H100: 5.4 GB of contexts, no warning. */
+    assert_int_equal(gs_policy_memory_warning(0, 100, 81559, buf, sizeof(buf)), 0);
+    /* Unknown memory: nothing to say. */
+    assert_int_equal(gs_policy_memory_warning(0, 1000, 0, buf, sizeof(buf)), 0);
+    /* A 10 GB MIG slice: 166 contexts fit in nine tenths, 167 do not. */
+    assert_int_equal(gs_policy_memory_warning(2, 166, 10000, buf, sizeof(buf)), 0);
+    assert_int_equal(gs_policy_memory_warning(2, 167, 10000, buf, sizeof(buf)), 1);
+    assert_non_null(strstr(buf, "GPU 2: 167 ranks' MPS contexts"));
+    assert_non_null(strstr(buf, "of its 10000 MiB"));
+    assert_non_null(strstr(buf, "run at most 166 ranks on it"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_percentage), cmocka_unit_test(test_format),
         cmocka_unit_test(test_one_gpu_shares),     cmocka_unit_test(test_single_rank_auto_is_off),
         cmocka_unit_test(test_uneven_blocks),      cmocka_unit_test(test_fixed_and_off_percentage),
-        cmocka_unit_test(test_clients_per_server),
+        cmocka_unit_test(test_clients_per_server), cmocka_unit_test(test_memory_warning),
         cmocka_unit_test(test_servers_per_gpu), cmocka_unit_test(test_servers_layout),       cmocka_unit_test(test_no_gpu_and_no_control),
         cmocka_unit_test(test_bad_input),          cmocka_unit_test(test_site_mps),
     };
