@@ -10,6 +10,7 @@
 
 #include "launcher/status_main.h"
 #include "runtime/core/config.h"
+#include "runtime/core/limits.h"
 #include "runtime/core/proc.h"
 #include "runtime/files/rundir.h"
 #include "runtime/files/status.h"
@@ -28,7 +29,8 @@ int gs_status_main(int argc, char **argv)
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             printf("Usage: gsrun status [--json]\n"
                    "Lists the gsrun jobs on this node that run in $TMPDIR (default /tmp), and\n"
-                   "batch jobs and Slurm steps in " GS_ROOT_RUNDIR " and /tmp/gsrun-<uid>: the\n"
+                   "batch jobs, Slurm steps and `gsrun exec` jobs in " GS_ROOT_RUNDIR ",\n"
+                   "$TMPDIR/gsrun-<uid> and /tmp/gsrun-<uid>: the\n"
                    "caller's, or every user's for root (the caller's first). See gsrun(1)\n"
                    "for the JSON fields.\n");
             return 0;
@@ -46,8 +48,10 @@ int gs_status_main(int argc, char **argv)
     int n = 0;
     snprintf(own, sizeof(own), "/tmp/gsrun-%u", (unsigned)getuid());
     snprintf(where, sizeof(where), "%s, %s or %s", dirs[0], dirs[1], dirs[2]);
+    char nested[GS_PATH_MAX]; /* TMPDIR's own base is scanned with TMPDIR */
+    snprintf(nested, sizeof(nested), "%s/gsrun-%u", dirs[0], (unsigned)getuid());
     for (int i = 0; i < 3; i++) {
-        if (i > 0 && strcmp(dirs[i], dirs[0]) == 0) {
+        if (i > 0 && (strcmp(dirs[i], dirs[0]) == 0 || strcmp(dirs[i], nested) == 0)) {
             continue;
         }
         n += gs_status_scan(dirs[i], geteuid() == 0, jobs + n, GS_STATUS_MAX_JOBS - n);

@@ -15,7 +15,7 @@ while IFS= read -r f; do
         bad=$((bad + 1))
         echo "not ok $n - ${f#"$S"/}: no 'SPDX-License-Identifier: BSD-3-Clause' in its first 3 lines"
     fi
-done < <(find "$S" \( -name .git -o -name build-aux -o -name autom4te.cache -o -name '_build*' -o -name '.devcarry' \
+done < <(find "$S" \( -name .git -o -name build-aux -o -name autom4te.cache -o -name '_build*' -o -name '.devcarry' -o -name .thirdparty \
     -o -path "$S/debian/tmp" -o -path "$S/debian/gsrun*" -o -path "$S/debian/.debhelper" \) -prune -o -type f \
     \( -name '*.[ch]' -o -name '*.cu' -o -name '*.sh' -o -name '*.m4' -o -name Makefile.am -o -name configure.ac \
     -o -name '*.py' -o -name '*.spec' -o -name '*.lua.in' -o -name '*.conf.in' -o -path "$S/debian/rules" \

@@ -172,31 +172,101 @@ void gs_agent_ranks_came(gs_agent_t *a)
     gs_agent_write_status(a);
 }
 
-/* One registration: "hello <local rank> <its CPUs, or -> [parent]" from a
- * rank about to exec (or its task prolog). The answer may wait for
- * placement. */
-static void accept_rank(gs_agent_t *a)
-{
-    struct ucred cred;
-    socklen_t clen = sizeof(cred);
-    char buf[GS_LINE_MAX], cpulist[4100] = "";
-    int fd, rank = -1, parent = 0;
-    pid_t pid = 0;
-    long n;
-    cpu_set_t cpus;
+/* Registrations are read without blocking: a connection that sends nothing
+ * (or slowly, or many of them) delays no other rank. Each is kept until its
+ * hello is whole (the rank half-closes after it), for at most
+ * GS_AGENT_HELLO_MS; past GS_AGENT_PENDING_MAX open at once the oldest is
+ * dropped (a real rank writes its hello as it connects). */
+#define GS_AGENT_PENDING_MAX 64
+#define GS_AGENT_HELLO_MS 2000
 
-    fd = accept4(a->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+typedef struct {
+    int fd;
+    struct ucred cred;
+    long long deadline;
+    size_t len;
+    char buf[GS_LINE_MAX];
+} gs_pending_t;
+
+static void pending_drop(gs_pending_t *q, int *nq, int i)
+{
+    close(q[i].fd);
+    q[i] = q[--*nq];
+}
+
+/* A new connection: another user's is refused at once (the node dir is
+ * 0700, so this is a stale or hostile peer); the job user's waits for its
+ * hello. */
+static void take_connection(gs_agent_t *a, gs_pending_t *q, int *nq)
+{
+    socklen_t clen = sizeof(q[0].cred);
+    int fd = accept4(a->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
         return;
     }
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0 || cred.uid != getuid()) {
-        close(fd); /* the node dir is 0700: not another user's rank */
+    if (*nq == GS_AGENT_PENDING_MAX) {
+        int oldest = 0;
+        for (int i = 1; i < *nq; i++) {
+            oldest = q[i].deadline < q[oldest].deadline ? i : oldest;
+        }
+        pending_drop(q, nq, oldest);
+    }
+    gs_pending_t *p = &q[*nq];
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &p->cred, &clen) != 0 || p->cred.uid != getuid()) {
+        close(fd);
         return;
     }
-    n = gs_proc_read_all(fd, buf, sizeof(buf), gs_proc_now_ms() + 2000);
-    if (n <= 0 || gs_protocol_hello_parse(buf, &rank, cpulist, sizeof(cpulist), &parent) != 0 ||
-        !gs_ranks_accepts(&a->ranks, rank) ||
-        (pid = gs_ranks_registered_pid(cred.pid, parent)) <= 0) {
+    p->fd = fd;
+    p->len = 0;
+    p->buf[0] = '\0';
+    p->deadline = gs_proc_now_ms() + GS_AGENT_HELLO_MS;
+    (*nq)++;
+}
+
+/* What a pending connection sent: 1 once its hello is whole (end of file,
+ * or the buffer full), 0 for more to come, -1 when it failed. */
+static int pending_read(gs_pending_t *p)
+{
+    ssize_t r = read(p->fd, p->buf + p->len, sizeof(p->buf) - 1 - p->len);
+    if (r > 0) {
+        p->len += (size_t)r;
+        p->buf[p->len] = '\0';
+        return p->len + 1 >= sizeof(p->buf);
+    }
+    if (r == 0) {
+        return 1;
+    }
+    return errno == EAGAIN || errno == EINTR ? 0 : -1;
+}
+
+/* One registration: "hello <local rank> <its CPUs, or -> [parent]" from a
+ * rank about to exec (or its task prolog). The answer may wait for
+ * placement. Takes fd (kept for the rank, or closed). */
+static void register_rank(gs_agent_t *a, int fd, const struct ucred *cred, const char *buf)
+{
+    char cpulist[4100] = "";
+    int rank = -1, parent = 0;
+    pid_t pid = 0, holder = 0;
+    cpu_set_t cpus;
+
+    if (gs_protocol_hello_parse(buf, &rank, cpulist, sizeof(cpulist), &parent) != 0 ||
+        (pid = gs_ranks_registered_pid(cred->pid, parent)) <= 0) {
+        dprintf(fd, "error bad registration\n");
+        close(fd);
+        return;
+    }
+    if ((holder = gs_ranks_holder(&a->ranks, rank)) > 0) {
+        /* Two processes cannot both be one local rank: the second one is
+         * refused, and both are named. */
+        dprintf(fd, "error local rank %d is already registered by PID %d (this is PID %d)\n",
+                rank, (int)holder, (int)pid);
+        gs_report_add(&a->report, 1,
+                      "local rank %d registered again by PID %d (first by PID %d): refused", rank,
+                      (int)pid, (int)holder);
+        close(fd);
+        return;
+    }
+    if (!gs_ranks_accepts(&a->ranks, rank)) {
         dprintf(fd, "error bad registration\n");
         close(fd);
         return;
@@ -219,11 +289,12 @@ static void accept_rank(gs_agent_t *a)
 void gs_agent_serve(gs_agent_t *a)
 {
     gs_ranks_t *t = &a->ranks;
-    int nfds = 3 + a->local_size;
+    int nfds = 3 + GS_AGENT_PENDING_MAX + a->local_size, nq = 0;
     struct pollfd *p = calloc((size_t)nfds, sizeof(*p));
+    gs_pending_t *q = calloc(GS_AGENT_PENDING_MAX, sizeof(*q));
     long long last_change = gs_proc_now_ms();
     long long give_up_rank0 = a->started_ms + (long long)a->o->cfg.timeout_s * 1000;
-    const char *why = p == NULL ? "out of memory" : NULL;
+    const char *why = p == NULL || q == NULL ? "out of memory" : NULL;
     int early = 1; /* the job did not end on its own */
 
     while (why == NULL) {
@@ -231,6 +302,12 @@ void gs_agent_serve(gs_agent_t *a)
         p[k++] = (struct pollfd){a->sig_fd, POLLIN, 0};
         p[k++] = (struct pollfd){!gs_ranks_complete(t) ? a->listen_fd : -1, POLLIN, 0};
         p[k++] = (struct pollfd){a->watch_fd, POLLIN, 0};
+        long long now = gs_proc_now_ms();
+        for (int i = 0; i < nq; i++) {
+            p[k++] = (struct pollfd){q[i].fd, POLLIN, 0};
+            long long w = q[i].deadline - now;
+            timeout = w < 0 ? 0 : (timeout < 0 || w < timeout ? (int)w : timeout);
+        }
         for (int i = 0; i < t->nlive; i++) {
             p[k++] = (struct pollfd){t->live[i].fd, gs_ranks_events(&t->live[i]), 0};
         }
@@ -267,9 +344,22 @@ void gs_agent_serve(gs_agent_t *a)
         if (dropped) {
             gs_agent_write_status(a);
         }
+        /* Pending registrations: those whose hello is whole are served,
+         * those past their time dropped (backwards: dropping moves the last
+         * one into the slot). */
+        for (int i = nq - 1; i >= 0; i--) {
+            int done = (p[3 + i].revents & (POLLIN | POLLHUP | POLLERR)) ? pending_read(&q[i]) : 0;
+            if (done == 1) {
+                gs_pending_t one = q[i];
+                q[i] = q[--nq];
+                register_rank(a, one.fd, &one.cred, one.buf);
+                last_change = gs_proc_now_ms();
+            } else if (done < 0 || gs_proc_now_ms() >= q[i].deadline) {
+                pending_drop(q, &nq, i);
+            }
+        }
         if (p[1].revents & POLLIN) {
-            accept_rank(a);
-            last_change = gs_proc_now_ms();
+            take_connection(a, q, &nq);
         }
         if (p[0].revents & POLLIN) {
             why = gs_agent_read_signals(a);
@@ -293,6 +383,10 @@ void gs_agent_serve(gs_agent_t *a)
             early = 0;
         }
     }
+    for (int i = 0; q != NULL && i < nq; i++) {
+        close(q[i].fd);
+    }
+    free(q);
     free(p);
     if (early && t->nlive > 0) {
         int n = t->nlive;

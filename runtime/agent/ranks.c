@@ -36,6 +36,16 @@ void gs_ranks_free(gs_ranks_t *t)
     t->live = t->seen = NULL;
 }
 
+pid_t gs_ranks_holder(const gs_ranks_t *t, int rank)
+{
+    for (int i = 0; t->seen != NULL && i < t->registered; i++) {
+        if (t->seen[i].rank == rank && rank >= 0) {
+            return t->seen[i].pid;
+        }
+    }
+    return 0;
+}
+
 int gs_ranks_accepts(const gs_ranks_t *t, int rank)
 {
     return t->live != NULL && rank >= 0 && rank < t->size && t->registered < t->size;

@@ -32,6 +32,8 @@ typedef struct {
 int gs_ranks_init(gs_ranks_t *t, int size);
 /* Closes what is still open and frees. */
 void gs_ranks_free(gs_ranks_t *t);
+/* The PID that registered local rank `rank` already (alive or not), or 0. */
+pid_t gs_ranks_holder(const gs_ranks_t *t, int rank);
 /* Whether another registration can be taken for this local rank. */
 int gs_ranks_accepts(const gs_ranks_t *t, int rank);
 /* Records a registration of pid for local rank `rank` on connection conn:

@@ -165,46 +165,146 @@ int gs_rundir_socket_fits(const char *dir)
     return strlen(dir) + 1 + GS_RUNDIR_SOCKET_ROOM < GS_SUN_PATH_MAX;
 }
 
-static int remove_at(int parentfd, const char *name)
-{
-    int fd, rc = 0;
-    DIR *d;
-    struct dirent *e;
+/* Removing a tree that its owner (a job's user) may have shaped to defeat
+ * it: any depth, any width, links anywhere. Recursion would hold one
+ * descriptor and one DIR buffer per level (25,000 nested directories ran
+ * root's epilog out of descriptors, EMFILE, and with a higher limit grow
+ * its stack). Instead two directories are open at a time: the top one, and
+ * one of its subdirectories whose entries are removed, or, for directories,
+ * moved up into the top one under fresh names; so every level is undone
+ * one at a time with bounded descriptors, memory and stack, and a link is
+ * only ever unlinked, never followed. */
 
-    if (unlinkat(parentfd, name, 0) == 0 || errno == ENOENT) {
-        return 0;
-    }
-    if (errno != EISDIR && errno != EPERM) {
-        return -errno;
-    }
-    fd = openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-        return errno == ENOENT ? 0 : -errno;
-    }
-    d = fdopendir(fd);
+/* Moves sub's non-empty directories into top under a name nothing there
+ * has; removes everything else in sub. Returns how many entries went, or
+ * a negative errno when none could. */
+static long hoist(int sub, int top, unsigned long *serial)
+{
+    int fd = dup(sub);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    struct dirent *e;
+    long done = 0;
+    int err = 0;
+
     if (d == NULL) {
-        close(fd);
+        if (fd >= 0) {
+            close(fd);
+        }
         return -errno;
     }
     while ((e = readdir(d)) != NULL) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) {
             continue;
         }
-        int r = remove_at(dirfd(d), e->d_name);
-        if (r != 0) {
-            rc = r;
+        if (unlinkat(sub, e->d_name, 0) == 0 || errno == ENOENT ||
+            ((errno == EISDIR || errno == EPERM) &&
+             (unlinkat(sub, e->d_name, AT_REMOVEDIR) == 0 || errno == ENOENT))) {
+            done++;
+            continue;
+        }
+        if (errno != ENOTEMPTY && errno != EEXIST) {
+            err = errno;
+            continue;
+        }
+        for (int tries = 0; tries < 1000; tries++) {
+            char fresh[32];
+            snprintf(fresh, sizeof(fresh), ".gs-rm-%lu", (*serial)++);
+            if (renameat2(sub, e->d_name, top, fresh, RENAME_NOREPLACE) == 0) {
+                done++;
+                break;
+            }
+            if (errno == EINVAL || errno == ENOSYS) {
+                /* No RENAME_NOREPLACE here: a name taken meanwhile can only
+                 * be an empty directory of the same tree, which this
+                 * replaces. */
+                if (faccessat(top, fresh, F_OK, AT_SYMLINK_NOFOLLOW) != 0 &&
+                    renameat(sub, e->d_name, top, fresh) == 0) {
+                    done++;
+                    break;
+                }
+            }
+            if (errno != EEXIST && errno != ENOTEMPTY) {
+                err = errno;
+                break;
+            }
         }
     }
     closedir(d);
-    if (unlinkat(parentfd, name, AT_REMOVEDIR) != 0 && errno != ENOENT) {
-        rc = -errno;
+    return done > 0 || err == 0 ? done : -err;
+}
+
+/* Empties the directory open as top. 0, or a negative errno when a pass
+ * over it could remove nothing more. */
+static int empty_dir(int top)
+{
+    unsigned long serial = 0;
+    for (;;) {
+        int fd = dup(top), seen = 0, progress = 0, err = 0;
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        struct dirent *e;
+        if (d == NULL) {
+            if (fd >= 0) {
+                close(fd);
+            }
+            return -errno;
+        }
+        rewinddir(d);
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) {
+                continue;
+            }
+            seen++;
+            if (unlinkat(top, e->d_name, 0) == 0 || errno == ENOENT ||
+                ((errno == EISDIR || errno == EPERM) &&
+                 (unlinkat(top, e->d_name, AT_REMOVEDIR) == 0 || errno == ENOENT))) {
+                progress = 1;
+                continue;
+            }
+            if (errno != ENOTEMPTY && errno != EEXIST) {
+                err = errno;
+                continue;
+            }
+            int sub = openat(top, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub < 0) {
+                err = errno;
+                continue;
+            }
+            long r = hoist(sub, top, &serial);
+            close(sub);
+            if (r > 0) {
+                progress = 1; /* the directory itself goes on a later pass */
+            } else if (r < 0) {
+                err = (int)-r;
+            }
+        }
+        closedir(d);
+        if (seen == 0) {
+            return 0;
+        }
+        if (!progress) {
+            return -(err != 0 ? err : ENOTEMPTY);
+        }
     }
-    return rc;
 }
 
 int gs_rundir_remove(const char *path)
 {
-    return remove_at(AT_FDCWD, path);
+    if (unlinkat(AT_FDCWD, path, 0) == 0 || errno == ENOENT) {
+        return 0;
+    }
+    if (errno != EISDIR && errno != EPERM) {
+        return -errno;
+    }
+    int top = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (top < 0) {
+        return errno == ENOENT ? 0 : -errno;
+    }
+    int rc = empty_dir(top);
+    close(top);
+    if (rmdir(path) != 0 && errno != ENOENT) {
+        return rc != 0 ? rc : -errno;
+    }
+    return 0;
 }
 
 int gs_rundir_open_nodes(const char *job_dir, int *fds, char (*names)[64], int max)

@@ -50,7 +50,10 @@ int gs_rundir_check_usable(const char *job_dir, gs_error_t *err);
 /* Whether dir + '/' + a socket name of GS_RUNDIR_SOCKET_ROOM bytes fits. */
 int gs_rundir_socket_fits(const char *dir);
 
-/* Removes a tree we made, never following symlinks. Missing is success. */
+/* Removes a tree we made (or its user shaped: any depth and width), never
+ * following symlinks, with two directories open at a time and bounded
+ * memory and stack. Missing is success. 0, or a negative errno (what could
+ * not be removed stays). */
 int gs_rundir_remove(const char *path);
 
 /* Opens (O_DIRECTORY, no symlinks) up to max node directories of a job dir,

@@ -245,7 +245,22 @@ static int is_job_name(const char *n)
 {
     return (strncmp(n, "gsrun.", 6) == 0 && strlen(n) == 12) || strncmp(n, "gsrun.slurm-", 12) == 0 ||
            strncmp(n, "gsrun.job-", 10) == 0 || strncmp(n, "job-", 4) == 0 ||
-           strncmp(n, "slurm-", 6) == 0;
+           strncmp(n, "slurm-", 6) == 0 || strncmp(n, "exec-", 5) == 0;
+}
+
+/* A user's private base in a TMPDIR, "gsrun-<uid>": the rank prefix's jobs
+ * (gsrun exec) and a user's own batch jobs live there. */
+static int is_user_base(const char *n)
+{
+    if (strncmp(n, "gsrun-", 6) != 0 || n[6] == '\0') {
+        return 0;
+    }
+    for (const char *p = n + 6; *p != '\0'; p++) {
+        if (*p < '0' || *p > '9') {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 static int scan_pass(const char *tmpdir, const char *node, int others, gs_status_t *out,
@@ -266,6 +281,31 @@ static int scan_pass(const char *tmpdir, const char *node, int others, gs_status
     return n;
 }
 
+/* The jobs in the users' private bases of tmpdir (only directories, never
+ * links; read_job checks each job dir's owner). */
+static int scan_bases(const char *tmpdir, const char *node, int others, gs_status_t *out,
+                      int max)
+{
+    int n = 0;
+    DIR *d = opendir(tmpdir);
+    if (d == NULL) {
+        return 0;
+    }
+    for (struct dirent *e; n < max && (e = readdir(d)) != NULL;) {
+        char base[GS_PATH_MAX];
+        struct stat st;
+        if (!is_user_base(e->d_name) ||
+            (size_t)snprintf(base, sizeof(base), "%s/%s", tmpdir, e->d_name) >= sizeof(base) ||
+            lstat(base, &st) != 0 || !S_ISDIR(st.st_mode) || (!others && st.st_uid != getuid()) ||
+            (others && st.st_uid == getuid())) {
+            continue;
+        }
+        n += scan_pass(base, node, others, out + n, max - n);
+    }
+    closedir(d);
+    return n;
+}
+
 int gs_status_scan(const char *tmpdir, int all_users, gs_status_t *out, int max)
 {
     char node[64];
@@ -273,8 +313,10 @@ int gs_status_scan(const char *tmpdir, int all_users, gs_status_t *out, int max)
     /* The caller's own jobs first: others' (root sees every user's) can
      * never crowd them out of the list. */
     int n = scan_pass(tmpdir, node, 0, out, max);
+    n += scan_bases(tmpdir, node, 0, out + n, max - n);
     if (all_users) {
         n += scan_pass(tmpdir, node, 1, out + n, max - n);
+        n += scan_bases(tmpdir, node, 1, out + n, max - n);
     }
     return n;
 }

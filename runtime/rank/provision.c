@@ -19,6 +19,8 @@
 #include "runtime/rank/task.h"
 #include "runtime/core/unixsock.h"
 #include "runtime/core/limits.h"
+#include "runtime/core/text.h"
+#include "runtime/files/status.h"
 
 int gs_provision_job_name(const char *job, char *out, size_t len, gs_error_t *err)
 {
@@ -155,14 +157,18 @@ int gs_provision_start(const gs_config_t *cfg, const char *job_dir, const char *
 
 /* "stop" to the agent; its report comes back on the connection: all of it
  * with verbose, else its problems. */
+/* The most report lines an epilog prints from one agent. */
+#define GS_PROVISION_REPORT_LINES 200
+
 static int ask_stop(const char *node_dir, FILE *out, int verbose)
 {
     char buf[GS_LINE_MAX], path[700];
     snprintf(path, sizeof(path), "%s/%s", node_dir, GS_PROTO_SOCKET);
     int fd = gs_unixsock_connect(path, NULL);
 
-    if (fd < 0 ||
-        write(fd, GS_PROTO_STOP, strlen(GS_PROTO_STOP)) != (ssize_t)strlen(GS_PROTO_STOP)) {
+    /* MSG_NOSIGNAL: a peer that closes at once must not kill the epilog. */
+    if (fd < 0 || send(fd, GS_PROTO_STOP, strlen(GS_PROTO_STOP), MSG_NOSIGNAL) !=
+                      (ssize_t)strlen(GS_PROTO_STOP)) {
         if (fd >= 0) {
             close(fd);
         }
@@ -170,9 +176,17 @@ static int ask_stop(const char *node_dir, FILE *out, int verbose)
     }
     long long deadline = gs_proc_now_ms() + GS_PROTO_QUIT_TIMEOUT_MS + 2000;
     long n;
-    while ((n = gs_proc_read_line(fd, buf, sizeof(buf), deadline)) > 0) {
+    int lines = 0;
+    /* The answer comes through a socket in a directory the job's user
+     * writes: whoever answers, root prints only cleaned text (no control
+     * characters, valid UTF-8), a bounded number of lines. */
+    while ((n = gs_proc_read_line(fd, buf, sizeof(buf), deadline)) > 0 &&
+           lines < GS_PROVISION_REPORT_LINES) {
         if (verbose || strstr(buf, "problem: ") != NULL) {
-            fputs(buf, out);
+            gs_text_rstrip(buf, "\r\n");
+            gs_status_clean(buf);
+            fprintf(out, "%s\n", buf);
+            lines++;
         }
     }
     close(fd);

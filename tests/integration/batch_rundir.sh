@@ -170,6 +170,37 @@ r2=$?
 check "two prologs of one job at once: both status 0 ($r1, $r2), one agent" eval \
     '[ $r1 -eq 0 ] && [ $r2 -eq 0 ] && [ "$(agent_of "$BASE/job-782" | wc -l)" -eq 1 ]' || diag "$ERR.1" "$ERR.2"
 
+# --- a user's tree that defeats recursion, and bytes on the socket -------------
+H=$B/tests/progs/hostile_user
+"$G" prolog --job 790 --user nobody --dir "$BASE" $CTL 2>"$ERR"
+as 65534 mkdir "$BASE/job-790/deep" "$BASE/job-790/wide"
+as 65534 "$H" deep "$BASE/job-790/deep" 25000 && as 65534 "$H" wide "$BASE/job-790/wide" 100000
+check "nobody nests 25,000 directories and puts 100,000 entries in its job dir" [ $? -eq 0 ]
+as 65534 ln -s / "$BASE/job-790/root-link"
+t0=$(date +%s%N)
+(ulimit -n 1024; "$G" epilog --job 790 --dir "$BASE") 2>"$ERR"
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+check "  ... root's epilog with 1024 descriptors: status $rc (0), the job dir gone ($ms ms)" \
+    [ $rc -eq 0 -a ! -e "$BASE/job-790" ] || diag "$ERR"
+check "  ... the link in it removed, not followed" [ -d /etc -a -d /usr ]
+"$G" prolog --job 791 --user nobody --dir "$BASE" $CTL 2>"$ERR"
+sock=$BASE/job-791/$node/agent.sock
+as 65534 "$H" listen "$sock" 'gsrun: problem: \e[2J\e[31mred\e]0;title\a\n' &
+lis=$!
+for _ in $(seq 50); do [ -S "$sock" ] && [ "$(stat -c %u "$sock")" = 65534 ] && break; sleep 0.1; done
+"$G" epilog --job 791 --dir "$BASE" >"$OUT" 2>"$ERR"
+check "a listener of the user's in place of agent.sock: the epilog prints its line cleaned" \
+    eval 'grep -q "gsrun: problem: ?\[2J?\[31mred?\]0;title?" "$ERR" && ! grep -q "$(printf "\033")" "$ERR" "$OUT"' ||
+    diag "$ERR"
+kill $lis 2>/dev/null
+wait $lis 2>/dev/null
+# (The agent it left behind is ended here: that the epilog ends it is not built yet.)
+a791=$(agent_of "$BASE/job-791")
+[ -n "$a791" ] && kill -TERM $a791
+for _ in $(seq 100); do [ -z "$(agent_of "$BASE/job-791")" ] && [ -z "$(leftover_procs)" ] && break; sleep 0.1; done
+rm -rf "$BASE/job-791"
+
 for j in 779 782; do "$G" epilog --job $j --dir "$BASE" 2>>"$ERR"; done
 check "every epilog done: nothing left in the base" [ -z "$(ls -A "$BASE")" ] || ls -la "$BASE" | diag
 rm -rf "$BASE"

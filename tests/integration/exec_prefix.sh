@@ -51,6 +51,18 @@ settle
 rm -rf "$base"
 check_clean "the prefix, three servers"
 
+# `gsrun status` lists the prefix's jobs (in the user's private base).
+mpirun -np 2 "$GSRUN" exec -- "$PROG" --sleep 4000 >"$OUT" 2>"$ERR" &
+job=$!
+wait_status "$TEST_TMP/st" "^job exec-[^ ]* (uid $(id -u)): .*MPS on, 2 of 2 ranks registered"
+check "gsrun status lists a gsrun exec job, MPS on, its ranks" \
+    grep -q "^job exec-[^ ]* (uid $(id -u)): .*MPS on, 2 of 2 ranks registered" "$TEST_TMP/st" ||
+    diag "$TEST_TMP/st"
+wait $job
+settle
+rm -rf "$base"
+check_clean "status of a gsrun exec job"
+
 # The prefix as the site's (or user's) fork agent: plain mpirun, nothing in
 # front of the program on the command line, the setting in the environment
 # or a parameter file, as doc/openmpi.md tells a user or a site. Open MPI 4
@@ -133,6 +145,38 @@ check "GSRUN_LOCAL_RANK/_SIZE by hand: 3 ranks with MPS at 66.6667 %" \
 settle
 rm -rf "$base"
 check_clean "a launcher of our own"
+
+# The agent's socket against the job user's own processes: a second
+# registration of a local rank is refused naming both PIDs, and 20 idle
+# connections delay no rank (each was read with a 2 s deadline, one after
+# the other: the next rank waited 40 s).
+(
+    GSRUN_JOB_KEY=k$$ GSRUN_LOCAL_RANK=0 GSRUN_LOCAL_SIZE=2 "$GSRUN" exec -- sh -c \
+        'echo "rank 0 mps=$GSRUN_MPS_ACTIVE"; sleep 3' &
+    for _ in $(seq 100); do
+        sock=$(ls "$base"/exec-*/*/agent.sock 2>/dev/null | head -1)
+        [ -S "$sock" ] && grep -q "^rank 0 mps=1" "$OUT" && break
+        sleep 0.05
+    done
+    "$B/tests/progs/hostile_user" hello "$sock" "hello 0 -" >"$OUT.dup"
+    "$B/tests/progs/hostile_user" idle "$sock" 20 8 >"$OUT.idle" &
+    sleep 0.3
+    t0=$(date +%s%N)
+    GSRUN_JOB_KEY=k$$ GSRUN_LOCAL_RANK=1 GSRUN_LOCAL_SIZE=2 "$GSRUN" exec -- sh -c \
+        'echo "rank 1 mps=$GSRUN_MPS_ACTIVE"'
+    echo "rank 1 after $((($(date +%s%N) - t0) / 1000000)) ms"
+    wait
+) >"$OUT" 2>"$ERR"
+check "a second 'hello 0' while rank 0 runs: refused, naming both PIDs" \
+    grep -q "answer: error local rank 0 is already registered by PID [0-9]* (this is PID [0-9]*)" "$OUT.dup" ||
+    diag "$OUT.dup"
+check "  ... 20 idle connections open" grep -q "idle: 20 of 20 connections open" "$OUT.idle"
+ms=$(sed -n 's/^rank 1 after \([0-9]*\) ms$/\1/p' "$OUT")
+check "  ... rank 1 registers at once all the same ($ms ms), both ranks under MPS" \
+    [ "${ms:-99999}" -lt 2000 -a "$(grep -c 'mps=1' "$OUT")" -eq 2 ] || diag "$OUT" "$ERR"
+settle
+rm -rf "$base"
+check_clean "the agent's socket against its own user"
 
 # No launcher variables at all: one line that names what to set.
 "$GSRUN" exec -- true >"$OUT" 2>"$ERR"

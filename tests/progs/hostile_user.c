@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* What a job's user can do to gsrun's files and sockets, for the tests
+ * (tests/integration/batch_rundir.sh, exec_prefix.sh):
+ *
+ *   hostile_user deep DIR N        nest N directories under DIR (DIR/d/d/...), a file
+ *                                  every 100 levels
+ *   hostile_user wide DIR N        N entries in DIR, files and empty directories
+ *   hostile_user listen PATH TEXT  listen on the unix socket PATH (replacing
+ *                                  what is there) and answer every connection with
+ *                                  TEXT (C escapes \e \n \r \t \\ understood), for
+ *                                  at most 30 s
+ *   hostile_user idle PATH N S     open N connections to PATH, send nothing, hold
+ *                                  them S seconds
+ *   hostile_user hello PATH LINE   send LINE and a newline, half-close, print the
+ *                                  answer (5 s at most)
+ *
+ * Built with `make check`; never installed. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+static int fail(const char *what)
+{
+    fprintf(stderr, "hostile_user: %s: %s\n", what, strerror(errno));
+    return 1;
+}
+
+static int deep(const char *dir, long n)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0) {
+        return fail(dir);
+    }
+    for (long i = 0; i < n; i++) {
+        if (mkdirat(fd, "d", 0700) != 0 && errno != EEXIST) {
+            return fail("mkdirat");
+        }
+        int next = openat(fd, "d", O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+        if (next < 0) {
+            return fail("openat");
+        }
+        if (i % 100 == 0) {
+            close(openat(next, "f", O_CREAT | O_WRONLY, 0600));
+        }
+        close(fd);
+        fd = next;
+    }
+    close(fd);
+    return 0;
+}
+
+static int wide(const char *dir, long n)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0) {
+        return fail(dir);
+    }
+    for (long i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "e%ld", i);
+        if (i % 2 ? mkdirat(fd, name, 0700) != 0 : close(openat(fd, name, O_CREAT | O_WRONLY, 0600)) != 0) {
+            return fail(name);
+        }
+    }
+    close(fd);
+    return 0;
+}
+
+static int unix_addr(const char *path, struct sockaddr_un *a)
+{
+    memset(a, 0, sizeof(*a));
+    a->sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof(a->sun_path)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    snprintf(a->sun_path, sizeof(a->sun_path), "%s", path);
+    return 0;
+}
+
+static int connect_to(const char *path)
+{
+    struct sockaddr_un a;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || unix_addr(path, &a) != 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        return -1;
+    }
+    return fd;
+}
+
+/* C escapes of the command line's TEXT. */
+static size_t unescape(const char *in, char *out, size_t len)
+{
+    size_t n = 0;
+    for (const char *p = in; *p != '\0' && n + 1 < len; p++) {
+        if (*p == '\\' && p[1] != '\0') {
+            p++;
+            out[n++] = *p == 'e' ? 27 : *p == 'a' ? 7 : *p == 'n' ? '\n' : *p == 'r' ? '\r' : *p == 't' ? '\t' : *p;
+        } else {
+            out[n++] = *p;
+        }
+    }
+    out[n] = '\0';
+    return n;
+}
+
+static int listen_on(const char *path, const char *text)
+{
+    char answer[4096];
+    size_t n = unescape(text, answer, sizeof(answer));
+    struct sockaddr_un a;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    unlink(path);
+    if (fd < 0 || unix_addr(path, &a) != 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+        listen(fd, 16) != 0) {
+        return fail(path);
+    }
+    time_t end = time(NULL) + 30;
+    while (time(NULL) < end) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 1000) <= 0) {
+            continue;
+        }
+        int c = accept(fd, NULL, NULL);
+        if (c >= 0) {
+            char req[256]; /* what the epilog asks (stop), then the answer */
+            struct pollfd r = {c, POLLIN, 0};
+            if (poll(&r, 1, 2000) > 0 && read(c, req, sizeof(req)) < 0) {
+                /* nothing asked: answer anyway */
+            }
+            if (write(c, answer, n) < 0) {
+                /* the reader went away */
+            }
+            close(c);
+        }
+    }
+    close(fd);
+    unlink(path);
+    return 0;
+}
+
+static int idle(const char *path, int n, int seconds)
+{
+    int opened = 0;
+    for (int i = 0; i < n; i++) {
+        if (connect_to(path) >= 0) { /* held open until exit */
+            opened++;
+        }
+    }
+    printf("idle: %d of %d connections open\n", opened, n);
+    fflush(stdout);
+    sleep((unsigned)seconds);
+    return opened == n ? 0 : 1;
+}
+
+static int hello(const char *path, const char *line)
+{
+    char buf[1024];
+    int fd = connect_to(path);
+    if (fd < 0) {
+        return fail(path);
+    }
+    if (dprintf(fd, "%s\n", line) < 0) {
+        return fail("write");
+    }
+    shutdown(fd, SHUT_WR);
+    struct pollfd p = {fd, POLLIN, 0};
+    ssize_t r = poll(&p, 1, 5000) > 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+    buf[r > 0 ? r : 0] = '\0';
+    printf("answer: %s", r > 0 ? buf : "(none)\n");
+    close(fd);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 4 && strcmp(argv[1], "deep") == 0) {
+        return deep(argv[2], atol(argv[3]));
+    }
+    if (argc == 4 && strcmp(argv[1], "wide") == 0) {
+        return wide(argv[2], atol(argv[3]));
+    }
+    if (argc == 4 && strcmp(argv[1], "listen") == 0) {
+        return listen_on(argv[2], argv[3]);
+    }
+    if (argc == 5 && strcmp(argv[1], "idle") == 0) {
+        return idle(argv[2], atoi(argv[3]), atoi(argv[4]));
+    }
+    if (argc == 4 && strcmp(argv[1], "hello") == 0) {
+        return hello(argv[2], argv[3]);
+    }
+    fprintf(stderr, "usage: see the head of tests/progs/hostile_user.c\n");
+    return 2;
+}
