@@ -20,6 +20,7 @@
 
 #include "launcher/batch_main.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
@@ -32,6 +33,7 @@
 #include <unistd.h>
 
 #include "pmix/discover.h"
+#include "runtime/rank/endjob.h"
 #include "runtime/rank/helper.h"
 #include "runtime/core/config.h"
 #include "runtime/core/proc.h"
@@ -223,6 +225,28 @@ static int unusable_dir(batch_opts_t *o, const gs_error_t *err)
     return 0;
 }
 
+/* What an epilog could not remove is renamed to this prefix in the base;
+ * the next prolog there removes it. */
+#define GS_BATCH_TRASH ".gs-trash-"
+
+/* Removes what earlier epilogs moved aside in base (best effort). */
+static void empty_trash(const char *base)
+{
+    DIR *d = opendir(base);
+    struct dirent *e;
+    if (d == NULL) {
+        return;
+    }
+    while ((e = readdir(d)) != NULL) {
+        char path[700];
+        if (strncmp(e->d_name, GS_BATCH_TRASH, strlen(GS_BATCH_TRASH)) == 0 &&
+            (size_t)snprintf(path, sizeof(path), "%s/%s", base, e->d_name) < sizeof(path)) {
+            gs_rundir_remove(path);
+        }
+    }
+    closedir(d);
+}
+
 static int prolog(batch_opts_t *o, const char *name)
 {
     char job_dir[600];
@@ -246,6 +270,7 @@ static int prolog(batch_opts_t *o, const char *name)
                               &err) != 0) {
         return unusable_dir(o, &err);
     }
+    empty_trash(o->dir != NULL ? o->dir : GS_ROOT_RUNDIR);
     int code = as_user(pw->pw_uid, pw->pw_gid, pw->pw_name, provision, o, job_dir,
                        (o->cfg.timeout_s + 30) * 1000);
     if (code != 0) {
@@ -397,11 +422,24 @@ static int epilog(batch_opts_t *o, const char *name)
                 "its directory is removed anyway\n",
                 o->job);
     }
+    /* Root ends what root started, found from root's side: the job's agent
+     * (stopped, or its socket gone) and every process of its session. */
+    int ended = gs_endjob_kill(NULL, job_dir, uid, GS_WAIT_ENDJOB_MS);
+    if (ended != 0) {
+        fprintf(stderr, "gsrun: epilog: job %s: %s%d process%s of the job's agent ended by root\n",
+                o->job, ended < 0 ? "warning: not all " : "", ended < 0 ? 0 : ended,
+                ended == 1 ? "" : "es");
+    }
     int rc = gs_rundir_remove(job_dir);
     if (rc != 0) {
-        fprintf(stderr, "gsrun: epilog: job %s: cannot remove %s: %s\n", o->job, job_dir,
-                strerror(-rc));
-        return GS_EXIT_SETUP;
+        /* Whatever the user left that cannot go now must not drain the node:
+         * it leaves the job's name, and the next prolog here removes it. */
+        char trash[700];
+        snprintf(trash, sizeof(trash), "%s/" GS_BATCH_TRASH "%s.%d", base, name, (int)getpid());
+        int moved = rename(job_dir, trash) == 0;
+        fprintf(stderr, "gsrun: epilog: job %s: warning: cannot remove %s: %s; %s\n", o->job,
+                job_dir, strerror(-rc),
+                moved ? "moved aside for the next prolog to remove" : "left in place");
     }
     return 0;
 }

@@ -17,6 +17,8 @@
 #define GS_WAIT_OWN_FILE_MS 100
 #define GS_WAIT_SYSFS_MS 1000
 #define GS_WAIT_VERSION_MS 10000
+/* How long root's epilog keeps ending a job's leftover processes. */
+#define GS_WAIT_ENDJOB_MS 3000
 /* How long a child asked to exit is given before it is killed. */
 #define GS_WAIT_CHILD_EXIT_MS 1000
 

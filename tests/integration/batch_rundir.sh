@@ -184,6 +184,7 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 check "  ... root's epilog with 1024 descriptors: status $rc (0), the job dir gone ($ms ms)" \
     [ $rc -eq 0 -a ! -e "$BASE/job-790" ] || diag "$ERR"
 check "  ... the link in it removed, not followed" [ -d /etc -a -d /usr ]
+others=$(leftover_procs | sort | tr '\n' ' ') # other jobs' (779, 782), still running
 "$G" prolog --job 791 --user nobody --dir "$BASE" $CTL 2>"$ERR"
 sock=$BASE/job-791/$node/agent.sock
 as 65534 "$H" listen "$sock" 'gsrun: problem: \e[2J\e[31mred\e]0;title\a\n' &
@@ -193,13 +194,26 @@ for _ in $(seq 50); do [ -S "$sock" ] && [ "$(stat -c %u "$sock")" = 65534 ] && 
 check "a listener of the user's in place of agent.sock: the epilog prints its line cleaned" \
     eval 'grep -q "gsrun: problem: ?\[2J?\[31mred?\]0;title?" "$ERR" && ! grep -q "$(printf "\033")" "$ERR" "$OUT"' ||
     diag "$ERR"
+check "  ... and root ended the agent it could not reach: nothing of the job left" \
+    [ -z "$(agent_of "$BASE/job-791")" -a "$(leftover_procs | sort | tr '\n' ' ')" = "$others" -a ! -e "$BASE/job-791" ] ||
+    { diag "$ERR"; for p in $(leftover_procs); do ps -o pid,sid,stat,args -p $p | tail -1; done | diag; }
 kill $lis 2>/dev/null
 wait $lis 2>/dev/null
-# (The agent it left behind is ended here: that the epilog ends it is not built yet.)
-a791=$(agent_of "$BASE/job-791")
-[ -n "$a791" ] && kill -TERM $a791
-for _ in $(seq 100); do [ -z "$(agent_of "$BASE/job-791")" ] && [ -z "$(leftover_procs)" ] && break; sleep 0.1; done
-rm -rf "$BASE/job-791"
+# The socket removed and the agent stopped (SIGSTOP): root ends it all the same.
+"$G" prolog --job 792 --user nobody --dir "$BASE" $CTL 2>"$ERR"
+a792=$(agent_of "$BASE/job-792")
+as 65534 rm "$BASE/job-792/$node/agent.sock"
+as 65534 kill -STOP "$a792"
+t0=$(date +%s%N)
+"$G" epilog --job 792 --dir "$BASE" >"$OUT" 2>"$ERR"
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+check "agent.sock removed and the agent stopped by its user: epilog status $rc (0) in $ms ms" \
+    [ $rc -eq 0 ] || diag "$ERR"
+check "  ... the agent, its daemons and its guard ended by root, the dir gone" \
+    [ -z "$(agent_of "$BASE/job-792")" -a "$(leftover_procs | sort | tr '\n' ' ')" = "$others" -a ! -e "$BASE/job-792" ] ||
+    { diag "$ERR"; for p in $(leftover_procs); do ps -o pid,sid,stat,args -p $p | tail -1; done | diag; }
+check "  ... and said so" grep -q "process.* of the job's agent ended by root" "$ERR" || diag "$ERR"
 
 for j in 779 782; do "$G" epilog --job $j --dir "$BASE" 2>>"$ERR"; done
 check "every epilog done: nothing left in the base" [ -z "$(ls -A "$BASE")" ] || ls -la "$BASE" | diag
