@@ -117,6 +117,16 @@ void slurm_error(const char *fmt, ...)
     va_end(ap);
 }
 
+void slurm_info(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("spank_driver: info: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
 static spank_f *hook(void *h, const char *name)
 {
     spank_f *f = (spank_f *)dlsym(h, name);
