@@ -187,9 +187,10 @@ check "  ... the link in it removed, not followed" [ -d /etc -a -d /usr ]
 others=$(leftover_procs | sort | tr '\n' ' ') # other jobs' (779, 782), still running
 "$G" prolog --job 791 --user nobody --dir "$BASE" $CTL 2>"$ERR"
 sock=$BASE/job-791/$node/agent.sock
-as 65534 "$H" listen "$sock" 'gsrun: problem: \e[2J\e[31mred\e]0;title\a\n' &
+as 65534 "$H" listen "$sock" 'gsrun: problem: \e[2J\e[31mred\e]0;title\a\n' >"$OUT.lis" &
 lis=$!
-for _ in $(seq 50); do [ -S "$sock" ] && [ "$(stat -c %u "$sock")" = 65534 ] && break; sleep 0.1; done
+# The agent's socket is nobody's too: wait until the listener says it took its place.
+for _ in $(seq 50); do grep -q "^listening" "$OUT.lis" && break; sleep 0.1; done
 "$G" epilog --job 791 --dir "$BASE" >"$OUT" 2>"$ERR"
 check "a listener of the user's in place of agent.sock: the epilog prints its line cleaned" \
     eval 'grep -q "gsrun: problem: ?\[2J?\[31mred?\]0;title?" "$ERR" && ! grep -q "$(printf "\033")" "$ERR" "$OUT"' ||

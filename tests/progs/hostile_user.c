@@ -127,6 +127,8 @@ static int listen_on(const char *path, const char *text)
         listen(fd, 16) != 0) {
         return fail(path);
     }
+    printf("listening on %s\n", path); /* the tests wait for this line */
+    fflush(stdout);
     time_t end = time(NULL) + 30;
     while (time(NULL) < end) {
         struct pollfd p = {fd, POLLIN, 0};
