@@ -134,10 +134,11 @@ int gs_exec_main(int argc, char **argv)
     }
     /* The user's private base in this node's TMPDIR (as gsrun's own job
      * dirs): checked, so that no other user can have made it first. */
-    char want[300];
+    char want[300], taken[GS_ERROR_LEN];
     snprintf(want, sizeof(want), "%s/gsrun-%u", gs_rundir_tmpdir(), (unsigned)getuid());
+    taken[0] = '\0';
     if (gs_jobkey_get(key, sizeof(key), &source) != 0 ||
-        gs_provision_user_base(want, base, sizeof(base), &err) != 0 ||
+        gs_provision_user_base_any(want, base, sizeof(base), taken, sizeof(taken), &err) != 0 ||
         (gs_jobkey_dir_name(key, name, sizeof(name)),
          (size_t)snprintf(job_dir, sizeof(job_dir), "%s/%s", base, name) >= sizeof(job_dir)) ||
         gs_rundir_ensure(job_dir, &err) != 0) {
@@ -154,6 +155,10 @@ int gs_exec_main(int argc, char **argv)
             fprintf(stderr, "gsrun exec: warning: %s; running without MPS\n", err.text);
         }
         return run_plain(prog);
+    }
+    if (taken[0] != '\0' && speaks_for_node()) {
+        /* Another user took the usual name: said once per node. */
+        fprintf(stderr, "gsrun exec: warning: %s; using %s instead\n", taken, base);
     }
     if (cfg.verbose && speaks_for_node()) {
         fprintf(stderr, "gsrun exec: job key %s (from %s), run dir %s\n", key, source, job_dir);

@@ -255,8 +255,11 @@ static int is_user_base(const char *n)
     if (strncmp(n, "gsrun-", 6) != 0 || n[6] == '\0') {
         return 0;
     }
+    int dot = 0; /* gsrun-<uid>.<k>: the name after another user took gsrun-<uid> */
     for (const char *p = n + 6; *p != '\0'; p++) {
-        if (*p < '0' || *p > '9') {
+        if (*p == '.' && !dot && p[1] != '\0' && p > n + 6) {
+            dot = 1;
+        } else if (*p < '0' || *p > '9') {
             return 0;
         }
     }

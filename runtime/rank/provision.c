@@ -59,6 +59,31 @@ int gs_provision_user_base(const char *dir, char *out, size_t len, gs_error_t *e
     return gs_rundir_ensure(out, err);
 }
 
+int gs_provision_user_base_any(const char *dir, char *out, size_t len, char *taken,
+                               size_t taken_len, gs_error_t *err)
+{
+    char name[512];
+    int rc = 0;
+    taken[0] = '\0';
+    for (int k = 0; k <= GS_PROVISION_BASE_TRIES; k++) {
+        if ((size_t)(k == 0 ? snprintf(name, sizeof(name), "%s", dir)
+                            : snprintf(name, sizeof(name), "%s.%d", dir, k)) >= sizeof(name)) {
+            return gs_error_set(err, ENAMETOOLONG, "'%s' is too long for a run directory", dir);
+        }
+        rc = gs_provision_user_base(name, out, len, err);
+        if (rc != -EPERM && rc != -ENOTDIR) {
+            return rc; /* ours, or a failure another name would not cure */
+        }
+        if (k == 0) {
+            snprintf(taken, taken_len, "%s", err->text);
+        }
+    }
+    return gs_error_set(err, EPERM,
+                        "%s, and so are %s.1 to %s.%d (taken by other users); set TMPDIR to a "
+                        "private directory",
+                        taken, dir, dir, GS_PROVISION_BASE_TRIES);
+}
+
 int gs_provision_make_dir(const char *base, const char *name, uid_t uid, gid_t gid, char *out,
                           size_t len, gs_error_t *err)
 {

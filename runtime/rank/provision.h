@@ -27,6 +27,19 @@ int gs_provision_job_name(const char *job, char *out, size_t len, gs_error_t *er
  * private directory (never one another user made first). */
 int gs_provision_user_base(const char *dir, char *out, size_t len, gs_error_t *err);
 
+/* Names tried after a user's base in a shared directory that another user
+ * took first: <base>.1 to <base>.N. */
+#define GS_PROVISION_BASE_TRIES 16
+
+/* The same for a base every rank of a job on a node must find without
+ * talking to the others (the rank prefix, gsrun exec): dir, else, when
+ * another user took that name first (a link, a file, a directory not ours
+ * or not private), the first of dir.1 ... dir.N that is ours or can be
+ * made; every rank tries them in the same order, so they agree. *taken
+ * gets why dir itself was refused ("" when it was used). */
+int gs_provision_user_base_any(const char *dir, char *out, size_t len, char *taken,
+                               size_t taken_len, gs_error_t *err);
+
 /* The dir <base>/<name> for a job or step of uid:gid, made by whoever runs
  * this: as root in a root-only base (base, or GS_ROOT_RUNDIR) for the user;
  * as the user in the user's own base (gs_provision_user_base). A dir that

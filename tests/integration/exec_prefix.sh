@@ -63,6 +63,26 @@ settle
 rm -rf "$base"
 check_clean "status of a gsrun exec job"
 
+# Another user made this user's base first ($TMPDIR/gsrun-<uid>): the ranks
+# agree on the next name, say so once, and still get MPS.
+if [ "$(id -u)" = 0 ] && getent passwd nobody >/dev/null; then
+    mkdir -m 700 "$base" && chown nobody "$base"
+    mpirun -np 3 "$GSRUN" exec --mps=on -- "$PROG" >"$OUT" 2>"$ERR"
+    rc=$?
+    check "$base taken by nobody: status $rc (0), every rank under MPS in $base.1" \
+        [ $rc -eq 0 -a "$(grep -c "mps=1 pipe=$base\.1/exec-" "$OUT")" -eq 3 ] || diag "$OUT" "$ERR"
+    check "  ... one warning naming the owner and the name used" \
+        [ "$(grep -c "warning: run directory '$base' is owned by uid 65534, not by you; using $base.1 instead" "$ERR")" -eq 1 ] ||
+        diag "$ERR"
+    check "  ... the planted directory left as it was" [ "$(stat -c '%U %a' "$base")" = "nobody 700" ]
+    for _ in $(seq 100); do
+        [ -z "$(ls -A "$base.1" 2>/dev/null)" ] && [ -z "$(leftover_procs)" ] && break
+        sleep 0.05
+    done
+    rm -rf "$base" "$base.1"
+    check_clean "a user's base taken by another user"
+fi
+
 # The prefix as the site's (or user's) fork agent: plain mpirun, nothing in
 # front of the program on the command line, the setting in the environment
 # or a parameter file, as doc/openmpi.md tells a user or a site. Open MPI 4

@@ -89,11 +89,50 @@ static void test_task_env(void **state)
     gs_rundir_remove(tmpl);
 }
 
+/* A user's base that another user took first: the next free name, the same
+ * for every rank; all taken: an error that says what to do. Planted files
+ * stand for the other user's names (a link or file: ENOTDIR). */
+static void test_user_base_any(void **state)
+{
+    char dir[] = "/tmp/gsprov.XXXXXX", want[128], out[512], taken[512], path[160];
+    gs_error_t err;
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(want, sizeof(want), "%s/gsrun-x", dir);
+    assert_int_equal(gs_provision_user_base_any(want, out, sizeof(out), taken, sizeof(taken), &err),
+                     0);
+    assert_string_equal(out, want);
+    assert_string_equal(taken, "");
+    assert_int_equal(rmdir(want), 0);
+    FILE *f = fopen(want, "w"); /* planted */
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(gs_provision_user_base_any(want, out, sizeof(out), taken, sizeof(taken), &err),
+                     0);
+    snprintf(path, sizeof(path), "%s.1", want);
+    assert_string_equal(out, path);
+    assert_non_null(strstr(taken, "exists and is not a directory"));
+    /* Found again by the next rank. */
+    assert_int_equal(gs_provision_user_base_any(want, out, sizeof(out), taken, sizeof(taken), &err),
+                     0);
+    assert_string_equal(out, path);
+    assert_int_equal(rmdir(path), 0);
+    for (int k = 1; k <= GS_PROVISION_BASE_TRIES; k++) {
+        snprintf(path, sizeof(path), "%s.%d", want, k);
+        assert_int_equal(symlink("/", path), 0);
+    }
+    assert_true(gs_provision_user_base_any(want, out, sizeof(out), taken, sizeof(taken), &err) < 0);
+    assert_non_null(strstr(err.text, "set TMPDIR to a private directory"));
+    snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+    assert_int_equal(system(path), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_job_name),
         cmocka_unit_test(test_task_env),
+        cmocka_unit_test(test_user_base_any),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
