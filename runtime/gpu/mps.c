@@ -184,38 +184,29 @@ int gs_mps_wait_socket(gs_mps_daemon_t *d, long long deadline_ms, gs_error_t *er
     return 0;
 }
 
-int gs_mps_command(const char *control, const char *pipe_dir, const char *cmd, char *reply,
-                   size_t replylen, int timeout_ms, gs_error_t *err)
+/* The control program in client mode, with a clean environment naming only
+ * the daemon's pipe dir, given cmd on its standard input. 0 with *pid and
+ * *out (its output's read end), or a negative errno; nothing left open then. */
+static int client_spawn(const char *control, const char *pipe_dir, const char *cmd, pid_t *pid,
+                        int *out, gs_error_t *err)
 {
-    char e_pipe[GS_PATH_MAX];
+    char e_pipe[GS_PATH_MAX], line[256];
     const char *set[] = {e_pipe, NULL};
-    int in[2] = {-1, -1}, outp[2] = {-1, -1}, st = 0, rc = 0;
+    int in[2] = {-1, -1}, outp[2] = {-1, -1}, rc = 0;
     char **env = NULL;
-    char line[256];
-    char scratch[64];
-    long long deadline = gs_proc_now_ms() + timeout_ms;
-    pid_t pid;
 
-    if (reply == NULL || replylen == 0) {
-        reply = scratch;
-        replylen = sizeof(scratch);
-    }
-    reply[0] = '\0';
-    if (gs_mps_validate_command(cmd) != 0) {
-        return gs_error_set(err, EINVAL, "refusing a malformed MPS control command");
-    }
     snprintf(e_pipe, sizeof(e_pipe), "CUDA_MPS_PIPE_DIRECTORY=%s", pipe_dir);
     env = gs_proc_env_build(strip_vars, set);
     if (env == NULL || pipe2(in, O_CLOEXEC) != 0 || pipe2(outp, O_CLOEXEC) != 0) {
         rc = gs_error_set(err, errno ? errno : ENOMEM, "cannot prepare an MPS control command");
         goto out;
     }
-    pid = fork();
-    if (pid < 0) {
+    *pid = fork();
+    if (*pid < 0) {
         rc = gs_error_set(err, errno, "cannot fork: %s", strerror(errno));
         goto out;
     }
-    if (pid == 0) {
+    if (*pid == 0) {
         child_reset_signals();
         dup2(in[0], 0);
         dup2(outp[1], 1);
@@ -223,38 +214,13 @@ int gs_mps_command(const char *control, const char *pipe_dir, const char *cmd, c
         execve(control, (char *const[]){(char *)control, NULL}, env);
         _exit(127);
     }
-    close(in[0]);
-    in[0] = -1;
-    close(outp[1]);
-    outp[1] = -1;
     snprintf(line, sizeof(line), "%s\n", cmd);
     /* A pipe holds far more than one command line: this write cannot block. */
     if (write(in[1], line, strlen(line)) < 0) {
-        /* The client exited early; its reply below says why. */
+        /* The client exited early; its reply says why. */
     }
-    close(in[1]);
-    in[1] = -1;
-    if (gs_proc_read_all(outp[0], reply, replylen, deadline) < 0) {
-        kill(pid, SIGKILL);
-        gs_proc_wait(pid, 1000, NULL);
-        rc = gs_error_set(err, ETIMEDOUT, "MPS control command '%s' got no answer within %d ms",
-                          cmd, timeout_ms);
-        goto out;
-    }
-    long long left = deadline - gs_proc_now_ms();
-    if (gs_proc_wait(pid, left > 0 ? (int)left : 0, &st) != 0) {
-        kill(pid, SIGKILL);
-        gs_proc_wait(pid, 1000, NULL);
-        rc = gs_error_set(err, ETIMEDOUT, "MPS control command '%s' did not finish within %d ms",
-                          cmd, timeout_ms);
-        goto out;
-    }
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        size_t n = gs_text_rstrip(reply, "\n");
-        rc = gs_error_set(err, EIO, "MPS control command '%s' failed (status %d)%s%s", cmd,
-                          WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
-                          n ? ": " : "", reply);
-    }
+    *out = outp[0];
+    outp[0] = -1;
 out:
     for (int i = 0; i < 2; i++) {
         if (in[i] >= 0) {
@@ -265,6 +231,59 @@ out:
         }
     }
     gs_proc_env_free(env);
+    return rc;
+}
+
+/* The client's answer and end, bounded by deadline: 0, or a negative errno
+ * with err naming the command (a client past its time is killed). */
+static int client_reply(pid_t pid, int out, const char *cmd, char *reply, size_t replylen,
+                        long long deadline, int timeout_ms, gs_error_t *err)
+{
+    int st = 0;
+    if (gs_proc_read_all(out, reply, replylen, deadline) < 0) {
+        kill(pid, SIGKILL);
+        gs_proc_wait(pid, GS_WAIT_CHILD_EXIT_MS, NULL);
+        return gs_error_set(err, ETIMEDOUT, "MPS control command '%s' got no answer within %d ms",
+                            cmd, timeout_ms);
+    }
+    long long left = deadline - gs_proc_now_ms();
+    if (gs_proc_wait(pid, left > 0 ? (int)left : 0, &st) != 0) {
+        kill(pid, SIGKILL);
+        gs_proc_wait(pid, GS_WAIT_CHILD_EXIT_MS, NULL);
+        return gs_error_set(err, ETIMEDOUT,
+                            "MPS control command '%s' did not finish within %d ms", cmd,
+                            timeout_ms);
+    }
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        size_t n = gs_text_rstrip(reply, "\n");
+        return gs_error_set(err, EIO, "MPS control command '%s' failed (status %d)%s%s", cmd,
+                            WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), n ? ": " : "",
+                            reply);
+    }
+    return 0;
+}
+
+int gs_mps_command(const char *control, const char *pipe_dir, const char *cmd, char *reply,
+                   size_t replylen, int timeout_ms, gs_error_t *err)
+{
+    char scratch[64];
+    long long deadline = gs_proc_now_ms() + timeout_ms;
+    pid_t pid;
+    int out, rc;
+
+    if (reply == NULL || replylen == 0) {
+        reply = scratch;
+        replylen = sizeof(scratch);
+    }
+    reply[0] = '\0';
+    if (gs_mps_validate_command(cmd) != 0) {
+        return gs_error_set(err, EINVAL, "refusing a malformed MPS control command");
+    }
+    if ((rc = client_spawn(control, pipe_dir, cmd, &pid, &out, err)) != 0) {
+        return rc;
+    }
+    rc = client_reply(pid, out, cmd, reply, replylen, deadline, timeout_ms, err);
+    close(out);
     return rc;
 }
 
