@@ -273,6 +273,69 @@ static gs_agent_state_t provisioning(gs_agent_t *a)
     return GS_AGENT_HOLDING;
 }
 
+/* The rank table and the placer: with MPS the plan's servers and their
+ * blocks; without, one GPU per rank (gpu-bind) or none. NULL, or why not. */
+static const char *init_ranks(gs_agent_t *a, int mps_on, gs_error_t *err)
+{
+    const gs_config_t *cfg = &a->o->cfg;
+    int target[GS_MAX_GPUS] = {0}, first[GS_MAX_GPUS] = {0}, ngpus = 0;
+    if (mps_on) {
+        ngpus = a->plan.ngpus;
+        for (int g = 0; g < ngpus; g++) {
+            target[g] = a->plan.gpu[g].nranks;
+            first[g] = a->plan.gpu[g].first_rank;
+        }
+    } else if (a->gpus.count > 0 && cfg->gpu_bind) {
+        a->servers = a->gpus;
+        ngpus = a->gpus.count; /* without MPS, one GPU per rank */
+        gs_placer_blocks(a->local_size, ngpus, target);
+    }
+    if (gs_ranks_init(&a->ranks, a->local_size) != 0 ||
+        gs_placer_init(&a->placer, a->local_size, ngpus, target, a->servers.gpu,
+                       a->o->args.in_sequence,
+                       gs_proc_now_ms() + (long long)cfg->timeout_s * 1000) != 0) {
+        return "out of memory";
+    }
+    if (mps_on) {
+        gs_placer_set_blocks(&a->placer, first); /* the servers' blocks, server-major */
+    }
+    if (a->listen_fd < 0 && gs_agent_listen(a, err) != 0) {
+        return err->text;
+    }
+    return NULL;
+}
+
+/* The node state for the ranks: on, or off with the reason (mps_failed:
+ * msg says why MPS could not start). */
+static void publish_start(gs_agent_t *a, int mps_failed, char *msg, size_t len)
+{
+    const gs_config_t *cfg = &a->o->cfg;
+    if (mps_failed) {
+        gs_agent_publish_without_mps(a, GS_STATE_OFF, 1, 0, msg, 1);
+    } else if (!a->plan.use_mps && a->gpus.count == 0 && cfg->mps != GS_MPS_OFF) {
+        snprintf(msg, len, "no NVIDIA GPU found on this node (%s); running without MPS",
+                 a->gpus.reason);
+        gs_agent_publish_without_mps(a, GS_STATE_OFF, 1, 0, msg, 1);
+    } else if (!a->plan.use_mps) {
+        gs_agent_publish_without_mps(a, GS_STATE_OFF, a->plan.notice, 0, a->plan.reason, 1);
+    } else {
+        gs_report_mark(&a->report, "mps ready");
+        gs_agent_publish_on(a);
+        gs_report_mark(&a->report, "published");
+        if (a->early_ready_ms > 0) {
+            gs_report_add(&a->report, 0,
+                          "MPS ready %lld ms after the agent started, %lld ms "
+                          "before the node's first rank came (started with "
+                          "mpirun, before the job's ranks)",
+                          a->early_ready_ms - a->t_start, a->size_ms - a->early_ready_ms);
+        } else {
+            gs_report_add(&a->report, 0, "MPS ready for the ranks %lld ms after the agent started",
+                          gs_proc_now_ms() - a->t_start);
+        }
+        a->confirm_pending = 1; /* once the ranks came: gs_agent_ranks_came */
+    }
+}
+
 /* MPS where the plan wants it (early: what is not running yet), the rank
  * table and placement, the node state published. */
 static gs_agent_state_t starting(gs_agent_t *a)
@@ -299,58 +362,12 @@ static gs_agent_state_t starting(gs_agent_t *a)
         mps_failed = 1;
     }
     int mps_on = a->plan.use_mps && !mps_failed;
-    int target[GS_MAX_GPUS] = {0}, first[GS_MAX_GPUS] = {0}, ngpus = 0;
-    if (mps_on) {
-        ngpus = a->plan.ngpus;
-        for (int g = 0; g < ngpus; g++) {
-            target[g] = a->plan.gpu[g].nranks;
-            first[g] = a->plan.gpu[g].first_rank;
-        }
-    } else if (a->gpus.count > 0 && cfg->gpu_bind) {
-        a->servers = a->gpus;
-        ngpus = a->gpus.count; /* without MPS, one GPU per rank */
-        gs_placer_blocks(a->local_size, ngpus, target);
-    }
-    const char *why = NULL;
-    if (gs_ranks_init(&a->ranks, a->local_size) != 0 ||
-        gs_placer_init(&a->placer, a->local_size, ngpus, target, a->servers.gpu,
-                       a->o->args.in_sequence,
-                       gs_proc_now_ms() + (long long)cfg->timeout_s * 1000) != 0) {
-        why = "out of memory";
-    } else if (a->listen_fd < 0 && gs_agent_listen(a, &err) != 0) {
-        why = err.text;
-    }
+    const char *why = init_ranks(a, mps_on, &err);
     if (why != NULL) {
         gs_daemons_stop_from(&a->daemons, 0, NULL, NULL);
         return fail(a, GS_EXIT_SETUP, why, 1);
     }
-    if (mps_on) {
-        gs_placer_set_blocks(&a->placer, first); /* the servers' blocks, server-major */
-    }
-    if (mps_failed) {
-        gs_agent_publish_without_mps(a, GS_STATE_OFF, 1, 0, msg, 1);
-    } else if (!a->plan.use_mps && a->gpus.count == 0 && cfg->mps != GS_MPS_OFF) {
-        snprintf(msg, sizeof(msg), "no NVIDIA GPU found on this node (%s); running without MPS",
-                 a->gpus.reason);
-        gs_agent_publish_without_mps(a, GS_STATE_OFF, 1, 0, msg, 1);
-    } else if (!a->plan.use_mps) {
-        gs_agent_publish_without_mps(a, GS_STATE_OFF, a->plan.notice, 0, a->plan.reason, 1);
-    } else {
-        gs_report_mark(&a->report, "mps ready");
-        gs_agent_publish_on(a);
-        gs_report_mark(&a->report, "published");
-        if (a->early_ready_ms > 0) {
-            gs_report_add(&a->report, 0,
-                          "MPS ready %lld ms after the agent started, %lld ms "
-                          "before the node's first rank came (started with "
-                          "mpirun, before the job's ranks)",
-                          a->early_ready_ms - a->t_start, a->size_ms - a->early_ready_ms);
-        } else {
-            gs_report_add(&a->report, 0, "MPS ready for the ranks %lld ms after the agent started",
-                          gs_proc_now_ms() - a->t_start);
-        }
-        a->confirm_pending = 1; /* once the ranks came: gs_agent_ranks_came */
-    }
+    publish_start(a, mps_failed, msg, sizeof(msg));
     if (cfg->mem_limit_mb > 0 && !mps_on) {
         char opt[64];
         gs_report_add(&a->report, 0, "%s applies to MPS clients only; not set (MPS is off)",
