@@ -107,13 +107,19 @@ spank_err_t spank_unsetenv(spank_t sp, const char *var)
     return unsetenv(var) == 0 ? ESPANK_SUCCESS : ESPANK_ERROR;
 }
 
+/* Slurm's log calls, as slurmstepd's log would have them. */
+static void say(const char *what, const char *fmt, va_list ap)
+{
+    fprintf(stderr, "spank_driver: %s: ", what);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
 void slurm_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("spank_driver: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    say("error", fmt, ap);
     va_end(ap);
 }
 
@@ -121,9 +127,7 @@ void slurm_info(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("spank_driver: info: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    say("info", fmt, ap);
     va_end(ap);
 }
 
