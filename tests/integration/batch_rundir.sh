@@ -71,6 +71,9 @@ rm -rf "$TMPDIR/gsrun.job-779" "/tmp/gsrun.job-779.$$"
 # --- S1: a link planted in one's own job dir is never followed by root --------
 as 65534 "$G" epilog --job 777 --dir "$BASE" 2>"$ERR"
 rc=$?
+# The epilog returns once the agent has released its lock, its last step
+# before it exits: under load its process can be seen a moment longer.
+for _ in $(seq 40); do [ -z "$(agent_of "$BASE/job-777")" ] && break; sleep 0.05; done
 check "nobody's own epilog: status $rc (0), its agent gone, the dir stays for root" \
     [ $rc -eq 0 -a -z "$(agent_of "$BASE/job-777")" -a -d "$BASE/job-777" ] || diag "$ERR"
 as 65534 ln -s "$BASE/job-779/$node" "$BASE/job-777/$node"
