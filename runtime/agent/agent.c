@@ -252,6 +252,9 @@ static gs_agent_state_t provisioning(gs_agent_t *a)
         int none[GS_MAX_GPUS] = {0};
         a->plan.use_mps = 1;
         a->plan.ngpus = a->plan.nused = n;
+        /* For the tasks' own plans (gsrun task-prolog): the driver's limit. */
+        a->plan.clients_per_server =
+            gs_policy_clients_per_server(cfg->clients_per_server, a->gpus.cuda_version);
         a->servers = a->gpus;
         /* No ranks: the placer only lists the GPUs for `gsrun status`. */
         if (gs_placer_init(&a->placer, 0, n, none, a->gpus.gpu, 1, 0) != 0) {

@@ -68,8 +68,7 @@ void gs_agent_publish_on(gs_agent_t *a)
         snprintf(st.message, sizeof(st.message), "%s", a->warning);
     }
     st.mem_limit_mb = a->o->cfg.mem_limit_mb;
-    st.clients_per_server =
-        gs_policy_clients_per_server(a->o->cfg.clients_per_server, a->gpus.cuda_version);
+    st.clients_per_server = a->plan.clients_per_server;
     st.ngpus = a->plan.ngpus;
     for (int g = 0; g < a->plan.ngpus; g++) {
         const gs_gpu_share_t *s = &a->plan.gpu[g];

@@ -100,9 +100,6 @@ void gs_daemons_stop_from(gs_daemons_t *ds, int first, gs_rank_of_pid_fn rank_of
         int was_running = d->daemon_pid > 0;
         char who[48];
         gs_daemons_label(ds, g, who, sizeof(who));
-        if (d->pipe_dir[0] == '\0') {
-            continue; /* never set up: nothing to stop or remove */
-        }
         int esc = gs_mps_stop(d, ds->control, GS_DAEMON_QUIT_TIMEOUT_MS, note, sizeof(note));
         if (esc) {
             gs_report_add(ds->report, 1, "%s (%s): %s", who, d->uuid, note);

@@ -4,8 +4,10 @@
 #include "runtime/core/proc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -153,6 +155,25 @@ int gs_proc_signal(pid_t pid, int pidfd, int sig)
         return -errno;
     }
     return kill(pid, sig) == 0 ? 0 : -errno;
+}
+
+int gs_proc_stat_fields(const char *proc_root, pid_t pid, char *buf, size_t len)
+{
+    char path[128], raw[1024];
+    snprintf(path, sizeof(path), "%s/%d/stat", proc_root != NULL ? proc_root : "/proc", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return -1;
+    }
+    ssize_t n = read(fd, raw, sizeof(raw) - 1);
+    close(fd);
+    raw[n > 0 ? n : 0] = '\0';
+    const char *p = strrchr(raw, ')');
+    if (p == NULL || p[1] != ' ') {
+        return -1;
+    }
+    snprintf(buf, len, "%s", p + 2);
+    return 0;
 }
 
 int gs_proc_alive(pid_t pid, int pidfd)

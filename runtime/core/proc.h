@@ -31,6 +31,11 @@ int gs_proc_stop_child(pid_t pid, int term_wait_ms, int *status);
  * (so a recycled PID is never hit), else by PID. Refuses pid <= 1. */
 int gs_proc_signal(pid_t pid, int pidfd, int sig);
 
+/* The fields of <proc_root>/<pid>/stat after the command name (which may
+ * hold spaces and parentheses), from the state (field 3) on, into buf.
+ * proc_root NULL: /proc. 0, or -1 when the process is gone. */
+int gs_proc_stat_fields(const char *proc_root, pid_t pid, char *buf, size_t len);
+
 /* Whether a process exists (through its pidfd when given). */
 int gs_proc_alive(pid_t pid, int pidfd);
 

@@ -180,15 +180,10 @@ int gs_policy_plan_compute(const gs_config_t *cfg, int local_size, int ngpus, in
         first[g] = (int)((long)g * local_size / used);
         n[g] = (int)((long)(g + 1) * local_size / used) - first[g];
         most = n[g] > most ? n[g] : most;
-        /* One server each, until the dealing below splits a GPU. */
-        gs_gpu_share_t *s = &plan->gpu[g];
-        s->gpu = g;
-        s->nservers = 1;
-        s->gpu_ranks = s->nranks = n[g];
-        s->first_rank = first[g];
-        set_share(cfg, s);
     }
-    plan->ngpus = used;
+    /* The servers, listed even where MPS turns out off below (the GPUs the
+     * ranks are given); too many for a node only matters once MPS is on. */
+    int dealt = deal_servers(cfg, used, clients_per_server, first, n, plan);
     if (cfg->mps == GS_MPS_AUTO && most < 2) {
         snprintf(why, sizeof(why), "every rank has a GPU of its own; MPS not needed (%s=on forces it)",
                  mps);
@@ -206,10 +201,8 @@ int gs_policy_plan_compute(const gs_config_t *cfg, int local_size, int ngpus, in
         off(plan, 1, why);
         return 0;
     }
-    if (deal_servers(cfg, used, clients_per_server, first, n, plan) != 0) {
+    if (dealt != 0) {
         int room = GS_MAX_GPUS * clients_per_server;
-        memset(plan->gpu, 0, sizeof(plan->gpu));
-        plan->ngpus = 0;
         if (cfg->mps == GS_MPS_ON) {
             return gs_error_set(err, E2BIG,
                                 "%s=on: %d ranks on this node need more than the %d MPS servers "

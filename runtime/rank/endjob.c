@@ -35,19 +35,11 @@ static int proc_facts(const char *proc_root, pid_t pid, uid_t *uid, pid_t *sid, 
         }
     }
     fclose(f);
-    snprintf(path, sizeof(path), "%s/%d/stat", proc_root, (int)pid);
-    f = fopen(path, "re");
-    if (f == NULL) {
+    if (!got_uid || gs_proc_stat_fields(proc_root, pid, buf, sizeof(buf)) != 0) {
         return -1;
     }
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    /* "pid (comm) state ppid pgrp session ...": comm may hold anything,
-     * so the fields are read after its last ')'. */
-    char *p = strrchr(buf, ')');
     int ppid, pgrp, session;
-    if (!got_uid || p == NULL || sscanf(p + 1, " %c %d %d %d", state, &ppid, &pgrp, &session) != 4) {
+    if (sscanf(buf, "%c %d %d %d", state, &ppid, &pgrp, &session) != 4) {
         return -1;
     }
     *sid = (pid_t)session;

@@ -9,26 +9,21 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "runtime/core/proc.h"
+
 long long gs_jobkey_start_time(pid_t pid)
 {
-    char path[64], buf[1024];
-    FILE *f;
-    size_t n;
-
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    if ((f = fopen(path, "re")) == NULL) {
+    char buf[1024];
+    if (gs_proc_stat_fields(NULL, pid, buf, sizeof(buf)) != 0) {
         return -1;
     }
-    n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    /* After the command name in parentheses (which may hold spaces and
-     * parentheses itself): state is field 3, start time field 22. */
-    char *p = strrchr(buf, ')');
-    for (int field = 2; p != NULL && field < 22; field++) {
-        p = strchr(p + 1, ' ');
+    /* buf starts at the state, field 3; the start time is field 22. */
+    char *p = buf;
+    for (int field = 3; p != NULL && field < 22; field++) {
+        p = strchr(p, ' ');
+        p = p != NULL ? p + 1 : NULL;
     }
-    return p != NULL ? atoll(p + 1) : -1;
+    return p != NULL ? atoll(p) : -1;
 }
 
 int gs_jobkey_get(char *out, size_t len, const char **source)

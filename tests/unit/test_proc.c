@@ -8,6 +8,7 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -192,13 +193,27 @@ static void test_text_rstrip(void **state)
     assert_string_equal(d, "100.0 ");
 }
 
+static void test_stat_fields(void **state)
+{
+    char buf[1024];
+    (void)state;
+    /* This process: its state first, then its parent (field 4). */
+    assert_int_equal(gs_proc_stat_fields(NULL, getpid(), buf, sizeof(buf)), 0);
+    char st;
+    int ppid = 0;
+    assert_int_equal(sscanf(buf, "%c %d", &st, &ppid), 2);
+    assert_int_equal(ppid, (int)getppid());
+    assert_int_equal(gs_proc_stat_fields(NULL, 999999999, buf, sizeof(buf)), -1);
+    assert_int_equal(gs_proc_stat_fields("/nonexistent", getpid(), buf, sizeof(buf)), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_clocks),          cmocka_unit_test(test_wait_times_out_then_reaps),
         cmocka_unit_test(test_stop_child_escalates), cmocka_unit_test(test_signal_and_alive),
         cmocka_unit_test(test_reap_all),        cmocka_unit_test(test_env_build),
-        cmocka_unit_test(test_reads_are_bounded), cmocka_unit_test(test_text_rstrip),
+        cmocka_unit_test(test_reads_are_bounded), cmocka_unit_test(test_text_rstrip), cmocka_unit_test(test_stat_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
