@@ -209,8 +209,8 @@ static long hoist(int sub, int top, unsigned long *serial)
         for (int tries = 0; tries < 1000; tries++) {
             char fresh[32];
             snprintf(fresh, sizeof(fresh), ".gs-rm-%lu", (*serial)++);
-            if (renameat2(sub, e->d_name, top, fresh, RENAME_NOREPLACE) == 0) {
-                done++;
+            if (renameat2(sub, e->d_name, top, fresh, RENAME_NOREPLACE) == 0 || errno == ENOENT) {
+                done++; /* moved, or removed meanwhile by another remover */
                 break;
             }
             if (errno == EINVAL || errno == ENOSYS) {
@@ -266,7 +266,10 @@ static int empty_dir(int top)
             }
             int sub = openat(top, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (sub < 0) {
-                err = errno;
+                /* Gone meanwhile (the agent and its guard may remove the
+                 * same tree at once): as good as removed. */
+                progress |= errno == ENOENT;
+                err = errno == ENOENT ? err : errno;
                 continue;
             }
             long r = hoist(sub, top, &serial);
