@@ -35,11 +35,11 @@ check "the exit hook returns once the agent is done ($ms ms), nothing left, the 
 check "  ... one MPS control daemon, reported to the first task's stderr" \
     [ "$(grep -c "MPS control daemon [0-9]* on" "$ERR")" -eq 1 ]
 
-SPANK_DRIVER_STEP=4 mpirun -x LD_LIBRARY_PATH -x FAKE_NVML_GPUS -x SPANK_DRIVER_JOB -x SPANK_DRIVER_STEP \
+SPANK_DRIVER_STEP=9 mpirun -x LD_LIBRARY_PATH -x FAKE_NVML_GPUS -x SPANK_DRIVER_JOB -x SPANK_DRIVER_STEP \
     -np 5 "$DRIVER" "$PLUGIN" $ARGS --arg clients_per_server=2 --arg verbose=1 --opt mps=on -- \
     "$PROG" --mps-client >"$OUT" 2>"$ERR"
 rc=$?
-SPANK_DRIVER_STEP=4 "$DRIVER" "$PLUGIN" $ARGS --opt mps=on --exit
+SPANK_DRIVER_STEP=9 "$DRIVER" "$PLUGIN" $ARGS --opt mps=on --exit
 check "5 tasks, clients_per_server=2: three servers, every task a client, nothing left" \
     [ $rc -eq 0 -a "$(grep -c 'client=ok' "$OUT")" -eq 5 -a "$(grep -c "MPS control daemon [0-9]* on" "$ERR")" -eq 3 \
       -a -z "$(leftover_procs)" -a -z "$(ls -A "$BASE")" ] || diag "$ERR"
