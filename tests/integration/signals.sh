@@ -82,6 +82,11 @@ for per in 1 2; do
     for how in gsrun-TERM gsrun-KILL mpirun-KILL agent-KILL rank-KILL; do
         rm -f "$TEST_TMP/rec"
         GSRUN_MPS_CLIENTS_PER_SERVER=$per FAKE_MPS_RECORD=$TEST_TMP/rec start_job --sleep 30000
+        # Under a loaded suite the job can take longer than start_job waits.
+        for _ in $(seq 200); do
+            [ "$(grep -c '^rank=' "$OUT")" -eq 3 ] && [ "$(grep -c '^start ' "$TEST_TMP/rec" 2>/dev/null)" -eq "$n" ] && break
+            sleep 0.1
+        done
         daemons=$(grep -c '^start ' "$TEST_TMP/rec" 2>/dev/null)
         case $how in
         gsrun-*) victim=$JOB ;;
