@@ -225,28 +225,6 @@ static int unusable_dir(batch_opts_t *o, const gs_error_t *err)
     return 0;
 }
 
-/* What an epilog could not remove is renamed to this prefix in the base;
- * the next prolog there removes it. */
-#define GS_BATCH_TRASH ".gs-trash-"
-
-/* Removes what earlier epilogs moved aside in base (best effort). */
-static void empty_trash(const char *base)
-{
-    DIR *d = opendir(base);
-    struct dirent *e;
-    if (d == NULL) {
-        return;
-    }
-    while ((e = readdir(d)) != NULL) {
-        char path[700];
-        if (strncmp(e->d_name, GS_BATCH_TRASH, strlen(GS_BATCH_TRASH)) == 0 &&
-            (size_t)snprintf(path, sizeof(path), "%s/%s", base, e->d_name) < sizeof(path)) {
-            gs_rundir_remove(path);
-        }
-    }
-    closedir(d);
-}
-
 static int prolog(batch_opts_t *o, const char *name)
 {
     char job_dir[600];
@@ -270,7 +248,7 @@ static int prolog(batch_opts_t *o, const char *name)
                               &err) != 0) {
         return unusable_dir(o, &err);
     }
-    empty_trash(o->dir != NULL ? o->dir : GS_ROOT_RUNDIR);
+    gs_rundir_root_sweep(o->dir != NULL ? o->dir : GS_ROOT_RUNDIR);
     int code = as_user(pw->pw_uid, pw->pw_gid, pw->pw_name, provision, o, job_dir,
                        (o->cfg.timeout_s + 30) * 1000);
     if (code != 0) {
@@ -434,9 +412,7 @@ static int epilog(batch_opts_t *o, const char *name)
     if (rc != 0) {
         /* Whatever the user left that cannot go now must not drain the node:
          * it leaves the job's name, and the next prolog here removes it. */
-        char trash[700];
-        snprintf(trash, sizeof(trash), "%s/" GS_BATCH_TRASH "%s.%d", base, name, (int)getpid());
-        int moved = rename(job_dir, trash) == 0;
+        int moved = gs_rundir_root_set_aside(base, name) == 0;
         fprintf(stderr, "gsrun: epilog: job %s: warning: cannot remove %s: %s; %s\n", o->job,
                 job_dir, strerror(-rc),
                 moved ? "moved aside for the next prolog to remove" : "left in place");

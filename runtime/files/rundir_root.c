@@ -3,13 +3,17 @@
 
 #include "runtime/files/rundir_root.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "runtime/core/limits.h"
 #include "runtime/files/rundir.h"
 
 /* One directory of the chain: a real directory of root's that nobody else
@@ -99,11 +103,46 @@ static int is_private_of(const struct stat *st, uid_t uid)
     return S_ISDIR(st->st_mode) && st->st_uid == uid && (st->st_mode & 077) == 0;
 }
 
+/* Makes the private dir under a name of its own and renames it into place
+ * without replacing anything: others (root's hooks of the same job, at the
+ * same moment) see either no dir or the finished one, never a dir of
+ * root's that is not yet the user's (they took that for a dead job's and
+ * removed it: two prologs of one job both failed, 1 run in 6). */
+static int make_private(const char *base, const char *name, const char *out, uid_t uid,
+                        gid_t gid, gs_error_t *err)
+{
+    char tmp[GS_PATH_MAX];
+    int fd, e;
+
+    snprintf(tmp, sizeof(tmp), "%s/" GS_RUNDIR_ROOT_NEW "%s.%d", base, name, (int)getpid());
+    if (mkdir(tmp, 0700) != 0) {
+        return gs_error_set(err, errno, "cannot create '%s': %s", tmp, strerror(errno));
+    }
+    fd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || fchown(fd, uid, gid) != 0 || fchmod(fd, 0700) != 0) {
+        e = errno;
+        if (fd >= 0) {
+            close(fd);
+        }
+        rmdir(tmp);
+        return gs_error_set(err, e, "cannot give '%s' to uid %u: %s", tmp, (unsigned)uid,
+                            strerror(e));
+    }
+    close(fd);
+    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, out, RENAME_NOREPLACE) != 0) {
+        e = errno;
+        rmdir(tmp);
+        return e == EEXIST ? -EEXIST
+                           : gs_error_set(err, e, "cannot create '%s': %s", out, strerror(e));
+    }
+    return 0;
+}
+
 int gs_rundir_root_make(const char *base, const char *name, uid_t uid, gid_t gid, char *out,
                         size_t len, int *kept, gs_error_t *err)
 {
     struct stat st;
-    int rc, fd;
+    int rc;
 
     *kept = 0;
     if ((rc = join(base, name, out, len, err)) != 0) {
@@ -114,32 +153,26 @@ int gs_rundir_root_make(const char *base, const char *name, uid_t uid, gid_t gid
             *kept = 1;
             return 0;
         }
-        /* Only root makes names here: this is a dead job's, or a job id
-         * reused for another user. Nothing in it is followed. */
-        if ((rc = gs_rundir_remove(out)) != 0) {
+        /* Only root makes names here, and only finished ones: this is a dead
+         * job's, or a job id reused for another user. Nothing in it is
+         * followed; another remover at once is no failure. */
+        if ((rc = gs_rundir_remove(out)) != 0 && rc != -ENOENT) {
             return gs_error_set(err, -rc, "cannot remove the old '%s': %s", out, strerror(-rc));
         }
     }
-    if (mkdir(out, 0700) != 0) {
-        /* Another of root's hooks for the same step made it meanwhile. */
-        if (errno == EEXIST && lstat(out, &st) == 0 && is_private_of(&st, uid)) {
+    rc = make_private(base, name, out, uid, gid, err);
+    if (rc == -EEXIST) {
+        /* Another of root's hooks for the same job made it meanwhile. */
+        if (lstat(out, &st) == 0 && is_private_of(&st, uid)) {
             *kept = 1;
             return 0;
         }
-        return gs_error_set(err, errno, "cannot create '%s': %s", out, strerror(errno));
+        return gs_error_set(err, EEXIST,
+                            "'%s' appeared meanwhile and is not a private directory of uid %u; "
+                            "run the prolog again",
+                            out, (unsigned)uid);
     }
-    fd = open(out, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0 || fchown(fd, uid, gid) != 0 || fchmod(fd, 0700) != 0) {
-        int e = errno;
-        if (fd >= 0) {
-            close(fd);
-        }
-        rmdir(out);
-        return gs_error_set(err, e, "cannot give '%s' to uid %u: %s", out, (unsigned)uid,
-                            strerror(e));
-    }
-    close(fd);
-    return 0;
+    return rc;
 }
 
 int gs_rundir_root_find(const char *base, const char *name, uid_t uid, char *out, size_t len,
@@ -163,6 +196,44 @@ int gs_rundir_root_find(const char *base, const char *name, uid_t uid, char *out
                             (unsigned)(st.st_mode & 07777));
     }
     return 0;
+}
+
+int gs_rundir_root_set_aside(const char *base, const char *name)
+{
+    char from[GS_PATH_MAX], to[GS_PATH_MAX];
+
+    snprintf(from, sizeof(from), "%s/%s", base, name);
+    snprintf(to, sizeof(to), "%s/" GS_RUNDIR_ROOT_TRASH "%s.%d", base, name, (int)getpid());
+    return rename(from, to) == 0 ? 0 : -errno;
+}
+
+/* Whether a ".gs-new-<name>.<pid>" is a dir whose maker is gone. */
+static int orphan_new(const char *entry)
+{
+    const char *dot = strrchr(entry, '.');
+    char *end;
+    long pid = dot != NULL ? strtol(dot + 1, &end, 10) : 0;
+    return pid > 0 && *end == '\0' && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+void gs_rundir_root_sweep(const char *base)
+{
+    const size_t ntrash = strlen(GS_RUNDIR_ROOT_TRASH), nnew = strlen(GS_RUNDIR_ROOT_NEW);
+    DIR *d = opendir(base);
+    struct dirent *e;
+
+    if (d == NULL) {
+        return;
+    }
+    while ((e = readdir(d)) != NULL) {
+        char path[GS_PATH_MAX];
+        int ours = strncmp(e->d_name, GS_RUNDIR_ROOT_TRASH, ntrash) == 0 ||
+                   (strncmp(e->d_name, GS_RUNDIR_ROOT_NEW, nnew) == 0 && orphan_new(e->d_name));
+        if (ours && (size_t)snprintf(path, sizeof(path), "%s/%s", base, e->d_name) < sizeof(path)) {
+            gs_rundir_remove(path);
+        }
+    }
+    closedir(d);
 }
 
 int gs_rundir_root_owner(const char *base, const char *name, uid_t *uid, gid_t *gid)

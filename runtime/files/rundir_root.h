@@ -23,10 +23,17 @@ int gs_rundir_root_check_base(const char *base, int create, gs_error_t *err);
  * '_' and '-', not starting with '.', at most 64 characters. */
 int gs_rundir_root_name_ok(const char *name);
 
+/* Names in a base that are not jobs': a dir being made (".gs-new-<name>.<pid>",
+ * renamed into place once it is the user's) and what an epilog could not
+ * remove (".gs-trash-<name>.<pid>", moved aside for the next prolog). */
+#define GS_RUNDIR_ROOT_NEW ".gs-new-"
+#define GS_RUNDIR_ROOT_TRASH ".gs-trash-"
+
 /* As root: makes <base>/<name> for uid:gid, mode 0700, into out. One that
  * already is uid's private directory is kept (*kept = 1: a prolog run
  * again); anything else under that name (a dead job's, another uid's) is
- * removed first. The base must have passed gs_rundir_root_check_base. */
+ * removed first. The name appears finished or not at all, and
+ * two callers at once both get it (*kept for one of them). The base must have passed gs_rundir_root_check_base. */
 int gs_rundir_root_make(const char *base, const char *name, uid_t uid, gid_t gid, char *out,
                         size_t len, int *kept, gs_error_t *err);
 
@@ -36,6 +43,14 @@ int gs_rundir_root_make(const char *base, const char *name, uid_t uid, gid_t gid
  * negative errno with err saying why (another user's, not a directory). */
 int gs_rundir_root_find(const char *base, const char *name, uid_t uid, char *out, size_t len,
                         gs_error_t *err);
+
+/* Moves <base>/<name>'s dir aside under the trash prefix (it could not be
+ * removed now); 0 or a negative errno. */
+int gs_rundir_root_set_aside(const char *base, const char *name);
+
+/* Removes, best effort, what was set aside in base and the dirs being made
+ * by a process that is gone. */
+void gs_rundir_root_sweep(const char *base);
 
 /* The owner of <base>/<name> (a real directory), or -1 if there is none. */
 int gs_rundir_root_owner(const char *base, const char *name, uid_t *uid, gid_t *gid);
