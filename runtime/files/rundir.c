@@ -302,12 +302,24 @@ int gs_rundir_remove(const char *path)
     if (top < 0) {
         return errno == ENOENT ? 0 : -errno;
     }
-    int rc = empty_dir(top);
-    close(top);
-    if (rmdir(path) != 0 && errno != ENOENT) {
-        return rc != 0 ? rc : -errno;
+    /* An entry made after the last pass (a dying rank or MPS daemon still
+     * writing its log) makes the rmdir fail with ENOTEMPTY: empty it again,
+     * a few times, rather than leave the tree behind. */
+    int rc = 0;
+    for (int round = 0; round < 5; round++) {
+        rc = empty_dir(top);
+        if (rmdir(path) == 0 || errno == ENOENT) {
+            close(top);
+            return 0;
+        }
+        if (errno != ENOTEMPTY && errno != EEXIST) {
+            rc = rc != 0 ? rc : -errno;
+            break;
+        }
+        rc = rc != 0 ? rc : -errno;
     }
-    return 0;
+    close(top);
+    return rc;
 }
 
 int gs_rundir_open_nodes(const char *job_dir, int *fds, char (*names)[64], int max)

@@ -190,6 +190,9 @@ cluster_leftovers() { # cluster_leftovers HOST: what is left there (empty: nothi
                 for g in "$f"/* "$f"/.[!.]*; do [ -e "$g" ] && echo "file $g"; done
                 continue;; esac
             case "$keep" in *" $f "*) continue;; esac
+            case "$f" in /tmp/gsrun.*) # what is in it says who left it
+                echo "file $f ($(find "$f" -mindepth 1 -maxdepth 3 2>/dev/null | head -12 | tr "\n" " "))"
+                continue;; esac
             echo "file $f"
         done'
 }
