@@ -8,7 +8,7 @@
 #
 #   tests/bench/lammps.sh --src TARBALL|DIR --build GSRUN_BUILD [--bench lj|rhodo]
 #                         [--ranks "1 4 16"] [--configs "plain gsrun off fixed"]
-#                         [--reps N] [--size N] [--steps N] [--csv FILE] [--work DIR]
+#                         [--reps N] [--first-rep K] [--size N] [--steps N] [--csv FILE] [--work DIR]
 #
 # Builds lib/gpu (CUDA, the GPU's architecture) and lmp_mpi once in --work
 # (default /tmp/gslammps), then runs bench/in.<bench> with the GPU package
@@ -21,7 +21,7 @@
 # (default 1000). Rows: bench,np,config,rep,loop_s,perf (LAMMPS's own "Loop time" and
 # its performance line's first figure).
 set -u
-src="" build="" bench=lj ranks="1 4 16" configs="plain gsrun off fixed" reps=1 size=3 steps=1000
+src="" build="" bench=lj ranks="1 4 16" configs="plain gsrun off fixed" reps=1 first=1 size=3 steps=1000
 csv="" work=/tmp/gslammps
 while [ $# -gt 0 ]; do
     case $1 in
@@ -31,6 +31,7 @@ while [ $# -gt 0 ]; do
     --ranks) ranks=$2; shift 2 ;;
     --configs) configs=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
+    --first-rep) first=$2; shift 2 ;;
     --size) size=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --csv) csv=$2; shift 2 ;;
@@ -41,7 +42,7 @@ done
 [ -n "$src" ] && [ -n "$build" ] || { echo "usage: see the head of $0" >&2; exit 2; }
 build=$(cd "$build" && pwd) || exit 2 # the runs start in the bench dir
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-mkdir -p "$work"
+mkdir -p "$work" && work=$(cd "$work" && pwd) # the build steps cd away
 csv=${csv:-$work/lammps.csv}
 jobs=$(nproc)
 
@@ -93,8 +94,8 @@ run() { # run NP CONFIG: prints "loop_s perf"
     echo "$loop ${perf:-NA}"
 }
 
-echo "bench,np,config,rep,loop_s,perf" >"$csv"
-for rep in $(seq 1 "$reps"); do
+[ -s "$csv" ] || echo "bench,np,config,rep,loop_s,perf" >"$csv"
+for rep in $(seq "$first" $((first + reps - 1))); do
     for np in $ranks; do
         for config in $configs; do
             [ "$np" = 1 ] && [ "$config" != plain ] && [ "$config" != gsrun ] && continue
