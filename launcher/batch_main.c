@@ -35,6 +35,7 @@
 #include "pmix/discover.h"
 #include "runtime/rank/endjob.h"
 #include "runtime/rank/helper.h"
+#include "runtime/rank/keeper.h"
 #include "runtime/core/config.h"
 #include "runtime/core/proc.h"
 #include "runtime/wire/protocol.h"
@@ -132,9 +133,48 @@ static int parse(int argc, char **argv, batch_opts_t *o, gs_error_t *err)
  * the user's rights only: nothing the user put there can make root follow,
  * open or remove anything else). Returns fn's exit code, or GS_EXIT_SETUP
  * if the child could not run or did not end within timeout_ms. */
-static int as_user(uid_t uid, gid_t gid, const char *name, int (*fn)(batch_opts_t *, const char *),
-                   batch_opts_t *o, const char *job_dir, int timeout_ms)
+/* fn(o, job_dir) as uid (in a child of the caller's). */
+typedef struct {
+    uid_t uid;
+    gid_t gid;
+    const char *name; /* for its groups and login basics; NULL: no groups */
+    const char *home, *shell;
+    int (*fn)(batch_opts_t *, const char *);
+    batch_opts_t *o;
+    const char *job_dir;
+} user_part_t;
+
+/* Runs in the child: becomes the user, then does the part. */
+static int run_user_part(void *arg)
 {
+    const user_part_t *u = arg;
+    int ok = u->name != NULL ? initgroups(u->name, u->gid) == 0 : setgroups(0, NULL) == 0;
+    if (!ok || setgid(u->gid) != 0 || setuid(u->uid) != 0) {
+        fprintf(stderr, "gsrun: %s: cannot become uid %u: %s\n", u->o->cmd, (unsigned)u->uid,
+                strerror(errno));
+        return GS_EXIT_SETUP;
+    }
+    if (u->name != NULL) {
+        /* The job's agent starts from here: nothing of root's environment
+         * but what it needs, and the user's own basics. (Not getpwnam
+         * again: u->name may point into its static record, which it
+         * rewrites line by line while it searches: it found root.) */
+        if (gs_provision_user_env(u->name, u->home, u->shell) != 0) {
+            fprintf(stderr, "gsrun: %s: cannot set the job's environment: %s\n", u->o->cmd,
+                    strerror(errno));
+            return GS_EXIT_SETUP;
+        }
+    }
+    int code = u->fn(u->o, u->job_dir);
+    fflush(NULL);
+    return code;
+}
+
+/* fn(o, job_dir) as uid:gid without supplementary groups, waited for. */
+static int as_user(uid_t uid, gid_t gid, int (*fn)(batch_opts_t *, const char *), batch_opts_t *o,
+                   const char *job_dir, int timeout_ms)
+{
+    user_part_t u = {uid, gid, NULL, NULL, NULL, fn, o, job_dir};
     int status = 0;
     fflush(NULL);
     pid_t pid = fork();
@@ -143,21 +183,7 @@ static int as_user(uid_t uid, gid_t gid, const char *name, int (*fn)(batch_opts_
         return GS_EXIT_SETUP;
     }
     if (pid == 0) {
-        int ok = name != NULL ? initgroups(name, gid) == 0 : setgroups(0, NULL) == 0;
-        if (!ok || setgid(gid) != 0 || setuid(uid) != 0) {
-            fprintf(stderr, "gsrun: %s: cannot become uid %u: %s\n", o->cmd, (unsigned)uid,
-                    strerror(errno));
-            _exit(GS_EXIT_SETUP);
-        }
-        if (name != NULL) {
-            struct passwd *pw = getpwnam(name);
-            if (pw != NULL) {
-                setenv("HOME", pw->pw_dir, 1);
-            }
-        }
-        int code = fn(o, job_dir);
-        fflush(NULL);
-        _exit(code);
+        _exit(run_user_part(&u));
     }
     if (gs_proc_wait(pid, timeout_ms, &status) != 0) {
         fprintf(stderr, "gsrun: %s: job %s: the part run as uid %u did not end within %d s\n",
@@ -244,14 +270,33 @@ static int prolog(batch_opts_t *o, const char *name)
     if (pw == NULL) {
         return GS_EXIT_USAGE;
     }
+    const char *base = o->dir != NULL ? o->dir : GS_ROOT_RUNDIR;
+    uid_t old_uid;
+    gid_t old_gid;
+    if (gs_rundir_root_owner(base, name, &old_uid, &old_gid) == 0 && old_uid != pw->pw_uid) {
+        /* A dead job's dir under a reused id, for another user: what root
+         * started for that job goes with it. */
+        gs_keeper_end(base, name, GS_WAIT_ENDJOB_MS);
+    }
     if (gs_provision_make_dir(o->dir, name, pw->pw_uid, pw->pw_gid, job_dir, sizeof(job_dir),
                               &err) != 0) {
         return unusable_dir(o, &err);
     }
-    gs_rundir_root_sweep(o->dir != NULL ? o->dir : GS_ROOT_RUNDIR);
-    int code = as_user(pw->pw_uid, pw->pw_gid, pw->pw_name, provision, o, job_dir,
-                       (o->cfg.timeout_s + 30) * 1000);
+    gs_rundir_root_sweep(base);
+    /* The user's part runs under a keeper of root's, so that root's epilog
+     * can end whatever it starts, whatever the user does to it. */
+    char user[256], home[GS_PATH_MAX], shell[GS_PATH_MAX];
+    snprintf(user, sizeof(user), "%s", pw->pw_name);
+    snprintf(home, sizeof(home), "%s", pw->pw_dir);
+    snprintf(shell, sizeof(shell), "%s", pw->pw_shell);
+    user_part_t u = {pw->pw_uid, pw->pw_gid, user, home, shell, provision, o, job_dir};
+    int code = gs_keeper_run(base, name, (o->cfg.timeout_s + 30) * 1000, run_user_part, &u, &err);
+    if (code < 0) {
+        fprintf(stderr, "gsrun: prolog: job %s: %s\n", o->job, err.text);
+        code = GS_EXIT_SETUP;
+    }
     if (code != 0) {
+        gs_keeper_end(base, name, GS_WAIT_ENDJOB_MS);
         gs_rundir_remove(job_dir); /* the job will not run here: nothing of it stays */
     }
     return code;
@@ -388,7 +433,7 @@ static int epilog(batch_opts_t *o, const char *name)
     snprintf(job_dir, sizeof(job_dir), "%s/%s", base, name);
     int code =
         uid == 0 ? stop_keep(o, job_dir)
-                 : as_user(uid, gid, NULL, stop_keep, o, job_dir, GS_PROTO_QUIT_TIMEOUT_MS + 5000);
+                 : as_user(uid, gid, stop_keep, o, job_dir, GS_PROTO_QUIT_TIMEOUT_MS + 5000);
     /* The agent has stopped, or its time is up (a stuck agent, or whatever
      * the job's user put in the dir): root removes the dir, following no
      * link inside it, and the epilog succeeds. A failing epilog would
@@ -400,9 +445,17 @@ static int epilog(batch_opts_t *o, const char *name)
                 "its directory is removed anyway\n",
                 o->job);
     }
-    /* Root ends what root started, found from root's side: the job's agent
-     * (stopped, or its socket gone) and every process of its session. */
+    /* Root ends what root started, found from root's side: the keeper's
+     * whole tree (the agent, its daemons, whatever escaped their sessions),
+     * then, for a prolog that ran without a keeper, every process of the
+     * agent's sessions. */
+    int kept = gs_keeper_end(base, name, GS_WAIT_ENDJOB_MS + 500);
     int ended = gs_endjob_kill(NULL, job_dir, uid, GS_WAIT_ENDJOB_MS);
+    if (kept < 0 || ended < 0) {
+        ended = -1;
+    } else {
+        ended += kept;
+    }
     if (ended != 0) {
         fprintf(stderr, "gsrun: epilog: job %s: %s%d process%s of the job's agent ended by root\n",
                 o->job, ended < 0 ? "warning: not all " : "", ended < 0 ? 0 : ended,

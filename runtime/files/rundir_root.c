@@ -5,10 +5,10 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <signal.h>
-#include <stdlib.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -58,8 +58,7 @@ int gs_rundir_root_check_base(const char *base, int create, gs_error_t *err)
     int rc;
 
     if (base[0] != '/' || n >= sizeof(path)) {
-        return gs_error_set(err, EINVAL, "run directory base '%s' must be an absolute path",
-                            base);
+        return gs_error_set(err, EINVAL, "run directory base '%s' must be an absolute path", base);
     }
     /* Every directory above the base first: if one of them were a user's,
      * that user could rename the base away and put another in its place. */
@@ -108,8 +107,8 @@ static int is_private_of(const struct stat *st, uid_t uid)
  * same moment) see either no dir or the finished one, never a dir of
  * root's that is not yet the user's (they took that for a dead job's and
  * removed it: two prologs of one job both failed, 1 run in 6). */
-static int make_private(const char *base, const char *name, const char *out, uid_t uid,
-                        gid_t gid, gs_error_t *err)
+static int make_private(const char *base, const char *name, const char *out, uid_t uid, gid_t gid,
+                        gs_error_t *err)
 {
     char tmp[GS_PATH_MAX];
     int fd, e;
@@ -207,8 +206,8 @@ int gs_rundir_root_set_aside(const char *base, const char *name)
     return rename(from, to) == 0 ? 0 : -errno;
 }
 
-/* Whether a ".gs-new-<name>.<pid>" is a dir whose maker is gone. */
-static int orphan_new(const char *entry)
+/* Whether a "<prefix><name>.<pid>" belongs to a process that is gone. */
+static int orphaned(const char *entry)
 {
     const char *dot = strrchr(entry, '.');
     char *end;
@@ -218,7 +217,8 @@ static int orphan_new(const char *entry)
 
 void gs_rundir_root_sweep(const char *base)
 {
-    const size_t ntrash = strlen(GS_RUNDIR_ROOT_TRASH), nnew = strlen(GS_RUNDIR_ROOT_NEW);
+    const size_t ntrash = strlen(GS_RUNDIR_ROOT_TRASH), nnew = strlen(GS_RUNDIR_ROOT_NEW),
+                 nkeep = strlen(GS_RUNDIR_ROOT_KEEP);
     DIR *d = opendir(base);
     struct dirent *e;
 
@@ -228,7 +228,9 @@ void gs_rundir_root_sweep(const char *base)
     while ((e = readdir(d)) != NULL) {
         char path[GS_PATH_MAX];
         int ours = strncmp(e->d_name, GS_RUNDIR_ROOT_TRASH, ntrash) == 0 ||
-                   (strncmp(e->d_name, GS_RUNDIR_ROOT_NEW, nnew) == 0 && orphan_new(e->d_name));
+                   ((strncmp(e->d_name, GS_RUNDIR_ROOT_NEW, nnew) == 0 ||
+                     strncmp(e->d_name, GS_RUNDIR_ROOT_KEEP, nkeep) == 0) &&
+                    orphaned(e->d_name));
         if (ours && (size_t)snprintf(path, sizeof(path), "%s/%s", base, e->d_name) < sizeof(path)) {
             gs_rundir_remove(path);
         }

@@ -24,16 +24,19 @@ int gs_rundir_root_check_base(const char *base, int create, gs_error_t *err);
 int gs_rundir_root_name_ok(const char *name);
 
 /* Names in a base that are not jobs': a dir being made (".gs-new-<name>.<pid>",
- * renamed into place once it is the user's) and what an epilog could not
- * remove (".gs-trash-<name>.<pid>", moved aside for the next prolog). */
+ * renamed into place once it is the user's), what an epilog could not
+ * remove (".gs-trash-<name>.<pid>", moved aside for the next prolog), and a
+ * job's keeper's file (".gs-keep-<name>.<pid>", runtime/rank/keeper.h). */
 #define GS_RUNDIR_ROOT_NEW ".gs-new-"
 #define GS_RUNDIR_ROOT_TRASH ".gs-trash-"
+#define GS_RUNDIR_ROOT_KEEP ".gs-keep-"
 
 /* As root: makes <base>/<name> for uid:gid, mode 0700, into out. One that
  * already is uid's private directory is kept (*kept = 1: a prolog run
  * again); anything else under that name (a dead job's, another uid's) is
  * removed first. The name appears finished or not at all, and
- * two callers at once both get it (*kept for one of them). The base must have passed gs_rundir_root_check_base. */
+ * two callers at once both get it (*kept for one of them). The base must have passed
+ * gs_rundir_root_check_base. */
 int gs_rundir_root_make(const char *base, const char *name, uid_t uid, gid_t gid, char *out,
                         size_t len, int *kept, gs_error_t *err);
 
@@ -48,8 +51,8 @@ int gs_rundir_root_find(const char *base, const char *name, uid_t uid, char *out
  * removed now); 0 or a negative errno. */
 int gs_rundir_root_set_aside(const char *base, const char *name);
 
-/* Removes, best effort, what was set aside in base and the dirs being made
- * by a process that is gone. */
+/* Removes, best effort, what was set aside in base, and the dirs being
+ * made and the keeper files of processes that are gone. */
 void gs_rundir_root_sweep(const char *base);
 
 /* The owner of <base>/<name> (a real directory), or -1 if there is none. */

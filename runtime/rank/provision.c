@@ -5,22 +5,23 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "runtime/rank/node.h"
-#include "runtime/plan/policy.h"
+#include "runtime/core/limits.h"
 #include "runtime/core/proc.h"
-#include "runtime/wire/protocol.h"
+#include "runtime/core/text.h"
+#include "runtime/core/unixsock.h"
 #include "runtime/files/rundir.h"
 #include "runtime/files/rundir_root.h"
-#include "runtime/rank/task.h"
-#include "runtime/core/unixsock.h"
-#include "runtime/core/limits.h"
-#include "runtime/core/text.h"
 #include "runtime/files/status.h"
+#include "runtime/plan/policy.h"
+#include "runtime/rank/node.h"
+#include "runtime/rank/task.h"
+#include "runtime/wire/protocol.h"
 
 int gs_provision_job_name(const char *job, char *out, size_t len, gs_error_t *err)
 {
@@ -106,6 +107,62 @@ int gs_provision_make_dir(const char *base, const char *name, uid_t uid, gid_t g
         return gs_error_set(err, ENAMETOOLONG, "'%s/%s' is not a usable directory", own, name);
     }
     return gs_rundir_ensure(out, err);
+}
+
+/* Whether name (up to '=') is one of the kept: exact, or a prefix "NAME*". */
+static int kept_name(const char *entry, const char *list, char sep)
+{
+    size_t n = strcspn(entry, "=");
+    while (list != NULL && *list != '\0') {
+        size_t len = strcspn(list, (char[]){sep, '\0'});
+        if (len > 0 && list[len - 1] == '*' ? n >= len - 1 && strncmp(entry, list, len - 1) == 0
+                                            : len == n && strncmp(entry, list, n) == 0) {
+            return 1;
+        }
+        list += len + (list[len] == sep);
+    }
+    return 0;
+}
+
+int gs_provision_user_env(const char *user, const char *home, const char *shell)
+{
+    static const char basics[] = "PATH LD_LIBRARY_PATH LANG LANGUAGE LC_* TZ TMPDIR GSRUN_* CUDA_* "
+                                 "NVIDIA_* HWLOC_* SLURM_* PBS_*";
+    extern char **environ;
+    char *site = getenv("GSRUN_AGENT_ENV") != NULL ? strdup(getenv("GSRUN_AGENT_ENV")) : NULL;
+    size_t n = 0;
+    char **keep;
+
+    for (char **e = environ; *e != NULL; e++) {
+        n++;
+    }
+    keep = calloc(n + 1, sizeof(*keep));
+    if (keep == NULL) {
+        free(site);
+        return -1;
+    }
+    n = 0;
+    for (char **e = environ; *e != NULL; e++) {
+        if (kept_name(*e, basics, ' ') || kept_name(*e, site, ',')) {
+            keep[n++] = *e; /* the strings stay: clearenv frees only the array */
+        }
+    }
+    int rc = clearenv();
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        rc = putenv(keep[i]);
+    }
+    free(keep);
+    free(site);
+    if (rc == 0 && user != NULL) {
+        rc = setenv("USER", user, 1) | setenv("LOGNAME", user, 1);
+    }
+    if (rc == 0 && home != NULL) {
+        rc = setenv("HOME", home, 1);
+    }
+    if (rc == 0 && shell != NULL && *shell != '\0') {
+        rc = setenv("SHELL", shell, 1);
+    }
+    return rc == 0 ? 0 : -1;
 }
 
 /* Whether an agent holds the node dir's lock (0: none; -1: no dir). */
@@ -218,8 +275,7 @@ static int ask_stop(const char *node_dir, FILE *out, int verbose)
     return 0;
 }
 
-int gs_provision_stop(const char *job_dir, FILE *out, int verbose, int keep_dir,
-                      gs_error_t *err)
+int gs_provision_stop(const char *job_dir, FILE *out, int verbose, int keep_dir, gs_error_t *err)
 {
     char node_dir[600];
 
@@ -267,7 +323,7 @@ int gs_provision_task_env(const gs_config_t *cfg, const char *job_dir, int local
     }
     /* The step's tasks over the job's GPUs, as gsrun places them. */
     /* The setting, else what the job's agent found for the driver. */
-    int limit = cfg->clients_per_server > 0    ? cfg->clients_per_server
+    int limit = cfg->clients_per_server > 0 ? cfg->clients_per_server
                 : st.clients_per_server > 0 ? st.clients_per_server
                                             : gs_policy_clients_per_server(0, 0);
     if ((rc = gs_policy_plan_compute(cfg, local_size, st.ngpus, 1, "", limit, &plan, err)) != 0) {

@@ -48,6 +48,16 @@ int gs_provision_user_base_any(const char *dir, char *out, size_t len, char *tak
 int gs_provision_make_dir(const char *base, const char *name, uid_t uid, gid_t gid, char *out,
                           size_t len, gs_error_t *err);
 
+/* For the job's user's part of a root prolog (after the switch to the
+ * user): an environment of the user's login basics (HOME, USER, LOGNAME,
+ * SHELL), gsrun's own settings (GSRUN_*), what finding and using the driver
+ * needs (PATH, LD_LIBRARY_PATH, CUDA_*, NVIDIA_*, HWLOC_*), the locale, time
+ * zone and TMPDIR, the batch system's facts of the job (SLURM_*, PBS_*), and the
+ * names a site lists in GSRUN_AGENT_ENV (comma-separated; NAME* keeps a
+ * prefix); nothing else of root's: the user can read its agent's
+ * environment in /proc. 0, or -1 when the environment cannot be set. */
+int gs_provision_user_env(const char *user, const char *home, const char *shell);
+
 /* Starts the job's agent (agent_path) on this node, or finds it running
  * (*already = 1; a dir left by a dead one is removed first), and reads its
  * state into st. Returns 0 when the job may run (MPS on, or off under

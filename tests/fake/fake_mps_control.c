@@ -27,6 +27,10 @@
  *                                pipe dir, CPU affinity, inherited MPS vars
  *   FAKE_MPS_MAX_CLIENTS=N       clients one daemon takes at once (default 48,
  *                                as the real one with a CUDA 13.0 driver)
+ *   FAKE_MPS_ESCAPE=FILE         leave a process that escapes the daemon's
+ *                                session: a grandchild that calls setsid and
+ *                                sleeps, its PID written to FILE (what a
+ *                                job's user can make its agent's children do)
  *
  * Clients: a connection that says "client <pid>" stands for a CUDA context
  * (tests/progs/rank_report --mps-client) and is held until the client
@@ -236,6 +240,34 @@ static int handle(int fd)
     return quit;
 }
 
+/* Double fork and setsid: the grandchild has left the daemon's session
+ * and parent; only a subreaper or a cgroup still holds it. */
+static void escape(const char *file)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (fork() == 0) {
+            int null = open("/dev/null", O_RDWR);
+            dup2(null, 0);
+            dup2(null, 1);
+            dup2(null, 2);
+            setsid();
+            FILE *f = fopen(file, "a");
+            if (f != NULL) {
+                fprintf(f, "%d\n", (int)getpid());
+                fclose(f);
+            }
+            for (int i = 0; i < 3000; i++) {
+                usleep(100000); /* 5 min at most */
+            }
+        }
+        _exit(0);
+    }
+    if (pid > 0) {
+        waitpid(pid, NULL, 0);
+    }
+}
+
 static int run_daemon(void)
 {
     struct sockaddr_un addr;
@@ -251,6 +283,9 @@ static int run_daemon(void)
         signal(SIGTERM, SIG_IGN);
     }
     record_start();
+    if (getenv("FAKE_MPS_ESCAPE")) {
+        escape(getenv("FAKE_MPS_ESCAPE"));
+    }
     if (getenv("FAKE_MPS_DIE_AFTER_MS")) {
         die_at = now_ms() + atoi(getenv("FAKE_MPS_DIE_AFTER_MS"));
     }
@@ -363,8 +398,10 @@ static int run_client(void)
 
 int main(int argc, char **argv)
 {
-    snprintf(pipe_dir, sizeof(pipe_dir), "%s", env_or("CUDA_MPS_PIPE_DIRECTORY", "/tmp/nvidia-mps"));
-    snprintf(log_dir, sizeof(log_dir), "%s", env_or("CUDA_MPS_LOG_DIRECTORY", "/var/log/nvidia-mps"));
+    snprintf(pipe_dir, sizeof(pipe_dir), "%s",
+             env_or("CUDA_MPS_PIPE_DIRECTORY", "/tmp/nvidia-mps"));
+    snprintf(log_dir, sizeof(log_dir), "%s",
+             env_or("CUDA_MPS_LOG_DIRECTORY", "/var/log/nvidia-mps"));
     if (argc > 1 && strcmp(argv[1], "-f") == 0) {
         return run_daemon();
     }

@@ -201,6 +201,8 @@ check "a listener of the user's in place of agent.sock: the epilog prints its li
 check "  ... and root ended the agent it could not reach: nothing of the job left" \
     [ -z "$(agent_of "$BASE/job-791")" -a "$(leftover_procs | sort | tr '\n' ' ')" = "$others" -a ! -e "$BASE/job-791" ] ||
     { diag "$ERR"; for p in $(leftover_procs); do ps -o pid,sid,stat,args -p $p | tail -1; done | diag; }
+# $! is the subshell of the function "as": the listener is its child.
+pkill -f "hostile_user listen $sock" 2>/dev/null
 kill $lis 2>/dev/null
 wait $lis 2>/dev/null
 # The socket removed and the agent stopped (SIGSTOP): root ends it all the same.
@@ -217,6 +219,33 @@ check "agent.sock removed and the agent stopped by its user: epilog status $rc (
 check "  ... the agent, its daemons and its guard ended by root, the dir gone" \
     [ -z "$(agent_of "$BASE/job-792")" -a "$(leftover_procs | sort | tr '\n' ' ')" = "$others" -a ! -e "$BASE/job-792" ] ||
     { diag "$ERR"; for p in $(leftover_procs); do ps -o pid,sid,stat,args -p $p | tail -1; done | diag; }
+check "  ... and said so" grep -q "process.* of the job's agent ended by root" "$ERR" || diag "$ERR"
+
+# A child of the agent's that double-forks and calls setsid has left every
+# session root could find; the job's keeper (root's, its subreaper) still
+# holds it, and root's epilog ends it.
+running() { ps -o stat= -p "$1" 2>/dev/null | grep -qv Z; } # a zombie is ended (PID 1 may not reap)
+mkdir -m 1777 "$TEST_TMP/esc"
+FAKE_MPS_ESCAPE=$TEST_TMP/esc/pids ROOT_SECRET=s3cret "$G" prolog --job 793 --user nobody --dir "$BASE" $CTL 2>"$ERR"
+for _ in $(seq 50); do [ -s "$TEST_TMP/esc/pids" ] && break; sleep 0.1; done
+e=$(head -1 "$TEST_TMP/esc/pids" 2>/dev/null)
+a793=$(agent_of "$BASE/job-793")
+keeper=$(ls -A "$BASE" | sed -n 's/^\.gs-keep-job-793\.\([0-9]*\)$/\1/p')
+check "a process the agent's daemon left in a session of its own (double fork, setsid): pid ${e:-none}" \
+    eval '[ -n "$e" ] && running "$e" && [ "$(ps -o sid= -p "$e")" != "$(ps -o sid= -p "$a793")" ] && [ "$(ps -o uid= -p "$e" | tr -d " ")" = 65534 ]' ||
+    { diag "$ERR"; ps -o pid,ppid,sid,uid,args -p "${e:-1}" | diag; }
+check "  ... held by the job's keeper: root's, its parent now (${keeper:-no keeper file})" \
+    eval '[ -n "$keeper" ] && [ "$(ps -o ppid= -p "$e" | tr -d " ")" = "$keeper" ] && [ "$(ps -o uid= -p "$keeper" | tr -d " ")" = 0 ]' ||
+    { ls -la "$BASE" | diag; ps -o pid,ppid,sid,uid,args -p "${e:-1}" | diag; }
+tr '\0' '\n' <"/proc/$a793/environ" >"$OUT.env" 2>/dev/null
+check "  ... the agent root started has a clean environment: nobody's basics, gsrun's settings, no root's secret" \
+    eval 'grep -qx USER=nobody "$OUT.env" && grep -qx "HOME=$(getent passwd nobody | cut -d: -f6)" "$OUT.env" && grep -q "^GSRUN_MPS=" "$OUT.env" && ! grep -q ROOT_SECRET "$OUT.env" && ! grep -q "^OMPI_ALLOW_RUN_AS_ROOT" "$OUT.env"' ||
+    diag "$OUT.env"
+"$G" epilog --job 793 --dir "$BASE" >"$OUT" 2>"$ERR"
+rc=$?
+check "  ... root's epilog: status $rc (0), that process, the agent and the keeper gone, the dir too" \
+    eval '[ $rc -eq 0 ] && ! running "$e" && [ -z "$(agent_of "$BASE/job-793")" ] && ! running "$keeper" && [ -z "$(ls -A "$BASE" | grep "job-793")" ]' ||
+    { diag "$ERR"; ls -la "$BASE" | diag; }
 check "  ... and said so" grep -q "process.* of the job's agent ended by root" "$ERR" || diag "$ERR"
 
 for j in 779 782; do "$G" epilog --job $j --dir "$BASE" 2>>"$ERR"; done

@@ -39,6 +39,9 @@ export OMPI_MCA_btl_vader_backing_directory=$TEST_TMP/ompi OMPI_MCA_btl_sm_backi
 # Every process of this test's jobs inherits this marker, so the leak check
 # sees only them even while other tests run at the same time.
 export GS_TEST_MARK=$TEST_TMP
+# A root prolog gives the job's agent a clean environment: the fakes' knobs
+# and the mark that finds leftovers must pass (a site's setting, used here).
+export GSRUN_AGENT_ENV='FAKE_*,GS_TEST_MARK'
 OUT=$TEST_TMP/out
 ERR=$TEST_TMP/err
 

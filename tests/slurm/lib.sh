@@ -52,7 +52,7 @@ slurm_prolog_scripts() {
     cat >"$GSS_DIR/prolog.sh" <<SH
 #!/bin/sh
 [ -f $PROV ] || exit 0
-export LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=$1
+export LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=$1 GSRUN_AGENT_ENV='FAKE_*'
 exec $GSRUN prolog -v --mps-control=$FAKE_CONTROL >>$GSS_DIR/prolog-\$(hostname).log 2>&1
 SH
     cat >"$GSS_DIR/epilog.sh" <<SH

@@ -96,14 +96,16 @@ static void test_make_and_find(void **state)
         skip();
     }
     assert_int_equal(gs_rundir_root_check_base(base, 1, &err), 0);
-    assert_int_equal(gs_rundir_root_make(base, "job-1", 65534, 65534, dir, sizeof(dir), &kept, &err), 0);
+    assert_int_equal(
+        gs_rundir_root_make(base, "job-1", 65534, 65534, dir, sizeof(dir), &kept, &err), 0);
     assert_int_equal(kept, 0);
     assert_int_equal(lstat(dir, &st), 0);
     assert_true(S_ISDIR(st.st_mode));
     assert_int_equal(st.st_uid, 65534);
     assert_int_equal(st.st_mode & 07777, 0700);
     /* A second prolog keeps it. */
-    assert_int_equal(gs_rundir_root_make(base, "job-1", 65534, 65534, dir, sizeof(dir), &kept, &err), 0);
+    assert_int_equal(
+        gs_rundir_root_make(base, "job-1", 65534, 65534, dir, sizeof(dir), &kept, &err), 0);
     assert_int_equal(kept, 1);
     /* The user it was made for finds it; another user does not use it. */
     assert_int_equal(gs_rundir_root_find(base, "job-1", 65534, dir, sizeof(dir), &err), 0);
@@ -111,7 +113,8 @@ static void test_make_and_find(void **state)
     assert_non_null(strstr(err.text, "not a private directory of uid 4242"));
     assert_int_equal(gs_rundir_root_find(base, "job-2", 65534, dir, sizeof(dir), &err), -ENOENT);
     /* Made for another user under a reused id: replaced, not handed over. */
-    assert_int_equal(gs_rundir_root_make(base, "job-1", 4242, 4242, dir, sizeof(dir), &kept, &err), 0);
+    assert_int_equal(gs_rundir_root_make(base, "job-1", 4242, 4242, dir, sizeof(dir), &kept, &err),
+                     0);
     assert_int_equal(kept, 0);
     assert_int_equal(lstat(dir, &st), 0);
     assert_int_equal(st.st_uid, 4242);
@@ -125,7 +128,8 @@ static void test_make_and_find(void **state)
     close(fd);
     snprintf(path, sizeof(path), "%s/job-3", base);
     assert_int_equal(symlink(victim, path), 0);
-    assert_int_equal(gs_rundir_root_make(base, "job-3", 65534, 65534, dir, sizeof(dir), &kept, &err), 0);
+    assert_int_equal(
+        gs_rundir_root_make(base, "job-3", 65534, 65534, dir, sizeof(dir), &kept, &err), 0);
     assert_int_equal(lstat(dir, &st), 0);
     assert_true(S_ISDIR(st.st_mode));
     snprintf(path, sizeof(path), "%s/precious", victim);
@@ -182,11 +186,13 @@ static void test_set_aside_and_sweep(void **state)
         skip();
     }
     assert_int_equal(gs_rundir_root_check_base(base, 1, &err), 0);
-    assert_int_equal(gs_rundir_root_make(base, "job-5", 65534, 65534, dir, sizeof(dir), &kept, &err), 0);
+    assert_int_equal(
+        gs_rundir_root_make(base, "job-5", 65534, 65534, dir, sizeof(dir), &kept, &err), 0);
     assert_int_equal(gs_rundir_root_set_aside(base, "job-5"), 0);
     assert_int_equal(access(dir, F_OK), -1);
     assert_int_equal(gs_rundir_root_set_aside(base, "job-5"), -ENOENT);
-    assert_int_equal(gs_rundir_root_make(base, "job-6", 65534, 65534, dir, sizeof(dir), &kept, &err), 0);
+    assert_int_equal(
+        gs_rundir_root_make(base, "job-6", 65534, 65534, dir, sizeof(dir), &kept, &err), 0);
     dead = fork();
     if (dead == 0) {
         _exit(0);

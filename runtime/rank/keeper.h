@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Root keeps hold of what it starts for a job. A root prolog runs its part
+ * as the job's user under a keeper: a root process, in a session of its
+ * own, that is the child subreaper of everything that part starts (the
+ * agent, its MPS daemons, whatever they start). A process that double-forks
+ * or calls setsid still ends up the keeper's child when its parent dies, so
+ * the keeper can always find and end the whole tree; the job's user cannot
+ * signal it. It names itself in a root-only file of the base
+ * (".gs-keep-<name>.<pid>", holding its start time, so a PID reused
+ * meanwhile is never taken for it), exits by itself once its tree is empty,
+ * and on SIGTERM (root's epilog) SIGKILLs its tree until nothing is left. */
+#ifndef GS_KEEPER_H
+#define GS_KEEPER_H
+
+#include "runtime/core/gs_error.h"
+
+/* Runs fn(arg) in a child of a new keeper (fn drops privileges itself) and
+ * returns fn's exit status, once fn's child has exited or timeout_ms has
+ * passed (then fn's child is killed and 70 returned); the keeper stays on
+ * while fn's tree lives. base must have passed gs_rundir_root_check_base.
+ * -1 with err set when no keeper could be started. */
+int gs_keeper_run(const char *base, const char *name, int timeout_ms, int (*fn)(void *), void *arg,
+                  gs_error_t *err);
+
+/* Ends name's keepers in base: SIGTERM, then waits up to timeout_ms for
+ * each to end its tree and exit (SIGKILL if it does not). Returns how many
+ * processes they ended (0: none was left, or no keeper), or -ETIMEDOUT
+ * when a keeper had to be killed itself. */
+int gs_keeper_end(const char *base, const char *name, int timeout_ms);
+
+#endif
