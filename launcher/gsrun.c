@@ -32,6 +32,7 @@
 #include "runtime/rank/node.h"
 #include "runtime/files/preflight.h"
 #include "runtime/core/proc.h"
+#include "runtime/core/proctree.h"
 #include "runtime/files/rundir.h"
 #include "runtime/core/limits.h"
 
@@ -216,10 +217,18 @@ static int run_job(const gs_opts_t *o, char *launcher, char **cmd, const char *a
                 t_launch, t_exited, t_agents);
     }
     gs_rundir_remove(job_dir);
-    /* The agents, adopted by us as subreaper, release their lock just before
-     * they exit: wait for that exit too, or each would stay a zombie where
-     * PID 1 does not reap (a container). Bounded: a stuck one is reported
-     * by gs_wait_for_agents already. */
+    /* What the ranks left running (a child in a session of its own) came
+     * to us as subreaper: it ends with the job, now, not after a wait. */
+    static const char *const agents[] = {"gsrun-agent", "gsrun-guard", NULL};
+    int left = gs_proctree_kill(agents, GS_LEFTOVER_KILL_MS);
+    if (left > 0) {
+        fprintf(stderr, "gsrun: ended %d process%s the job's ranks left running\n", left,
+                left == 1 ? "" : "es");
+    }
+    /* The agents release their lock just before they exit: wait for that
+     * exit too, or each would stay a zombie where PID 1 does not reap (a
+     * container). Bounded: a stuck one is reported by gs_wait_for_agents
+     * already. */
     gs_proc_reap_all(GS_REAP_WAIT_MS);
     return gs_exit_like(status);
 }

@@ -9,6 +9,8 @@
 #define GS_AGENT_WAIT_MS 20000
 /* How long gsrun waits for its adopted children to exit after that. */
 #define GS_REAP_WAIT_MS 2000
+/* How long gsrun keeps ending what the ranks left running. */
+#define GS_LEFTOVER_KILL_MS 1000
 
 /* Waits until every node agent of the job has released its node dir: a
  * blocking lock, interrupted by an alarm at the deadline. */

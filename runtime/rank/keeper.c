@@ -18,99 +18,8 @@
 
 #include "runtime/core/limits.h"
 #include "runtime/core/proc.h"
+#include "runtime/core/proctree.h"
 #include "runtime/files/rundir_root.h"
-
-/* The most processes one pass ends; the passes repeat until none is left. */
-#define GS_KEEPER_MAX_TREE 4096
-
-/* Field k (3 = state, 4 = ppid, 22 = start time) of /proc/<pid>/stat, or
- * -1 when the process is gone. */
-static long long stat_field(pid_t pid, int k)
-{
-    char buf[1024], *save = NULL, *tok;
-    if (gs_proc_stat_fields(NULL, pid, buf, sizeof(buf)) != 0) {
-        return -1;
-    }
-    tok = strtok_r(buf, " ", &save);
-    for (int i = 3; tok != NULL && i < k; i++) {
-        tok = strtok_r(NULL, " ", &save);
-    }
-    return tok != NULL ? strtoll(tok, NULL, 10) : -1;
-}
-
-static int listed(const pid_t *list, int n, pid_t pid)
-{
-    for (int i = 0; i < n; i++) {
-        if (list[i] == pid) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* Every descendant of self: passes over /proc until the set stops growing
- * (a child may be listed before its parent). */
-static int descendants(pid_t self, pid_t *out, int max)
-{
-    int n = 0, grew = 1;
-    while (grew && n < max) {
-        DIR *d = opendir("/proc");
-        struct dirent *e;
-        grew = 0;
-        if (d == NULL) {
-            break;
-        }
-        while (n < max && (e = readdir(d)) != NULL) {
-            pid_t pid = (pid_t)atoi(e->d_name);
-            if (pid <= 1 || pid == self || listed(out, n, pid)) {
-                continue;
-            }
-            pid_t ppid = (pid_t)stat_field(pid, 4);
-            if (ppid == self || (ppid > 1 && listed(out, n, ppid))) {
-                out[n++] = pid;
-                grew = 1;
-            }
-        }
-        closedir(d);
-    }
-    return n;
-}
-
-/* SIGKILLs the tree (stopped processes too) and reaps it, until the keeper
- * has no child left or timeout_ms passes; returns how many it signalled. */
-static int end_tree(int timeout_ms)
-{
-    static pid_t tree[GS_KEEPER_MAX_TREE];
-    long long deadline = gs_proc_now_ms() + timeout_ms;
-    pid_t self = getpid();
-    int ended = 0;
-
-    for (;;) {
-        while (waitpid(-1, NULL, WNOHANG) > 0) {
-        }
-        if (waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD) {
-            return ended;
-        }
-        int n = descendants(self, tree, GS_KEEPER_MAX_TREE);
-        for (int i = 0; i < n; i++) {
-            int fd = gs_proc_pidfd_open(tree[i]);
-            /* Checked again through the pidfd's process: never a PID that
-             * was reused between the scan and the signal. */
-            pid_t ppid = (pid_t)stat_field(tree[i], 4);
-            if ((ppid == self || listed(tree, n, ppid)) &&
-                gs_proc_signal(tree[i], fd, SIGKILL) == 0) {
-                ended++;
-            }
-            if (fd >= 0) {
-                close(fd);
-            }
-        }
-        if (gs_proc_now_ms() >= deadline) {
-            return ended;
-        }
-        usleep(5000);
-    }
-}
 
 static void keep_path(const char *base, const char *name, pid_t pid, char *out, size_t len)
 {
@@ -134,7 +43,7 @@ static void keep(const char *file)
             return;
         }
         if (sigwaitinfo(&set, NULL) == SIGTERM) {
-            int ended = end_tree(GS_WAIT_ENDJOB_MS);
+            int ended = gs_proctree_kill(NULL, GS_WAIT_ENDJOB_MS);
             /* The epilog reads the count from the file, then removes it. */
             int fd = open(file, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
             if (fd >= 0) {
@@ -164,7 +73,7 @@ static void keeper_main(const char *base, const char *name, int timeout_ms, int 
     sigprocmask(SIG_BLOCK, &set, NULL);
     keep_path(base, name, getpid(), file, sizeof(file));
     int fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    long long start = stat_field(getpid(), 22);
+    long long start = gs_proctree_stat_field(getpid(), 22);
     if (fd < 0 || dprintf(fd, "%lld\n", start) < 0) {
         fprintf(stderr,
                 "gsrun: warning: cannot write the job's keeper file '%s': %s; the "
@@ -243,6 +152,24 @@ int gs_keeper_run(const char *base, const char *name, int timeout_ms, int (*fn)(
     return code;
 }
 
+/* Whether the keeper (pid, started at start) exits within timeout_ms; an
+ * exited one no PID 1 reaps counts as exited. */
+static int ended_within(pid_t pid, int pidfd, long long start, int timeout_ms)
+{
+    if (pidfd >= 0) {
+        struct pollfd p = {pidfd, POLLIN, 0};
+        return poll(&p, 1, timeout_ms) == 1;
+    }
+    for (long long deadline = gs_proc_now_ms() + timeout_ms;; usleep(5000)) {
+        if (gs_proctree_stat_field(pid, 22) != start || gs_proctree_stat_field(pid, 3) == 'Z') {
+            return 1;
+        }
+        if (gs_proc_now_ms() >= deadline) {
+            return 0;
+        }
+    }
+}
+
 /* One keeper file: its process ended (0, count added), none there any
  * more (0), or one that had to be killed (-ETIMEDOUT). */
 static int end_one(const char *path, pid_t pid, int timeout_ms, int *count)
@@ -265,10 +192,10 @@ static int end_one(const char *path, pid_t pid, int timeout_ms, int *count)
         start = strtoll(buf, NULL, 10);
     }
     int pidfd = gs_proc_pidfd_open(pid);
-    if (n > 0 && pidfd >= 0 && stat_field(pid, 22) == start) {
+    int usable = pidfd >= 0 || errno == ENOSYS; /* no pidfds: by PID, checked */
+    if (n > 0 && usable && gs_proctree_stat_field(pid, 22) == start) {
         gs_proc_signal(pid, pidfd, SIGTERM);
-        struct pollfd p = {pidfd, POLLIN, 0};
-        if (poll(&p, 1, timeout_ms) != 1) {
+        if (!ended_within(pid, pidfd, start, timeout_ms)) {
             gs_proc_signal(pid, pidfd, SIGKILL);
             rc = -ETIMEDOUT;
         }

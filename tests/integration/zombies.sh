@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: launcher/gsrun.c (subreaper), launcher/reports.c, runtime/agent/agent_setup.c
+# covers: launcher/gsrun.c (subreaper), launcher/reports.c, runtime/agent/agent_setup.c, runtime/core/proctree.c
 # No zombie of gsrun's own processes is left on gsrun's node, even where PID 1
 # never reaps (a container's init): gsrun is a subreaper for its node agent
 # and waits for it to exit, not only for its lock. The job runs in a PID
@@ -49,6 +49,22 @@ check "  ... no process left in its PID namespace, not even a zombie" [ -z "$(gr
 run_in_ns -np 4 "$PROG" --exit 1 3 >"$OUT" 2>"$ERR"
 rc=$?
 check "a rank exits 3: status $rc (3)" [ $rc -eq 3 ]
+check "  ... nothing left, not even a zombie" [ -z "$(grep '^left: ' "$OUT")" ] ||
+    grep '^left: ' "$OUT" | diag
+# A rank that leaves a process running in a session of its own (stdio
+# closed, so mpirun does not wait for it): it comes to gsrun as subreaper;
+# gsrun ends it and exits with mpirun, not after a wait for it.
+t0=$(date +%s%N)
+run_in_ns -np 2 sh -c 'exit 0' >"$OUT" 2>"$ERR"
+base_ms=$((($(date +%s%N) - t0) / 1000000))
+t0=$(date +%s%N)
+run_in_ns -np 2 sh -c 'setsid sleep 60 </dev/null >/dev/null 2>&1 & exit 0' >"$OUT" 2>"$ERR"
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+check "ranks that leave a setsid child: status $rc (0), gsrun ends it and says so" eval \
+    '[ $rc -eq 0 ] && grep -q "gsrun: ended 2 processes the job.s ranks left running" "$ERR"' || diag "$ERR"
+check "  ... and exits with the job: $ms ms against $base_ms ms without (it waited 2 s more)" \
+    [ $((ms - base_ms)) -lt 1500 ]
 check "  ... nothing left, not even a zombie" [ -z "$(grep '^left: ' "$OUT")" ] ||
     grep '^left: ' "$OUT" | diag
 check_clean "non-reaping PID 1"

@@ -11,10 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "runtime/core/proc.h"
+#include "runtime/core/proctree.h"
 #include "runtime/core/text.h"
 
 static pid_t child_sleeping(int ignore_term)
@@ -207,13 +209,72 @@ static void test_stat_fields(void **state)
     assert_int_equal(gs_proc_stat_fields("/nonexistent", getpid(), buf, sizeof(buf)), -1);
 }
 
+/* A grandchild that double-forked and called setsid comes back to a
+ * subreaper and is ended; a spared process and its child are not. */
+static pid_t escaper(int pipe_w)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (fork() == 0) {
+            setsid();
+            pid_t me = getpid();
+            if (write(pipe_w, &me, sizeof(me)) != sizeof(me)) {
+                _exit(1);
+            }
+            pause();
+        }
+        _exit(0);
+    }
+    return pid;
+}
+
+static void test_proctree_kill(void **state)
+{
+    int p[2];
+    pid_t esc, spared, spared_child = 0;
+    (void)state;
+    assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+    assert_int_equal(pipe(p), 0);
+    waitpid(escaper(p[1]), NULL, 0);
+    assert_int_equal(read(p[0], &esc, sizeof(esc)), sizeof(esc));
+    spared = fork();
+    if (spared == 0) {
+        prctl(PR_SET_NAME, "gsrun-agent");
+        if (fork() == 0) {
+            prctl(PR_SET_NAME, "sleeper"); /* spared for its parent's sake only */
+            pid_t me = getpid();
+            if (write(p[1], &me, sizeof(me)) != sizeof(me)) {
+                _exit(1);
+            }
+            pause();
+        }
+        pause();
+    }
+    assert_int_equal(read(p[0], &spared_child, sizeof(spared_child)), sizeof(spared_child));
+    /* The escaper's parent is gone: the grandchild is ours now. */
+    assert_int_equal(gs_proctree_stat_field(esc, 4), getpid());
+    assert_int_equal(gs_proctree_stat_field(spared, 3) != -1, 1);
+    static const char *const spare[] = {"gsrun-agent", NULL};
+    assert_int_equal(gs_proctree_kill(spare, 1000), 1);
+    assert_true(gs_proctree_stat_field(esc, 3) == -1 || gs_proctree_stat_field(esc, 3) == 'Z');
+    assert_true(gs_proctree_stat_field(spared, 3) != 'Z' && gs_proctree_stat_field(spared, 3) != -1);
+    assert_true(gs_proctree_stat_field(spared_child, 3) != 'Z');
+    /* Without spares everything goes, and nothing is left to reap. */
+    assert_int_equal(gs_proctree_kill(NULL, 1000), 2);
+    assert_int_equal(gs_proc_reap_all(1000), 0);
+    assert_int_equal(gs_proctree_kill(NULL, 1000), 0);
+    prctl(PR_SET_CHILD_SUBREAPER, 0);
+    close(p[0]);
+    close(p[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_clocks),          cmocka_unit_test(test_wait_times_out_then_reaps),
         cmocka_unit_test(test_stop_child_escalates), cmocka_unit_test(test_signal_and_alive),
         cmocka_unit_test(test_reap_all),        cmocka_unit_test(test_env_build),
-        cmocka_unit_test(test_reads_are_bounded), cmocka_unit_test(test_text_rstrip), cmocka_unit_test(test_stat_fields),
+        cmocka_unit_test(test_reads_are_bounded), cmocka_unit_test(test_text_rstrip), cmocka_unit_test(test_stat_fields), cmocka_unit_test(test_proctree_kill),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

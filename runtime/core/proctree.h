@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The processes below this one, read from /proc: for a child subreaper
+ * (gsrun, root's keeper of a batch job), whose orphans come back to it as
+ * its children whatever they did (double fork, setsid), they are all that
+ * it and its children started and left running. */
+#ifndef GS_PROCTREE_H
+#define GS_PROCTREE_H
+
+#include <sys/types.h>
+
+/* Field k of /proc/<pid>/stat (3 = state, 4 = ppid, 22 = start time), or
+ * -1 when the process is gone. */
+long long gs_proctree_stat_field(pid_t pid, int k);
+
+/* SIGKILLs every living descendant of this process (stopped ones too),
+ * except those whose command name (/proc/<pid>/comm) is in spare
+ * (NULL-terminated; NULL: none) and what descends from them, reaping this
+ * process's exited children as it goes, pass after pass, until none is left
+ * or timeout_ms passes. Signals go through pidfds, to processes checked
+ * again after the pidfd was taken. Returns how many it signalled. */
+int gs_proctree_kill(const char *const *spare, int timeout_ms);
+
+#endif
