@@ -241,7 +241,7 @@ check "  ... 8 tasks at 50%, 4 at 100% (2 per GPU), 1 without MPS (alone on its 
       "$(grep -c 'size=1 .*mps=- ' $J/batch.out)" -eq 1 ] || diag $J/batch.out
 check "  ... nothing left once the epilog ran" pro_clean
 # The commands themselves, as an admin's script calls them: idempotent.
-P="export LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=1 SLURM_JOB_ID=4711 SLURM_JOB_USER=root;"
+P="export LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=1 SLURM_JOB_ID=4711 SLURM_JOB_USER=root GSRUN_AGENT_ENV='FAKE_*';"
 on_slurm host2 "$P $GSRUN prolog --mps-control=$FAKE_CONTROL && $GSRUN prolog --mps-control=$FAKE_CONTROL"
 rc=$?
 check "gsrun prolog twice: status $rc, one MPS control daemon ($(cluster_count_exe host2 "$FAKE_CONTROL"))" \
