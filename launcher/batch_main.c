@@ -260,7 +260,24 @@ static int prolog(batch_opts_t *o, const char *name)
         return 0;
     }
     if (geteuid() != 0) {
-        if (gs_provision_make_dir(o->dir, name, getuid(), getgid(), job_dir, sizeof(job_dir),
+        /* Our own base: /tmp/gsrun-<uid>, or if another user took that name
+         * first, the first of .1 to .16 that is ours or can be made (the
+         * task prolog and epilog look in the same order). */
+        char own[GS_PATH_MAX], stem[64], taken[GS_LINE_MAX];
+        const char *base = o->dir;
+        if (base == NULL) {
+            snprintf(stem, sizeof(stem), "/tmp/gsrun-%u", (unsigned)getuid());
+            if (gs_provision_user_base_any(stem, own, sizeof(own), taken, sizeof(taken), &err) !=
+                0) {
+                return unusable_dir(o, &err);
+            }
+            if (taken[0] != '\0') {
+                fprintf(stderr, "gsrun: prolog: job %s: %s; using %s instead\n", o->job, taken,
+                        own);
+            }
+            base = own;
+        }
+        if (gs_provision_make_dir(base, name, getuid(), getgid(), job_dir, sizeof(job_dir),
                                   &err) != 0) {
             return unusable_dir(o, &err);
         }
@@ -319,31 +336,52 @@ static int base_ok(const char *base, gs_error_t *err)
  * its base (*roots = 1), or in our own base (--dir names the one base to
  * look in). 1: found; 0: none; negative: one that must not be used (err
  * says why). */
+/* The job's dir in one base. 1: found; 0: none; negative: one that must
+ * not be used (err says why). */
+static int find_in_base(const char *base, const char *name, char *job_dir, size_t len, int *roots,
+                        gs_error_t *err)
+{
+    int rc = base_ok(base, err);
+    if (rc >= 0) {
+        *roots = rc;
+        rc = gs_rundir_root_find(base, name, getuid(), job_dir, len, err);
+    }
+    return rc == -ENOENT ? 0 : rc == 0 ? 1 : rc;
+}
+
 static int find_job_dir(batch_opts_t *o, const char *name, char *job_dir, size_t len, int *roots,
                         gs_error_t *err)
 {
-    char own[64];
-    const char *bases[2];
+    char bases[2 + GS_PROVISION_BASE_TRIES][64];
     int n = 0;
 
-    snprintf(own, sizeof(own), "/tmp/gsrun-%u", (unsigned)getuid());
     if (o->dir != NULL) {
-        bases[n++] = o->dir;
-    } else {
-        bases[n++] = GS_ROOT_RUNDIR;
-        bases[n++] = own;
+        return find_in_base(o->dir, name, job_dir, len, roots, err);
     }
+    snprintf(bases[n++], sizeof(bases[0]), "%s", GS_ROOT_RUNDIR);
+    /* Our own base, or the name the prolog took when another user had made
+     * ours first (gs_provision_user_base_any's order); another user's is
+     * passed over, never used. */
+    snprintf(bases[n++], sizeof(bases[0]), "/tmp/gsrun-%u", (unsigned)getuid());
+    for (int k = 1; k <= GS_PROVISION_BASE_TRIES; k++) {
+        snprintf(bases[n++], sizeof(bases[0]), "/tmp/gsrun-%u.%d", (unsigned)getuid(), k);
+    }
+    int first_rc = 0;
+    gs_error_t first;
     for (int i = 0; i < n; i++) {
-        int rc = base_ok(bases[i], err);
-        if (rc >= 0) {
-            *roots = rc;
-            rc = gs_rundir_root_find(bases[i], name, getuid(), job_dir, len, err);
+        int rc = find_in_base(bases[i], name, job_dir, len, roots, err);
+        if (rc > 0 || (rc < 0 && i == 0)) {
+            return rc; /* found; or root's base is unsafe */
         }
-        if (rc != -ENOENT) {
-            return rc == 0 ? 1 : rc;
+        if (rc < 0 && first_rc == 0) {
+            first_rc = rc; /* our own name taken: said if nothing is found */
+            first = *err;
         }
     }
-    return 0;
+    if (first_rc != 0) {
+        *err = first;
+    }
+    return first_rc;
 }
 
 static int task_prolog(batch_opts_t *o, const char *name)
