@@ -14,6 +14,7 @@
 
 #include "runtime/agent/agent.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,10 +205,9 @@ static gs_agent_state_t planning(gs_agent_t *a)
             snprintf(by, sizeof(by), "the driver's limit, CUDA %d.%d", a->gpus.cuda_version / 1000,
                      a->gpus.cuda_version % 1000 / 10);
         }
-        gs_report_add(&a->report, 0,
-                      "%d ranks on %d GPU%s: %d MPS servers, at most %d clients each (%s)",
-                      a->local_size, a->plan.nused, a->plan.nused == 1 ? "" : "s", a->plan.ngpus,
-                      limit, by);
+        gs_report_add(
+            &a->report, 0, "%d ranks on %d GPU%s: %d MPS servers, at most %d clients each (%s)",
+            a->local_size, a->plan.nused, a->plan.nused == 1 ? "" : "s", a->plan.ngpus, limit, by);
     }
     if (failed) {
         gs_daemons_stop_from(&a->daemons, 0, NULL, NULL); /* early: nothing to wait for */
@@ -252,6 +252,10 @@ static gs_agent_state_t provisioning(gs_agent_t *a)
         int none[GS_MAX_GPUS] = {0};
         a->plan.use_mps = 1;
         a->plan.ngpus = a->plan.nused = n;
+        for (int g = 0; g < n; g++) { /* each GPU's first server, in order */
+            a->plan.gpu[g].gpu = g;
+            a->plan.gpu[g].nservers = 1;
+        }
         /* For the tasks' own plans (gsrun task-prolog): the driver's limit. */
         a->plan.clients_per_server =
             gs_policy_clients_per_server(cfg->clients_per_server, a->gpus.cuda_version);
@@ -387,9 +391,79 @@ static gs_agent_state_t serving(gs_agent_t *a)
     return GS_AGENT_STOPPING;
 }
 
+/* A step of the job needs more servers than the job's agent runs (more
+ * tasks on a GPU than one server takes): the missing ones are started now,
+ * beside those serving other steps, and published. The step's plan must
+ * begin with the servers already running (the plans are server-major: the
+ * first server of each GPU first), else it is refused. Answers the task
+ * prolog that asked: "ok", or "error <why>" (it then runs without them). */
+static void add_servers(gs_agent_t *a, const gs_servers_req_t *req)
+{
+    gs_daemons_t *ds = &a->daemons;
+    gs_error_t err;
+    int n = req->n, per_gpu[GS_MAX_GPUS] = {0}, rc = 0;
+
+    for (int e = 0; e < n && rc == 0; e++) {
+        if (req->gpu[e] >= a->plan.nused || (e < ds->n && ds->gpu_of[e] != req->gpu[e])) {
+            rc = gs_error_set(&err, EINVAL,
+                              "the step's server %d is on GPU %d, but the job's is on GPU %d of "
+                              "%d",
+                              e, req->gpu[e], e < ds->n ? ds->gpu_of[e] : -1, a->plan.nused);
+        }
+    }
+    if (rc == 0 && n > ds->n) {
+        int first = ds->n;
+        for (int e = 0; e < n; e++) {
+            per_gpu[req->gpu[e]]++;
+        }
+        for (int e = 0, seen[GS_MAX_GPUS] = {0}; e < n; e++) {
+            int g = req->gpu[e];
+            gs_daemons_set_server(ds, e, g, seen[g]++, per_gpu[g]);
+            a->plan.gpu[e].gpu = g;
+            a->plan.gpu[e].server = ds->server_of[e];
+            a->plan.gpu[e].nservers = per_gpu[g];
+            if (e >= first) {
+                a->servers.gpu[e] = a->gpus.gpu[g];
+            }
+        }
+        a->servers.count = n;
+        rc = gs_daemons_add(ds, &a->servers, n, &err);
+        if (rc == 0) {
+            int none[GS_MAX_GPUS] = {0};
+            a->plan.ngpus = n;
+            gs_placer_free(&a->placer);
+            if (gs_placer_init(&a->placer, 0, n, none, a->servers.gpu, 1, 0) != 0) {
+                gs_report_add(&a->report, 1, "out of memory for the status");
+            }
+            gs_agent_confirm_servers_from(a, first);
+            gs_agent_publish_on(a);
+            gs_agent_write_status(a);
+        } else {
+            for (int e = 0; e < first; e++) { /* the running ones, as they were */
+                int g = ds->gpu_of[e], k = 0;
+                for (int o = 0; o < first; o++) {
+                    k += ds->gpu_of[o] == g;
+                }
+                ds->servers_on[e] = k;
+                a->plan.gpu[e].nservers = k;
+            }
+        }
+    }
+    if (rc == 0) {
+        dprintf(req->fd, "ok\n");
+    } else {
+        gs_report_add(&a->report, 1, "a step's %d MPS servers: %s", n, err.text);
+        dprintf(req->fd, "error %s\n", err.text);
+    }
+    close(req->fd);
+}
+
 static gs_agent_state_t holding(gs_agent_t *a)
 {
-    gs_agent_hold(a);
+    gs_servers_req_t req;
+    while (gs_agent_hold(a, &req) == 1) {
+        add_servers(a, &req);
+    }
     return GS_AGENT_STOPPING;
 }
 

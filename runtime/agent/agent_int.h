@@ -16,16 +16,16 @@
 #ifndef GS_AGENT_INT_H
 #define GS_AGENT_INT_H
 
-#include "runtime/core/limits.h"
 #include "runtime/agent/agent.h"
 #include "runtime/agent/daemons.h"
 #include "runtime/agent/guard.h"
 #include "runtime/agent/placer.h"
 #include "runtime/agent/ranks.h"
 #include "runtime/agent/report.h"
+#include "runtime/core/limits.h"
+#include "runtime/files/state.h"
 #include "runtime/gpu/gpu.h"
 #include "runtime/plan/policy.h"
-#include "runtime/files/state.h"
 
 typedef enum {
     GS_AGENT_DISCOVERING, /* listening (early, job-long); GPUs, control program */
@@ -68,7 +68,7 @@ typedef struct {
     char control_error[GS_ERROR_LEN];
     gs_plan_t plan;
     char warning[GS_ERROR_LEN]; /* told to the ranks with MPS on (node leader prints it) */
-    int early_rc; /* early: MPS failed before the size came, with early_err */
+    int early_rc;               /* early: MPS failed before the size came, with early_err */
     gs_error_t early_err;
     long long early_ready_ms, size_ms;
     int stop_from; /* early: daemons from this GPU on stop once the ranks came */
@@ -111,9 +111,15 @@ int gs_agent_wait_size(gs_agent_t *a);
  * launcher is gone, or the agent is told to stop (the ranks still alive
  * are then ended). */
 void gs_agent_serve(gs_agent_t *a);
+/* A task prolog's request for the servers its step needs (job-long). */
+typedef struct {
+    int fd; /* its connection, for the answer */
+    int n;
+    int gpu[GS_MAX_GPUS];
+} gs_servers_req_t;
 /* HOLDING: until "stop" on the socket (its connection becomes the report's
- * way out) or a signal. */
-void gs_agent_hold(gs_agent_t *a);
+ * way out) or a signal (0), or a task prolog asks for servers (1, req). */
+int gs_agent_hold(gs_agent_t *a, gs_servers_req_t *req);
 /* FAILED: until the launcher is gone. */
 void gs_agent_wait_launcher(gs_agent_t *a);
 
@@ -126,6 +132,8 @@ void gs_agent_signal_ready(gs_agent_t *a, const char *word);
 void gs_agent_write_status(const gs_agent_t *a);
 /* Each daemon's servers recorded and reported as ready. */
 void gs_agent_confirm_servers(gs_agent_t *a, int job_long);
+/* Job-long: those of daemons first.. (added for a step when first > 0). */
+void gs_agent_confirm_servers_from(gs_agent_t *a, int first);
 /* The same, where it waits for the ranks (confirm_pending), once. */
 void gs_agent_confirm_pending(gs_agent_t *a);
 /* The ranks registered: answers held by placement, daemons the plan does

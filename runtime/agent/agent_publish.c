@@ -93,8 +93,30 @@ void gs_agent_publish_on(gs_agent_t *a)
 
 /* The ranks are on their way (or, job-long, the tasks may come): record the
  * servers (for teardown and the guard) and report each daemon. */
+void gs_agent_confirm_servers_from(gs_agent_t *a, int first)
+{
+    for (int g = first; g < a->plan.ngpus; g++) {
+        gs_mps_daemon_t *d = &a->daemons.daemon[g];
+        char who[48];
+        gs_daemons_label(&a->daemons, g, who, sizeof(who));
+        if (a->o->cfg.prestart) {
+            gs_daemons_record_servers(&a->daemons, g);
+        }
+        gs_report_add(&a->report, 0,
+                      "%s (%s, %s): MPS control daemon %d on %s, server %d, for the job's tasks%s, "
+                      "ready in %lld ms",
+                      who, a->servers.gpu[g].name, d->uuid, (int)d->daemon_pid,
+                      a->daemons.pinned[g], (int)d->server_pid[0],
+                      first > 0 ? " (added for a step)" : "", d->ready_ms - d->start_ms);
+    }
+}
+
 void gs_agent_confirm_servers(gs_agent_t *a, int job_long)
 {
+    if (job_long) {
+        gs_agent_confirm_servers_from(a, 0);
+        return;
+    }
     for (int g = 0; g < a->plan.ngpus; g++) {
         const gs_gpu_share_t *s = &a->plan.gpu[g];
         gs_mps_daemon_t *d = &a->daemons.daemon[g];
@@ -103,23 +125,15 @@ void gs_agent_confirm_servers(gs_agent_t *a, int job_long)
         if (a->o->cfg.prestart) {
             gs_daemons_record_servers(&a->daemons, g);
         }
-        if (job_long) {
-            gs_report_add(&a->report, 0,
-                          "%s (%s, %s): MPS control daemon %d on %s, server "
-                          "%d, for the job's tasks, ready in %lld ms",
-                          who, a->servers.gpu[g].name, d->uuid, (int)d->daemon_pid, a->daemons.pinned[g],
-                          (int)d->server_pid[0], d->ready_ms - d->start_ms);
-            continue;
-        }
         if (s->pct_set) {
             gs_policy_format_percentage(s->pct, pct, sizeof(pct));
         }
         gs_report_add(&a->report, 0,
                       "%s (%s, %s): MPS control daemon %d on %s, server %d, %d rank%s at %s%%, "
                       "ready in %lld ms",
-                      who, a->servers.gpu[g].name, d->uuid, (int)d->daemon_pid, a->daemons.pinned[g],
-                      (int)d->server_pid[0], s->nranks, s->nranks == 1 ? "" : "s", pct,
-                      d->ready_ms - d->start_ms);
+                      who, a->servers.gpu[g].name, d->uuid, (int)d->daemon_pid,
+                      a->daemons.pinned[g], (int)d->server_pid[0], s->nranks,
+                      s->nranks == 1 ? "" : "s", pct, d->ready_ms - d->start_ms);
         if (!a->o->cfg.prestart) {
             gs_report_add(&a->report, 0,
                           "%s: server not started in advance "

@@ -6,21 +6,21 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/gpu/affinity.h"
 #include "runtime/agent/agent_int.h"
-#include "runtime/core/proc.h"
-#include "runtime/wire/protocol.h"
-#include "runtime/core/unixsock.h"
 #include "runtime/core/limits.h"
+#include "runtime/core/proc.h"
+#include "runtime/core/unixsock.h"
+#include "runtime/gpu/affinity.h"
+#include "runtime/wire/protocol.h"
 
 int gs_agent_rank_of_pid(const void *agent, pid_t pid)
 {
@@ -258,8 +258,8 @@ static void register_rank(gs_agent_t *a, int fd, const struct ucred *cred, const
     if ((holder = gs_ranks_holder(&a->ranks, rank)) > 0) {
         /* Two processes cannot both be one local rank: the second one is
          * refused, and both are named. */
-        dprintf(fd, "error local rank %d is already registered by PID %d (this is PID %d)\n",
-                rank, (int)holder, (int)pid);
+        dprintf(fd, "error local rank %d is already registered by PID %d (this is PID %d)\n", rank,
+                (int)holder, (int)pid);
         gs_report_add(&a->report, 1,
                       "local rank %d registered again by PID %d (first by PID %d): refused", rank,
                       (int)pid, (int)holder);
@@ -401,19 +401,19 @@ void gs_agent_serve(gs_agent_t *a)
                   a->daemons.n > 0 ? "stopping MPS" : "done", why);
 }
 
-void gs_agent_hold(gs_agent_t *a)
+int gs_agent_hold(gs_agent_t *a, gs_servers_req_t *req)
 {
     for (;;) {
         struct pollfd p[2] = {{a->listen_fd, POLLIN, 0}, {a->sig_fd, POLLIN, 0}};
         if (poll(p, 2, -1) < 0 && errno != EINTR) {
-            return;
+            return 0;
         }
         if ((p[1].revents & POLLIN) && gs_agent_read_signals(a) != NULL) {
             gs_report_add(&a->report, 0, "stopping MPS: the agent was told to stop");
-            return;
+            return 0;
         }
         if (p[0].revents & POLLIN) {
-            char buf[32];
+            char buf[GS_LINE_MAX];
             long got = 0;
             int fd = accept_line(a, buf, sizeof(buf), &got);
             if (fd < 0) {
@@ -424,7 +424,11 @@ void gs_agent_hold(gs_agent_t *a)
                 gs_report_to_fd(&a->report, GS_SINK_EPILOG, fd);
                 a->report.verbose = 1;
                 gs_report_add(&a->report, 0, "stopping MPS: the job's epilog asked");
-                return;
+                return 0;
+            }
+            if (got > 0 && gs_protocol_servers_parse(buf, GS_MAX_GPUS, &req->n, req->gpu) == 0) {
+                req->fd = fd;
+                return 1;
             }
             close(fd);
         }

@@ -11,10 +11,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/gpu/affinity.h"
+#include "runtime/core/limits.h"
 #include "runtime/core/proc.h"
 #include "runtime/files/rundir.h"
-#include "runtime/core/limits.h"
+#include "runtime/gpu/affinity.h"
 
 void gs_daemons_init(gs_daemons_t *ds, const char *node_dir, const char *control, int prestart,
                      int timeout_s, gs_report_t *report, gs_guard_t *guard)
@@ -163,7 +163,8 @@ static void name_gpu(const gs_daemons_t *ds, gs_error_t *err, int g, const char 
     snprintf(err->text, sizeof(err->text), "%s", why);
 }
 
-int gs_daemons_start(gs_daemons_t *ds, const gs_gpu_list_t *gpus, int count, gs_error_t *err)
+/* Daemons ds->n .. count-1, started and waited for; not stopped on error. */
+static int start_from(gs_daemons_t *ds, const gs_gpu_list_t *gpus, int count, gs_error_t *err)
 {
     long long deadline = gs_proc_now_ms() + (long long)ds->timeout_s * 1000;
     int rc = 0, first = ds->n;
@@ -184,8 +185,24 @@ int gs_daemons_start(gs_daemons_t *ds, const gs_gpu_list_t *gpus, int count, gs_
             name_gpu(ds, err, g, d->uuid);
         }
     }
+    return rc;
+}
+
+int gs_daemons_start(gs_daemons_t *ds, const gs_gpu_list_t *gpus, int count, gs_error_t *err)
+{
+    int rc = start_from(ds, gpus, count, err);
     if (rc != 0) {
         gs_daemons_stop_from(ds, 0, NULL, NULL);
+    }
+    return rc;
+}
+
+int gs_daemons_add(gs_daemons_t *ds, const gs_gpu_list_t *gpus, int count, gs_error_t *err)
+{
+    int first = ds->n;
+    int rc = start_from(ds, gpus, count, err);
+    if (rc != 0) {
+        gs_daemons_stop_from(ds, first, NULL, NULL);
     }
     return rc;
 }

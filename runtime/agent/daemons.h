@@ -24,19 +24,19 @@
 typedef int (*gs_rank_of_pid_fn)(const void *ctx, pid_t pid);
 
 typedef struct {
-    char node_dir[256]; /* the daemons' dirs: <node_dir>/g<N>, g<N>.log */
+    char node_dir[256];        /* the daemons' dirs: <node_dir>/g<N>, g<N>.log */
     char control[GS_PATH_MAX]; /* nvidia-cuda-mps-control */
-    int prestart;       /* start each server before any client */
-    int timeout_s;      /* bound on a daemon's start */
+    int prestart;              /* start each server before any client */
+    int timeout_s;             /* bound on a daemon's start */
     gs_report_t *report;
     gs_guard_t *guard; /* told each daemon's PID (NULL: none) */
     gs_mps_daemon_t daemon[GS_MAX_GPUS];
     char pinned[GS_MAX_GPUS][96]; /* where each runs, for the report and status */
     cpu_set_t cpus[GS_MAX_GPUS];
-    int gpu_of[GS_MAX_GPUS];    /* daemon g serves this GPU (default g) */
-    int server_of[GS_MAX_GPUS]; /* as its server number (default 0) */
+    int gpu_of[GS_MAX_GPUS];     /* daemon g serves this GPU (default g) */
+    int server_of[GS_MAX_GPUS];  /* as its server number (default 0) */
     int servers_on[GS_MAX_GPUS]; /* of this many on that GPU (default 1) */
-    int n; /* daemons started, GPUs 0..n-1 */
+    int n;                       /* daemons started, GPUs 0..n-1 */
 } gs_daemons_t;
 
 void gs_daemons_init(gs_daemons_t *ds, const char *node_dir, const char *control, int prestart,
@@ -50,6 +50,9 @@ void gs_daemons_label(const gs_daemons_t *ds, int g, char *buf, size_t len);
  * waits until each serves (and runs its server, with prestart). On failure
  * every daemon is stopped and err names the GPU. */
 int gs_daemons_start(gs_daemons_t *ds, const gs_gpu_list_t *gpus, int count, gs_error_t *err);
+/* The same for daemons added while others serve (a job's step that needs
+ * more servers): on failure only the new ones are stopped. */
+int gs_daemons_add(gs_daemons_t *ds, const gs_gpu_list_t *gpus, int count, gs_error_t *err);
 /* start_server on the first count daemons (started without); on failure
  * stops every daemon. */
 int gs_daemons_start_servers(gs_daemons_t *ds, int count, gs_error_t *err);

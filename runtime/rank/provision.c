@@ -304,6 +304,56 @@ int gs_provision_stop(const char *job_dir, FILE *out, int verbose, int keep_dir,
     return 0;
 }
 
+/* Whether the node's servers begin with those the step's plan needs. */
+static int servers_match(const gs_state_t *st, const gs_plan_t *plan)
+{
+    if (st->ngpus < plan->ngpus) {
+        return 0;
+    }
+    for (int e = 0; e < plan->ngpus; e++) {
+        if (st->gpu[e].gpu != plan->gpu[e].gpu) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* "servers ..." to the job's agent; 0 on its "ok", else its error. */
+static int ask_for_servers(const gs_config_t *cfg, const gs_state_t *st, const gs_plan_t *plan,
+                           gs_error_t *err)
+{
+    char line[GS_LINE_MAX];
+    int gpu[GS_MAX_GPUS];
+
+    for (int e = 0; e < plan->ngpus; e++) {
+        gpu[e] = plan->gpu[e].gpu;
+    }
+    if (gs_protocol_servers_format(line, sizeof(line), plan->ngpus, gpu) != 0) {
+        return gs_error_set(err, E2BIG, "too many MPS servers for one request (%d)", plan->ngpus);
+    }
+    int fd = gs_unixsock_connect(st->socket, err);
+    if (fd < 0) {
+        return fd;
+    }
+    /* Starting servers takes the agent up to its start bound. */
+    long long deadline = gs_proc_now_ms() + (long long)cfg->timeout_s * 1000 + 5000;
+    long n = write(fd, line, strlen(line)) == (ssize_t)strlen(line)
+                 ? gs_proc_read_line(fd, line, sizeof(line), deadline)
+                 : -1;
+    close(fd);
+    if (n <= 0) {
+        return gs_error_set(err, EPROTO,
+                            "the job's agent did not answer the request for %d MPS servers",
+                            plan->ngpus);
+    }
+    gs_text_rstrip(line, "\n");
+    if (strcmp(line, "ok") != 0) {
+        return gs_error_set(err, EPROTO, "the job's agent could not start %d MPS servers: %s",
+                            plan->ngpus, strncmp(line, "error ", 6) == 0 ? line + 6 : line);
+    }
+    return 0;
+}
+
 int gs_provision_task_env(const gs_config_t *cfg, const char *job_dir, int local_rank,
                           int local_size, gs_clientenv_t *env, int *on, gs_error_t *err)
 {
@@ -321,31 +371,43 @@ int gs_provision_task_env(const gs_config_t *cfg, const char *job_dir, int local
         st.kind != GS_STATE_ON) {
         return 0; /* not provisioned, or without MPS: the task runs as it is */
     }
-    /* The step's tasks over the job's GPUs, as gsrun places them. */
+    /* The step's tasks over the job's GPUs (each one's first server), as
+     * gsrun places them. */
+    int ngpus = 0;
+    for (int e = 0; e < st.ngpus; e++) {
+        ngpus += st.gpu[e].server == 0;
+    }
     /* The setting, else what the job's agent found for the driver. */
     int limit = cfg->clients_per_server > 0 ? cfg->clients_per_server
                 : st.clients_per_server > 0 ? st.clients_per_server
                                             : gs_policy_clients_per_server(0, 0);
-    if ((rc = gs_policy_plan_compute(cfg, local_size, st.ngpus, 1, "", limit, &plan, err)) != 0) {
+    if ((rc = gs_policy_plan_compute(cfg, local_size, ngpus, 1, "", limit, &plan, err)) != 0) {
         return rc;
     }
     if (!plan.use_mps) {
         return 0;
     }
-    if (plan.ngpus > plan.nused) {
-        /* The job's agent runs one server per GPU, started before any step
-         * was known. */
-        return gs_error_set(err, E2BIG,
-                            "%d tasks of this step on this node need %d MPS servers (%d clients "
-                            "each), but the job's MPS (gsrun prolog) runs one per GPU (%d); run "
-                            "at most %d tasks per GPU on this node in a provisioned job, or use "
-                            "gsrun/srun --mps per step, which starts as many as the step needs",
-                            local_size, plan.ngpus, limit, plan.nused, limit);
+    if (!servers_match(&st, &plan)) {
+        /* More tasks on a GPU than the job's servers take: the job's agent
+         * starts the missing ones (every task of the step asks; the first
+         * request starts them, the others find them running). */
+        if ((rc = ask_for_servers(cfg, &st, &plan, err)) != 0 ||
+            (rc = gs_state_read(node_dir, &st, err)) != 0) {
+            return rc;
+        }
+        if (!servers_match(&st, &plan)) {
+            return gs_error_set(err, E2BIG,
+                                "%d tasks of this step on this node need %d MPS servers (%d "
+                                "clients each); the job's agent runs %d that do not fit them",
+                                local_size, plan.ngpus, limit, st.ngpus);
+        }
     }
     st.ngpus = plan.ngpus;
     for (int g = 0; g < plan.ngpus; g++) {
         st.gpu[g].first_rank = plan.gpu[g].first_rank;
         st.gpu[g].nranks = plan.gpu[g].nranks;
+        st.gpu[g].gpu_ranks = plan.gpu[g].gpu_ranks;
+        st.gpu[g].nservers = plan.gpu[g].nservers;
         st.gpu[g].pct_set = plan.gpu[g].pct_set;
         if (plan.gpu[g].pct_set) {
             gs_policy_format_percentage(plan.gpu[g].pct, st.gpu[g].pct, sizeof(st.gpu[g].pct));

@@ -66,6 +66,38 @@ int gs_protocol_size_parse(const char *line, int *local_size, int *launcher_pid)
     return 0;
 }
 
+int gs_protocol_servers_format(char *buf, size_t len, int n, const int *gpu)
+{
+    size_t used = 0;
+    int w = snprintf(buf, len, "servers %d", n);
+    for (int i = 0; w >= 0 && (size_t)w < len - used && i < n; i++) {
+        used += (size_t)w;
+        w = snprintf(buf + used, len - used, " %d", gpu[i]);
+    }
+    if (w < 0 || (size_t)w >= len - used) {
+        return -1;
+    }
+    used += (size_t)w;
+    return fits(snprintf(buf + used, len - used, "\n"), len - used) < 0 ? -1 : 0;
+}
+
+int gs_protocol_servers_parse(const char *line, int max, int *n, int *gpu)
+{
+    int count = 0, used = 0;
+    if (sscanf(line, "servers %d%n", &count, &used) != 1 || count < 1 || count > max) {
+        return -1;
+    }
+    line += used;
+    for (int i = 0; i < count; i++) {
+        if (sscanf(line, " %d%n", &gpu[i], &used) != 1 || gpu[i] < 0 || gpu[i] >= max) {
+            return -1;
+        }
+        line += used;
+    }
+    *n = count;
+    return 0;
+}
+
 int gs_protocol_ready_format(char *buf, size_t len, int code)
 {
     return fits(code == 0 ? snprintf(buf, len, "listening 0 0\n")

@@ -8,6 +8,8 @@
  *   agent -> rank   ok pidfd|socket gpu=<GPU index, -1: none>   |  error <why>
  *   first rank -> early agent   size <local ranks> <launcher PID>;  ok | error <why>
  *   gsrun epilog -> job-long agent   stop   (the report comes back on it)
+ *   task prolog -> job-long agent   servers <n> <GPU of server 0> ... <GPU of server n-1>;
+ *                                   ok | error <why>   (a step needs more servers)
  *   agent -> its starter (ready pipe)   ok | error;  early: listening 0 0 | error <code> 0
  */
 #ifndef GS_PROTOCOL_H
@@ -40,6 +42,13 @@ int gs_protocol_size_format(char *buf, size_t len, int local_size, int launcher_
 int gs_protocol_size_parse(const char *line, int *local_size, int *launcher_pid);
 
 /* The early agent's first line on the ready pipe. */
+/* "servers <n> <gpu>...": the MPS servers a step's plan needs, in the
+ * plan's order (server-major: the first of each GPU first). Formats: 0, or
+ * -1 if it does not fit; parses: 0 when 1 <= n <= max and every GPU is
+ * 0..max-1, else -1. */
+int gs_protocol_servers_format(char *buf, size_t len, int n, const int *gpu);
+int gs_protocol_servers_parse(const char *line, int max, int *n, int *gpu);
+
 int gs_protocol_ready_format(char *buf, size_t len, int code);
 /* 0 for "listening", else the code of "error <code>" (1 if it names none). */
 int gs_protocol_ready_parse(const char *line);

@@ -50,6 +50,29 @@ check "nobody's task prolog: export lines with its job's pipe dir, 50%" eval \
     'grep -qx "export CUDA_MPS_PIPE_DIRECTORY=$BASE/job-777/$node/g0" "$OUT" &&
      grep -qx "export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50" "$OUT"' || diag "$OUT" "$ERR"
 
+# A step with more tasks on the GPU than one server takes (here 2, set for
+# the step): the job's agent starts the missing servers when its tasks ask
+# (all at once, as Slurm runs them), and deals the tasks over them.
+for t in 0 1 2 3 4; do
+    SLURM_JOB_ID=777 SLURM_STEP_ID=1 SLURM_LOCALID=$t SLURM_STEP_TASKS_PER_NODE=5 SLURM_NODEID=0 \
+        as 65534 "$G" task-prolog --mps-clients-per-server=2 --dir "$BASE" >"$OUT.$t" 2>"$ERR.$t" &
+done
+wait
+pipes=$(for t in 0 1 2 3 4; do sed -n "s|^export CUDA_MPS_PIPE_DIRECTORY=$BASE/job-777/$node/||p" "$OUT.$t"; done |
+    sort | uniq -c | awk '{print $2 "x" $1}' | tr '\n' ' ')
+check "5 tasks of a step, 2 clients a server: the job's agent adds 2 servers, the tasks dealt over 3 ($pipes)" \
+    eval 'case "$pipes" in "g0x1 g1x2 g2x2 " | "g0x2 g1x2 g2x1 " | "g0x2 g1x1 g2x2 ") true ;; *) false ;; esac' ||
+    diag "$ERR.0" "$ERR.4" "$OUT.4"
+check "  ... its status lists 3 MPS daemons, each running" eval \
+    '[ "$(grep -c "^gpu\.[0-9]*\.daemon_pid [1-9]" "$BASE/job-777/$node/status")" -eq 3 ] &&
+     for p in $(sed -n "s/^gpu\.[0-9]*\.daemon_pid //p" "$BASE/job-777/$node/status"); do kill -0 $p || p=dead; [ $p != dead ] || break; done; [ "$p" != dead ]' ||
+    diag "$BASE/job-777/$node/status"
+SLURM_JOB_ID=777 SLURM_STEP_ID=2 SLURM_LOCALID=1 SLURM_STEP_TASKS_PER_NODE=2 SLURM_NODEID=0 \
+    as 65534 "$G" task-prolog --dir "$BASE" >"$OUT" 2>"$ERR"
+check "  ... a later step of 2 tasks uses the first server alone, at 100%" eval \
+    'grep -qx "export CUDA_MPS_PIPE_DIRECTORY=$BASE/job-777/$node/g0" "$OUT" &&
+     grep -qx "export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100" "$OUT"' || diag "$OUT" "$ERR"
+
 # --- S2: a task never takes another user's dir --------------------------------
 SLURM_JOB_ID=777 SLURM_STEP_ID=0 SLURM_LOCALID=1 SLURM_STEP_TASKS_PER_NODE=4 SLURM_NODEID=0 \
     as 1 "$G" task-prolog --dir "$BASE" >"$OUT" 2>"$ERR"

@@ -57,6 +57,26 @@ static void test_answer(void **state)
     assert_int_equal(gs_protocol_answer_parse("ok maybe gpu=1\n", &by_pidfd, &gpu), -1);
 }
 
+/* A step's servers: the plan's GPU per server, in order, and nothing else. */
+static void test_servers(void **state)
+{
+    char buf[64], tiny[12];
+    int gpu[64] = {0, 1, 0, 1, 0}, got[64], n = 0;
+    (void)state;
+    assert_int_equal(gs_protocol_servers_format(buf, sizeof(buf), 5, gpu), 0);
+    assert_string_equal(buf, "servers 5 0 1 0 1 0\n");
+    assert_int_equal(gs_protocol_servers_parse(buf, 64, &n, got), 0);
+    assert_int_equal(n, 5);
+    assert_memory_equal(got, gpu, 5 * sizeof(int));
+    assert_int_equal(gs_protocol_servers_format(tiny, sizeof(tiny), 5, gpu), -1);
+    assert_int_equal(gs_protocol_servers_parse("servers 3 0 1\n", 64, &n, got), -1);
+    assert_int_equal(gs_protocol_servers_parse("servers 2 0 64\n", 64, &n, got), -1);
+    assert_int_equal(gs_protocol_servers_parse("servers 0\n", 64, &n, got), -1);
+    assert_int_equal(gs_protocol_servers_parse("servers 65 0\n", 64, &n, got), -1);
+    assert_int_equal(gs_protocol_servers_parse("servers 1 -1\n", 64, &n, got), -1);
+    assert_int_equal(gs_protocol_servers_parse("stop\n", 64, &n, got), -1);
+}
+
 static void test_size(void **state)
 {
     char line[64];
@@ -93,6 +113,7 @@ int main(void)
         cmocka_unit_test(test_hello),
         cmocka_unit_test(test_answer),
         cmocka_unit_test(test_size),
+        cmocka_unit_test(test_servers),
         cmocka_unit_test(test_ready),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
