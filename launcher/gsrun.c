@@ -218,9 +218,11 @@ static int run_job(const gs_opts_t *o, char *launcher, char **cmd, const char *a
     }
     gs_rundir_remove(job_dir);
     /* What the ranks left running (a child in a session of its own) came
-     * to us as subreaper: it ends with the job, now, not after a wait. */
+     * to us as subreaper: it ends with the job, now, not after a wait. It
+     * carries a rank's variable; the launcher's own helpers (which may come
+     * to us too, and end by themselves) do not. */
     static const char *const agents[] = {"gsrun-agent", "gsrun-guard", NULL};
-    int left = gs_proctree_kill(agents, GS_LEFTOVER_KILL_MS);
+    int left = gs_proctree_kill(agents, "GSRUN_LOCAL_RANK=", GS_LEFTOVER_KILL_MS);
     if (left > 0) {
         fprintf(stderr, "gsrun: ended %d process%s the job's ranks left running\n", left,
                 left == 1 ? "" : "es");
@@ -229,7 +231,7 @@ static int run_job(const gs_opts_t *o, char *launcher, char **cmd, const char *a
      * exit too, or each would stay a zombie where PID 1 does not reap (a
      * container). Bounded: a stuck one is reported by gs_wait_for_agents
      * already. */
-    gs_proc_reap_all(GS_REAP_WAIT_MS);
+    gs_proctree_reap(agents, GS_REAP_WAIT_MS);
     return gs_exit_like(status);
 }
 

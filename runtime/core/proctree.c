@@ -44,10 +44,11 @@ static int listed(const pid_t *list, int n, pid_t pid)
     return 0;
 }
 
-static int spared(pid_t pid, const char *const *spare)
+/* Whether pid's command name is one of names (NULL-terminated). */
+static int named(pid_t pid, const char *const *names)
 {
     char path[64], comm[32] = "";
-    if (spare == NULL) {
+    if (names == NULL) {
         return 0;
     }
     snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
@@ -58,8 +59,33 @@ static int spared(pid_t pid, const char *const *spare)
         comm[strcspn(comm, "\n")] = '\0';
         close(fd);
     }
-    for (; *spare != NULL; spare++) {
-        if (strcmp(comm, *spare) == 0) {
+    for (; *names != NULL; names++) {
+        if (strcmp(comm, *names) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether pid's environment (its first 256 KiB) holds a "marker..." entry. */
+static int marked(pid_t pid, const char *marker)
+{
+    static char env[256 * 1024];
+    char path[64];
+    if (marker == NULL) {
+        return 1;
+    }
+    snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return 0;
+    }
+    long n = gs_proc_read_all(fd, env, sizeof(env) - 1, gs_proc_now_ms() + 100);
+    close(fd);
+    size_t m = strlen(marker);
+    for (long i = 0; i < n; i += (long)strlen(env + i) + 1) {
+        env[n] = '\0';
+        if (strncmp(env + i, marker, m) == 0) {
             return 1;
         }
     }
@@ -86,7 +112,7 @@ static int descendants(pid_t self, const char *const *spare, pid_t *out, int max
             }
             pid_t ppid = (pid_t)gs_proctree_stat_field(pid, 4);
             if ((ppid == self || (ppid > 1 && listed(out, n, ppid))) &&
-                gs_proctree_stat_field(pid, 3) != 'Z' && !spared(pid, spare)) {
+                gs_proctree_stat_field(pid, 3) != 'Z' && !named(pid, spare)) {
                 out[n++] = pid;
                 grew = 1;
             }
@@ -96,7 +122,7 @@ static int descendants(pid_t self, const char *const *spare, pid_t *out, int max
     return n;
 }
 
-int gs_proctree_kill(const char *const *spare, int timeout_ms)
+int gs_proctree_kill(const char *const *spare, const char *marker, int timeout_ms)
 {
     static pid_t tree[GS_PROCTREE_MAX], signalled[GS_PROCTREE_MAX];
     long long deadline = gs_proc_now_ms() + timeout_ms;
@@ -106,11 +132,12 @@ int gs_proctree_kill(const char *const *spare, int timeout_ms)
     for (;;) {
         while (waitpid(-1, NULL, WNOHANG) > 0) {
         }
-        int n = descendants(self, spare, tree, GS_PROCTREE_MAX);
-        if (n == 0) {
-            return ended;
-        }
+        int n = descendants(self, spare, tree, GS_PROCTREE_MAX), left = 0;
         for (int i = 0; i < n; i++) {
+            if (!marked(tree[i], marker)) {
+                continue; /* not the kind asked for: its children still count */
+            }
+            left++;
             int fd = gs_proc_pidfd_open(tree[i]);
             int usable = fd >= 0 || errno == ENOSYS; /* no pidfds: by PID */
             /* Checked again once the pidfd holds the process: a PID reused
@@ -125,8 +152,35 @@ int gs_proctree_kill(const char *const *spare, int timeout_ms)
                 close(fd);
             }
         }
-        if (gs_proc_now_ms() >= deadline) {
+        if (left == 0 || gs_proc_now_ms() >= deadline) {
             return ended;
+        }
+        usleep(2000); /* the killed ones' children come back to us */
+    }
+}
+
+int gs_proctree_reap(const char *const *names, int timeout_ms)
+{
+    long long deadline = gs_proc_now_ms() + timeout_ms;
+    pid_t self = getpid();
+    for (;;) {
+        while (waitpid(-1, NULL, WNOHANG) > 0) {
+        }
+        int waiting = 0;
+        DIR *d = opendir("/proc");
+        struct dirent *e;
+        while (d != NULL && !waiting && (e = readdir(d)) != NULL) {
+            pid_t pid = (pid_t)atoi(e->d_name);
+            waiting = pid > 1 && gs_proctree_stat_field(pid, 4) == self && named(pid, names);
+        }
+        if (d != NULL) {
+            closedir(d);
+        }
+        if (!waiting) {
+            return 0;
+        }
+        if (gs_proc_now_ms() >= deadline) {
+            return -ETIMEDOUT;
         }
         usleep(2000);
     }

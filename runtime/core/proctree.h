@@ -12,12 +12,19 @@
  * -1 when the process is gone. */
 long long gs_proctree_stat_field(pid_t pid, int k);
 
-/* SIGKILLs every living descendant of this process (stopped ones too),
- * except those whose command name (/proc/<pid>/comm) is in spare
- * (NULL-terminated; NULL: none) and what descends from them, reaping this
- * process's exited children as it goes, pass after pass, until none is left
- * or timeout_ms passes. Signals go through pidfds, to processes checked
- * again after the pidfd was taken. Returns how many it signalled. */
-int gs_proctree_kill(const char *const *spare, int timeout_ms);
+/* SIGKILLs the living descendants of this process (stopped ones too) that
+ * carry marker in their environment ("NAME=": a rank's variable, which what
+ * a rank starts inherits; NULL: every one), except those whose command name
+ * (/proc/<pid>/comm) is in spare (NULL-terminated; NULL: none) and what
+ * descends from them, reaping this process's exited children as it goes,
+ * pass after pass, until none is left or timeout_ms passes. Signals go
+ * through pidfds, to processes checked again after the pidfd was taken.
+ * Returns how many it signalled. */
+int gs_proctree_kill(const char *const *spare, const char *marker, int timeout_ms);
+
+/* Reaps this process's exited children until none of those named in names
+ * is left (living or not yet reaped) or timeout_ms passes; other children
+ * are reaped if they have exited, never waited for. 0, or -ETIMEDOUT. */
+int gs_proctree_reap(const char *const *names, int timeout_ms);
 
 #endif

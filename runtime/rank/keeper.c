@@ -43,7 +43,7 @@ static void keep(const char *file)
             return;
         }
         if (sigwaitinfo(&set, NULL) == SIGTERM) {
-            int ended = gs_proctree_kill(NULL, GS_WAIT_ENDJOB_MS);
+            int ended = gs_proctree_kill(NULL, NULL, GS_WAIT_ENDJOB_MS);
             /* The epilog reads the count from the file, then removes it. */
             int fd = open(file, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
             if (fd >= 0) {

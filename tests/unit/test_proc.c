@@ -255,14 +255,20 @@ static void test_proctree_kill(void **state)
     assert_int_equal(gs_proctree_stat_field(esc, 4), getpid());
     assert_int_equal(gs_proctree_stat_field(spared, 3) != -1, 1);
     static const char *const spare[] = {"gsrun-agent", NULL};
-    assert_int_equal(gs_proctree_kill(spare, 1000), 1);
+    /* Only what carries the marker in its environment (a rank's variable). */
+    assert_int_equal(gs_proctree_kill(spare, "GS_TEST_NO_SUCH_VARIABLE=", 200), 0);
+    assert_true(gs_proctree_stat_field(esc, 3) != 'Z' && gs_proctree_stat_field(esc, 3) != -1);
+    assert_int_equal(gs_proctree_kill(spare, "PATH=", 1000), 1);
     assert_true(gs_proctree_stat_field(esc, 3) == -1 || gs_proctree_stat_field(esc, 3) == 'Z');
     assert_true(gs_proctree_stat_field(spared, 3) != 'Z' && gs_proctree_stat_field(spared, 3) != -1);
     assert_true(gs_proctree_stat_field(spared_child, 3) != 'Z');
     /* Without spares everything goes, and nothing is left to reap. */
-    assert_int_equal(gs_proctree_kill(NULL, 1000), 2);
+    static const char *const agent[] = {"gsrun-agent", NULL};
+    assert_int_equal(gs_proctree_reap(agent, 100), -ETIMEDOUT); /* it lives */
+    assert_int_equal(gs_proctree_kill(NULL, NULL, 1000), 2);
+    assert_int_equal(gs_proctree_reap(agent, 1000), 0);
     assert_int_equal(gs_proc_reap_all(1000), 0);
-    assert_int_equal(gs_proctree_kill(NULL, 1000), 0);
+    assert_int_equal(gs_proctree_kill(NULL, NULL, 1000), 0);
     prctl(PR_SET_CHILD_SUBREAPER, 0);
     close(p[0]);
     close(p[1]);
