@@ -129,11 +129,9 @@ static int parse(int argc, char **argv, batch_opts_t *o, gs_error_t *err)
     return 0;
 }
 
-/* Runs fn as uid:gid in a child (root's part in a user's dir is done with
- * the user's rights only: nothing the user put there can make root follow,
- * open or remove anything else). Returns fn's exit code, or GS_EXIT_SETUP
- * if the child could not run or did not end within timeout_ms. */
-/* fn(o, job_dir) as uid (in a child of the caller's). */
+/* A part of root's work done as the job's user, in a child (root's part in
+ * a user's dir is done with the user's rights only: nothing the user put
+ * there can make root follow, open or remove anything else). */
 typedef struct {
     uid_t uid;
     gid_t gid;
@@ -170,7 +168,9 @@ static int run_user_part(void *arg)
     return code;
 }
 
-/* fn(o, job_dir) as uid:gid without supplementary groups, waited for. */
+/* fn(o, job_dir) as uid:gid without supplementary groups, waited for.
+ * Returns fn's exit code, or GS_EXIT_SETUP if the child could not run or
+ * did not end within timeout_ms. */
 static int as_user(uid_t uid, gid_t gid, int (*fn)(batch_opts_t *, const char *), batch_opts_t *o,
                    const char *job_dir, int timeout_ms)
 {
@@ -332,12 +332,8 @@ static int base_ok(const char *base, gs_error_t *err)
     return rc != 0 ? rc : st.st_uid == 0;
 }
 
-/* The job's dir for a user's task prolog or epilog: made by root for us in
- * its base (*roots = 1), or in our own base (--dir names the one base to
- * look in). 1: found; 0: none; negative: one that must not be used (err
- * says why). */
-/* The job's dir in one base. 1: found; 0: none; negative: one that must
- * not be used (err says why). */
+/* The job's dir in one base: root's (*roots = 1) or our own. 1: found;
+ * 0: none; negative: one that must not be used (err says why). */
 static int find_in_base(const char *base, const char *name, char *job_dir, size_t len, int *roots,
                         gs_error_t *err)
 {
@@ -349,6 +345,9 @@ static int find_in_base(const char *base, const char *name, char *job_dir, size_
     return rc == -ENOENT ? 0 : rc == 0 ? 1 : rc;
 }
 
+/* The job's dir for a user's task prolog or epilog: made by root for us in
+ * its base, or in our own base (--dir names the one base to look in). As
+ * find_in_base. */
 static int find_job_dir(batch_opts_t *o, const char *name, char *job_dir, size_t len, int *roots,
                         gs_error_t *err)
 {

@@ -439,6 +439,7 @@ static void add_servers(gs_agent_t *a, const gs_servers_req_t *req)
             gs_agent_publish_on(a);
             gs_agent_write_status(a);
         } else {
+            a->servers.count = first;
             for (int e = 0; e < first; e++) { /* the running ones, as they were */
                 int g = ds->gpu_of[e], k = 0;
                 for (int o = 0; o < first; o++) {
