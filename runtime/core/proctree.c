@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime/core/proc.h"
@@ -163,6 +164,14 @@ int gs_proctree_reap(const char *const *names, int timeout_ms)
 {
     long long deadline = gs_proc_now_ms() + timeout_ms;
     pid_t self = getpid();
+    sigset_t chld, old;
+    int rc = 0;
+
+    /* Blocked, a child's SIGCHLD stays pending between the check and the
+     * wait: each exit wakes us, nothing sleeps a fixed time. */
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, &old);
     for (;;) {
         while (waitpid(-1, NULL, WNOHANG) > 0) {
         }
@@ -176,12 +185,14 @@ int gs_proctree_reap(const char *const *names, int timeout_ms)
         if (d != NULL) {
             closedir(d);
         }
-        if (!waiting) {
-            return 0;
+        long long left = deadline - gs_proc_now_ms();
+        if (!waiting || left <= 0) {
+            rc = waiting ? -ETIMEDOUT : 0;
+            break;
         }
-        if (gs_proc_now_ms() >= deadline) {
-            return -ETIMEDOUT;
-        }
-        usleep(2000);
+        struct timespec ts = {(time_t)(left / 1000), (long)(left % 1000) * 1000000L};
+        sigtimedwait(&chld, NULL, &ts);
     }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    return rc;
 }
