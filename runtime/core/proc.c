@@ -96,7 +96,7 @@ int gs_proc_wait(pid_t pid, int timeout_ms, int *status)
     return -ETIMEDOUT;
 }
 
-int gs_proc_reap_all(int timeout_ms)
+int gs_proc_reap_while(int (*waiting)(void *ctx), void *ctx, int timeout_ms)
 {
     long long deadline = gs_proc_now_ms() + timeout_ms;
     sigset_t chld, old;
@@ -112,8 +112,8 @@ int gs_proc_reap_all(int timeout_ms)
         if (r > 0) {
             continue;
         }
-        if (r < 0) {
-            break; /* ECHILD: none left */
+        if (r < 0 || (waiting != NULL && !waiting(ctx))) {
+            break; /* ECHILD: none left; or none of those waited for */
         }
         long long left = deadline - gs_proc_now_ms();
         if (left <= 0) {
@@ -125,6 +125,11 @@ int gs_proc_reap_all(int timeout_ms)
     }
     sigprocmask(SIG_SETMASK, &old, NULL);
     return rc;
+}
+
+int gs_proc_reap_all(int timeout_ms)
+{
+    return gs_proc_reap_while(NULL, NULL, timeout_ms);
 }
 
 int gs_proc_stop_child(pid_t pid, int term_wait_ms, int *status)

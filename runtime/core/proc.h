@@ -22,6 +22,9 @@ int gs_proc_wait(pid_t pid, int timeout_ms, int *status);
  * subreaper's adopted daemons). Returns 0 once none is left, or
  * -ETIMEDOUT. */
 int gs_proc_reap_all(int timeout_ms);
+/* The same, but waits only while waiting(ctx) says a child it cares about
+ * is left (NULL: any); exited children are reaped either way. */
+int gs_proc_reap_while(int (*waiting)(void *ctx), void *ctx, int timeout_ms);
 
 /* Stops our child: SIGTERM, up to term_wait_ms, then SIGKILL, and reaps it.
  * Refuses pid <= 1. Returns 0 once reaped. */

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "runtime/core/proc.h"
@@ -160,39 +159,25 @@ int gs_proctree_kill(const char *const *spare, const char *marker, int timeout_m
     }
 }
 
+/* Whether a child of ours named in names (NULL-terminated) is left. */
+static int named_child_left(void *names)
+{
+    pid_t self = getpid();
+    int left = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d != NULL && !left && (e = readdir(d)) != NULL) {
+        pid_t pid = (pid_t)atoi(e->d_name);
+        left = pid > 1 && gs_proctree_stat_field(pid, 4) == self &&
+               named(pid, (const char *const *)names);
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
+    return left;
+}
+
 int gs_proctree_reap(const char *const *names, int timeout_ms)
 {
-    long long deadline = gs_proc_now_ms() + timeout_ms;
-    pid_t self = getpid();
-    sigset_t chld, old;
-    int rc = 0;
-
-    /* Blocked, a child's SIGCHLD stays pending between the check and the
-     * wait: each exit wakes us, nothing sleeps a fixed time. */
-    sigemptyset(&chld);
-    sigaddset(&chld, SIGCHLD);
-    sigprocmask(SIG_BLOCK, &chld, &old);
-    for (;;) {
-        while (waitpid(-1, NULL, WNOHANG) > 0) {
-        }
-        int waiting = 0;
-        DIR *d = opendir("/proc");
-        struct dirent *e;
-        while (d != NULL && !waiting && (e = readdir(d)) != NULL) {
-            pid_t pid = (pid_t)atoi(e->d_name);
-            waiting = pid > 1 && gs_proctree_stat_field(pid, 4) == self && named(pid, names);
-        }
-        if (d != NULL) {
-            closedir(d);
-        }
-        long long left = deadline - gs_proc_now_ms();
-        if (!waiting || left <= 0) {
-            rc = waiting ? -ETIMEDOUT : 0;
-            break;
-        }
-        struct timespec ts = {(time_t)(left / 1000), (long)(left % 1000) * 1000000L};
-        sigtimedwait(&chld, NULL, &ts);
-    }
-    sigprocmask(SIG_SETMASK, &old, NULL);
-    return rc;
+    return gs_proc_reap_while(named_child_left, (void *)names, timeout_ms);
 }

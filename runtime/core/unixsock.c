@@ -10,6 +10,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "runtime/core/proc.h"
+
 int gs_unixsock_path_fits(const char *path)
 {
     struct sockaddr_un addr;
@@ -67,4 +69,19 @@ int gs_unixsock_connect(const char *path, gs_error_t *err)
         return gs_error_set(err, e, "cannot connect to '%s': %s", path, strerror(e));
     }
     return fd;
+}
+
+long gs_unixsock_ask(const char *path, const char *line, char *reply, size_t len,
+                     long long deadline_ms, gs_error_t *err)
+{
+    int fd = gs_unixsock_connect(path, err);
+    if (fd < 0) {
+        return fd;
+    }
+    size_t n = strlen(line);
+    long got = send(fd, line, n, MSG_NOSIGNAL) == (ssize_t)n
+                   ? gs_proc_read_line(fd, reply, len, deadline_ms)
+                   : -EPIPE;
+    close(fd);
+    return got;
 }

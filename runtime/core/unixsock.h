@@ -3,6 +3,8 @@
 #ifndef GS_UNIXSOCK_H
 #define GS_UNIXSOCK_H
 
+#include <stddef.h>
+
 #include "runtime/core/gs_error.h"
 
 /* Listens at path (a leftover socket there is replaced), non-blocking,
@@ -10,6 +12,12 @@
 int gs_unixsock_listen(const char *path, gs_error_t *err);
 /* Connects to path, close-on-exec. The fd, or a negative errno. */
 int gs_unixsock_connect(const char *path, gs_error_t *err);
+/* One request: connects to path, sends line (MSG_NOSIGNAL: a peer that
+ * closes at once must not kill the caller), reads one line of answer into
+ * reply until deadline_ms (gs_proc_now_ms). The answer's length, or a
+ * negative errno (err set when the connection failed). */
+long gs_unixsock_ask(const char *path, const char *line, char *reply, size_t len,
+                     long long deadline_ms, gs_error_t *err);
 /* Whether path fits a unix socket address. */
 int gs_unixsock_path_fits(const char *path);
 

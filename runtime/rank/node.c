@@ -251,20 +251,17 @@ static int tell_size(const char *node_dir, int local_size, pid_t launcher, int t
 {
     char path[300], line[64], reply[64];
     snprintf(path, sizeof(path), "%s/%s", node_dir, GS_PROTO_SOCKET);
-    int fd = gs_unixsock_connect(path, err);
-
-    if (fd < 0) {
-        return gs_error_set(err, -fd, "cannot reach the node agent gsrun started (%s): %s", path,
-                            strerror(-fd));
+    if (gs_protocol_size_format(line, sizeof(line), local_size, (int)launcher) <= 0) {
+        return gs_error_set(err, EINVAL, "the node's size %d does not fit a message", local_size);
     }
-    int len = gs_protocol_size_format(line, sizeof(line), local_size, (int)launcher);
     /* The agent answers once its early start of MPS is done or has failed
      * (bounded by the same timeout, plus stopping what it started). */
-    long n = len > 0 && write(fd, line, (size_t)len) == len
-                 ? gs_proc_read_line(fd, reply, sizeof(reply),
-                                     gs_proc_now_ms() + ((long long)timeout_s + 15) * 1000)
-                 : -1;
-    close(fd);
+    long n = gs_unixsock_ask(path, line, reply, sizeof(reply),
+                             gs_proc_now_ms() + ((long long)timeout_s + 15) * 1000, err);
+    if (n < 0 && n != -EPIPE && n != -ETIMEDOUT) {
+        return gs_error_set(err, (int)-n, "cannot reach the node agent gsrun started (%s): %s",
+                            path, strerror((int)-n));
+    }
     if (n <= 0 || strncmp(reply, "ok", 2) != 0) {
         return gs_error_set(err, EPROTO, "the node agent gsrun started did not take the node's "
                                          "size");

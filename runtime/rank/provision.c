@@ -331,16 +331,9 @@ static int ask_for_servers(const gs_config_t *cfg, const gs_state_t *st, const g
     if (gs_protocol_servers_format(line, sizeof(line), plan->ngpus, gpu) != 0) {
         return gs_error_set(err, E2BIG, "too many MPS servers for one request (%d)", plan->ngpus);
     }
-    int fd = gs_unixsock_connect(st->socket, err);
-    if (fd < 0) {
-        return fd;
-    }
     /* Starting servers takes the agent up to its start bound. */
-    long long deadline = gs_proc_now_ms() + (long long)cfg->timeout_s * 1000 + 5000;
-    long n = write(fd, line, strlen(line)) == (ssize_t)strlen(line)
-                 ? gs_proc_read_line(fd, line, sizeof(line), deadline)
-                 : -1;
-    close(fd);
+    long n = gs_unixsock_ask(st->socket, line, line, sizeof(line),
+                             gs_proc_now_ms() + (long long)cfg->timeout_s * 1000 + 5000, err);
     if (n <= 0) {
         return gs_error_set(err, EPROTO,
                             "the job's agent did not answer the request for %d MPS servers",
