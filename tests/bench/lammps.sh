@@ -9,10 +9,15 @@
 #   tests/bench/lammps.sh --src TARBALL|DIR --build GSRUN_BUILD [--bench lj|rhodo]
 #                         [--ranks "1 4 16"] [--configs "plain gsrun off fixed"]
 #                         [--reps N] [--first-rep K] [--size N] [--steps N] [--csv FILE] [--work DIR]
+#                         [--gpus N] [--packages "gpu molecule kspace rigid"]
 #
 # Builds lib/gpu (CUDA, the GPU's architecture) and lmp_mpi once in --work
 # (default /tmp/gslammps), then runs bench/in.<bench> with the GPU package
-# (-sf gpu -pk gpu 1: every rank on GPU 0) for each rank count and config:
+# for each rank count and config. --gpus N (default 1) uses the node's first
+# N GPUs: plain mpirun lets LAMMPS deal the ranks over them (-pk gpu N, blocks
+# of node-local ranks); under gsrun each rank sees only its own GPU as device
+# 0 (-pk gpu 1) and gsrun deals them, one MPS server per GPU. --packages: the
+# LAMMPS packages to build (in.lj needs only gpu). Configs:
 #   plain  mpirun, no MPS            gsrun  gsrun --mps=on, the default share
 #   off    gsrun --mps-percentage=off (100 %)
 #   fixed  gsrun --mps-percentage=25
@@ -22,6 +27,7 @@
 # its performance line's first figure).
 set -u
 src="" build="" bench=lj ranks="1 4 16" configs="plain gsrun off fixed" reps=1 first=1 size=3 steps=1000
+gpus=1 packages="gpu molecule kspace rigid"
 csv="" work=/tmp/gslammps
 while [ $# -gt 0 ]; do
     case $1 in
@@ -36,10 +42,13 @@ while [ $# -gt 0 ]; do
     --steps) steps=$2; shift 2 ;;
     --csv) csv=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
+    --gpus) gpus=$2; shift 2 ;;
+    --packages) packages=$2; shift 2 ;;
     *) echo "usage: see the head of $0" >&2; exit 2 ;;
     esac
 done
 [ -n "$src" ] && [ -n "$build" ] || { echo "usage: see the head of $0" >&2; exit 2; }
+case $gpus in '' | *[!0-9]* | 0) echo "lammps.sh: --gpus $gpus: give a count of GPUs, 1 or more" >&2; exit 2 ;; esac
 build=$(cd "$build" && pwd) || exit 2 # the runs start in the bench dir
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$work" && work=$(cd "$work" && pwd) # the build steps cd away
@@ -60,7 +69,7 @@ if [ ! -x "$top/src/lmp_mpi" ]; then
         make -s -f Makefile.linux -j"$jobs" CUDA_HOME=/usr/local/cuda CUDA_ARCH="-arch=sm_$cap" \
             CUDR_OPTS="-O2 -DLAMMPS_SMALLBIG -DGERYON_NVD_PRIMARY_CONTEXT=1" >"$work/libgpu.log" 2>&1) ||
         { tail -30 "$work/libgpu.log"; exit 1; }
-    (cd "$top/src" && make -s yes-gpu yes-molecule yes-kspace yes-rigid >/dev/null &&
+    (cd "$top/src" && for p in $packages; do make -s "yes-$p" >/dev/null || exit 1; done &&
         make -s -j"$jobs" mpi >"$work/lmp.log" 2>&1) || { grep -m20 -B2 -A3 "error" "$work/lmp.log"; tail -20 "$work/lmp.log"; exit 1; }
 fi
 lmp=$top/src/lmp_mpi
@@ -68,7 +77,8 @@ echo "# built: $lmp"
 
 run() { # run NP CONFIG: prints "loop_s perf"
     local np=$1 config=$2 out=$work/out.$np.$config
-    local args=(-sf gpu -pk gpu 1 -log none)
+    local args=(-sf gpu -pk gpu "$gpus" -log none)
+    [ "$config" = plain ] || args[4]=1 # gsrun: each rank sees one device
     if [ "$bench" = lj ]; then
         args+=(-in in.lj -var x "$size" -var y "$size" -var z "$size")
     else
@@ -95,12 +105,13 @@ run() { # run NP CONFIG: prints "loop_s perf"
 }
 
 [ -s "$csv" ] || echo "bench,np,config,rep,loop_s,perf" >"$csv"
+[ "$gpus" = 1 ] || bench_tag="$bench-${gpus}gpu"
 for rep in $(seq "$first" $((first + reps - 1))); do
     for np in $ranks; do
         for config in $configs; do
             [ "$np" = 1 ] && [ "$config" != plain ] && [ "$config" != gsrun ] && continue
             read -r loop perf < <(run "$np" "$config")
-            echo "$bench,$np,$config,$rep,$loop,$perf" | tee -a "$csv"
+            echo "${bench_tag:-$bench},$np,$config,$rep,$loop,$perf" | tee -a "$csv"
         done
     done
 done

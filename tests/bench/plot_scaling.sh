@@ -4,9 +4,9 @@
 # (tests/bench/lammps.sh, tests/bench/cloverleaf.sh: bench,np,config,rep,time,...):
 # time against ranks on the GPU, one line per config (the median of its
 # runs), into an SVG. Needs gnuplot (Debian: gnuplot-nox).
-#   tests/bench/plot_scaling.sh results.csv out.svg "title"
+#   tests/bench/plot_scaling.sh results.csv out.svg "title" ["x axis label"]
 set -eu
-csv=$1 svg=$2 title=${3:-}
+csv=$1 svg=$2 title=${3:-} xlabel=${4:-MPI ranks on one GPU}
 command -v gnuplot >/dev/null || { echo "plot_scaling.sh: needs gnuplot (apt-get install gnuplot-nox)" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -35,16 +35,20 @@ for config in plain gsrun off fixed; do
     esac
     plots="$plots${plots:+, }'$f' using 1:2 with linespoints lw 2 title '$label'"
 done
+# Room around the first and last rank counts, so their tics are labelled.
+lo=$(cat "$tmp"/*.dat | sort -n | head -1 | cut -d' ' -f1)
+hi=$(cat "$tmp"/*.dat | sort -n | tail -1 | cut -d' ' -f1)
 gnuplot <<GP
-set terminal svg size 720,440 dynamic font 'sans,12'
+set terminal svg size 720,480 dynamic font 'sans,12'
 set output '$svg'
 set title '$title'
-set xlabel 'MPI ranks on one GPU'
+set xlabel '$xlabel'
 set ylabel 'time (s)'
 set logscale x 2
+set xrange [$lo / 1.25 : $hi * 1.25]
 set xtics (1, 2, 4, 8, 16, 32, 64)
 set yrange [0:*]
 set grid
-set key top left
+set key below
 plot $plots
 GP

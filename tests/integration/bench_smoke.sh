@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: tests/bench/launch_overhead.sh
-# The launch-overhead benchmark's smallest configuration, as a smoke test.
+# covers: tests/bench/launch_overhead.sh, gpu_bench.sh, lammps.sh (arguments), plot_scaling.sh
+# The benchmarks that run without a GPU, at their smallest, as a smoke test.
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"
 "$S/tests/bench/launch_overhead.sh" --build "$B" --np 2 --pairs 1 >"$OUT" 2>"$ERR"
 rc=$?
@@ -21,5 +21,15 @@ else
 fi
 "$S/tests/bench/gpu_bench.sh" --summarize "$S/doc/bench/h200-2026-11-21.csv" >"$OUT" 2>"$ERR"
 check "gpu_bench.sh --summarize: 70 rows of results" [ "$(grep -cE '^ +[0-9]+ (plain|hand|gsrun)' "$OUT")" -eq 70 ]
+# The real-application benches check their arguments before building anything.
+"$S/tests/bench/lammps.sh" --src "$TEST_TMP/none" --build "$B" --gpus 0 >"$OUT" 2>"$ERR"
+rc=$?
+check "lammps.sh --gpus 0: status 2 (status $rc), names the option" \
+    eval '[ $rc -eq 2 ] && grep -q "^lammps.sh: --gpus 0: give a count of GPUs" "$ERR"'
+if command -v gnuplot >/dev/null; then
+    "$S/tests/bench/plot_scaling.sh" "$S/doc/bench/h100-2026-11-25-lammps-lj.csv" "$TEST_TMP/lj.svg" "t" "x" >"$OUT" 2>"$ERR"
+    check "plot_scaling.sh draws the four configs of the committed LAMMPS rows" \
+        [ "$(grep -cE 'plain mpirun|default share|percentage=off|percentage=25' "$TEST_TMP/lj.svg")" -ge 4 ]
+fi
 check_clean "benchmark"
 finish
