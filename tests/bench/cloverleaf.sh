@@ -36,6 +36,8 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$src" ] && [ -n "$build" ] || { echo "usage: see the head of $0" >&2; exit 2; }
 src=$(cd "$src" && pwd) && build=$(cd "$build" && pwd) || exit 2
+# Every rank on the first GPU (gsrun would spread them over every GPU it sees).
+export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-0}
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$work" && work=$(cd "$work" && pwd)
 csv=${csv:-$work/cloverleaf.csv}

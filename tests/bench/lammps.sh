@@ -14,9 +14,9 @@
 # Builds lib/gpu (CUDA, the GPU's architecture) and lmp_mpi once in --work
 # (default /tmp/gslammps), then runs bench/in.<bench> with the GPU package
 # for each rank count and config. --gpus N (default 1) uses the node's first
-# N GPUs: plain mpirun lets LAMMPS deal the ranks over them (-pk gpu N, blocks
-# of node-local ranks); under gsrun each rank sees only its own GPU as device
-# 0 (-pk gpu 1) and gsrun deals them, one MPS server per GPU. --packages: the
+# N GPUs (CUDA_VISIBLE_DEVICES=0,..,N-1 unless set): plain mpirun lets LAMMPS
+# deal the ranks over them (-pk gpu N); under gsrun each rank sees only its
+# own GPU as device 0 (-pk gpu 1) and gsrun deals them, one MPS server per GPU. --packages: the
 # LAMMPS packages to build (in.lj needs only gpu). Configs:
 #   plain  mpirun, no MPS            gsrun  gsrun --mps=on, the default share
 #   off    gsrun --mps-percentage=off (100 %)
@@ -50,6 +50,8 @@ done
 [ -n "$src" ] && [ -n "$build" ] || { echo "usage: see the head of $0" >&2; exit 2; }
 case $gpus in '' | *[!0-9]* | 0) echo "lammps.sh: --gpus $gpus: give a count of GPUs, 1 or more" >&2; exit 2 ;; esac
 build=$(cd "$build" && pwd) || exit 2 # the runs start in the bench dir
+# gsrun would spread the ranks over every GPU it sees; LAMMPS uses the first N.
+export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-$(seq -s, 0 $((gpus - 1)))}
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$work" && work=$(cd "$work" && pwd) # the build steps cd away
 csv=${csv:-$work/lammps.csv}
