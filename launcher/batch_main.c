@@ -228,9 +228,9 @@ static int provision(batch_opts_t *o, const char *job_dir)
     if (st.kind == GS_STATE_OFF) {
         fprintf(stderr, "gsrun: node %s: job %s: %s\n", node, o->job, st.message);
     } else if (o->cfg.verbose) {
-        for (int g = 0; g < st.ngpus; g++) {
+        for (int g = 0; g < st.nservers; g++) {
             fprintf(stderr, "gsrun: node %s: job %s: MPS on %s (pipe dir %s)%s\n", node, o->job,
-                    st.gpu[g].uuid, st.gpu[g].pipe_dir, already ? ", already running" : "");
+                    st.server[g].uuid, st.server[g].pipe_dir, already ? ", already running" : "");
         }
     }
     return 0;

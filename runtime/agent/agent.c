@@ -170,11 +170,11 @@ static void list_servers(gs_agent_t *a)
         a->servers = a->gpus;
         return;
     }
-    a->servers.count = a->plan.ngpus;
-    for (int i = 0; i < a->plan.ngpus; i++) {
-        const gs_gpu_share_t *s = &a->plan.gpu[i];
+    a->servers.count = a->plan.nservers;
+    for (int i = 0; i < a->plan.nservers; i++) {
+        const gs_server_share_t *s = &a->plan.server[i];
         a->servers.gpu[i] = a->gpus.gpu[s->gpu];
-        gs_daemons_set_server(&a->daemons, i, s->gpu, s->server, s->nservers);
+        gs_daemons_set_server(&a->daemons, i, s->gpu, s->server, s->gpu_servers);
     }
 }
 
@@ -190,14 +190,14 @@ static gs_agent_state_t planning(gs_agent_t *a)
         list_servers(a);
     }
     for (int i = 0; !failed && a->plan.use_mps && i < a->plan.nused; i++) {
-        const gs_gpu_share_t *s = &a->plan.gpu[i]; /* GPU i's first server */
+        const gs_server_share_t *s = &a->plan.server[i]; /* GPU i's first server */
         if (a->warning[0] == '\0' &&
             gs_policy_memory_warning(s->gpu, s->gpu_ranks, a->gpus.gpu[s->gpu].mem_mib, a->warning,
                                      sizeof(a->warning))) {
             gs_report_add(&a->report, 0, "%s", a->warning);
         }
     }
-    if (!failed && a->plan.use_mps && a->plan.ngpus > a->plan.nused) {
+    if (!failed && a->plan.use_mps && a->plan.nservers > a->plan.nused) {
         char by[64];
         if (cfg->clients_per_server > 0) {
             gs_config_opt(cfg, "mps-clients-per-server", by, sizeof(by));
@@ -207,23 +207,23 @@ static gs_agent_state_t planning(gs_agent_t *a)
         }
         gs_report_add(
             &a->report, 0, "%d ranks on %d GPU%s: %d MPS servers, at most %d clients each (%s)",
-            a->local_size, a->plan.nused, a->plan.nused == 1 ? "" : "s", a->plan.ngpus, limit, by);
+            a->local_size, a->plan.nused, a->plan.nused == 1 ? "" : "s", a->plan.nservers, limit, by);
     }
     if (failed) {
         gs_daemons_stop_from(&a->daemons, 0, NULL, NULL); /* early: nothing to wait for */
         return fail(a, GS_EXIT_UNAVAILABLE, err.text, 1);
     }
     if (a->mode == GS_MODE_EARLY) {
-        if (!a->plan.use_mps || a->plan.ngpus < a->daemons.n) {
+        if (!a->plan.use_mps || a->plan.nservers < a->daemons.n) {
             /* Daemons the plan does not use stop once the ranks have
              * registered: stopping a server takes up to 100 ms, which the
              * ranks must not wait for. */
-            a->stop_from = a->plan.use_mps ? a->plan.ngpus : 0;
+            a->stop_from = a->plan.use_mps ? a->plan.nservers : 0;
         }
         if (!a->plan.use_mps) {
             a->early_rc = 0; /* no MPS wanted: a failed start does not matter */
         } else if (a->early_rc == 0 && a->o->cfg.prestart && any_exclusive(&a->gpus)) {
-            a->early_rc = gs_daemons_start_servers(&a->daemons, a->plan.ngpus, &a->early_err);
+            a->early_rc = gs_daemons_start_servers(&a->daemons, a->plan.nservers, &a->early_err);
         }
     }
     return GS_AGENT_STARTING;
@@ -251,10 +251,10 @@ static gs_agent_state_t provisioning(gs_agent_t *a)
     } else {
         int none[GS_MAX_GPUS] = {0};
         a->plan.use_mps = 1;
-        a->plan.ngpus = a->plan.nused = n;
+        a->plan.nservers = a->plan.nused = n;
         for (int g = 0; g < n; g++) { /* each GPU's first server, in order */
-            a->plan.gpu[g].gpu = g;
-            a->plan.gpu[g].nservers = 1;
+            a->plan.server[g].gpu = g;
+            a->plan.server[g].gpu_servers = 1;
         }
         /* For the tasks' own plans (gsrun task-prolog): the driver's limit. */
         a->plan.clients_per_server =
@@ -287,10 +287,10 @@ static const char *init_ranks(gs_agent_t *a, int mps_on, gs_error_t *err)
     const gs_config_t *cfg = &a->o->cfg;
     int target[GS_MAX_GPUS] = {0}, first[GS_MAX_GPUS] = {0}, ngpus = 0;
     if (mps_on) {
-        ngpus = a->plan.ngpus;
+        ngpus = a->plan.nservers;
         for (int g = 0; g < ngpus; g++) {
-            target[g] = a->plan.gpu[g].nranks;
-            first[g] = a->plan.gpu[g].first_rank;
+            target[g] = a->plan.server[g].nranks;
+            first[g] = a->plan.server[g].first_rank;
         }
     } else if (a->gpus.count > 0 && cfg->gpu_bind) {
         a->servers = a->gpus;
@@ -359,7 +359,7 @@ static gs_agent_state_t starting(gs_agent_t *a)
         rc = a->early_rc; /* MPS was tried before the ranks came, and failed */
         err = a->early_err;
     } else if (a->plan.use_mps) {
-        rc = gs_daemons_start(&a->daemons, &a->servers, a->plan.ngpus, &err);
+        rc = gs_daemons_start(&a->daemons, &a->servers, a->plan.nservers, &err);
     }
     if (a->plan.use_mps && rc != 0) {
         if (cfg->mps != GS_MPS_AUTO) {
@@ -419,9 +419,9 @@ static void add_servers(gs_agent_t *a, const gs_servers_req_t *req)
         for (int e = 0, seen[GS_MAX_GPUS] = {0}; e < n; e++) {
             int g = req->gpu[e];
             gs_daemons_set_server(ds, e, g, seen[g]++, per_gpu[g]);
-            a->plan.gpu[e].gpu = g;
-            a->plan.gpu[e].server = ds->server_of[e];
-            a->plan.gpu[e].nservers = per_gpu[g];
+            a->plan.server[e].gpu = g;
+            a->plan.server[e].server = ds->server_of[e];
+            a->plan.server[e].gpu_servers = per_gpu[g];
             if (e >= first) {
                 a->servers.gpu[e] = a->gpus.gpu[g];
             }
@@ -430,7 +430,7 @@ static void add_servers(gs_agent_t *a, const gs_servers_req_t *req)
         rc = gs_daemons_add(ds, &a->servers, n, &err);
         if (rc == 0) {
             int none[GS_MAX_GPUS] = {0};
-            a->plan.ngpus = n;
+            a->plan.nservers = n;
             gs_placer_free(&a->placer);
             if (gs_placer_init(&a->placer, 0, n, none, a->servers.gpu, 1, 0) != 0) {
                 gs_report_add(&a->report, 1, "out of memory for the status");
@@ -446,7 +446,7 @@ static void add_servers(gs_agent_t *a, const gs_servers_req_t *req)
                     k += ds->gpu_of[o] == g;
                 }
                 ds->servers_on[e] = k;
-                a->plan.gpu[e].nservers = k;
+                a->plan.server[e].gpu_servers = k;
             }
         }
     }

@@ -45,13 +45,13 @@ void gs_agent_publish_without_mps(gs_agent_t *a, gs_state_kind_t kind, int notic
     snprintf(st.message, sizeof(st.message), "%s", msg);
     snprintf(st.socket, sizeof(st.socket), "%s", with_socket ? a->sock : "");
     /* Without MPS the ranks still get a GPU each (gpu-bind): the list. */
-    st.ngpus = kind == GS_STATE_OFF ? a->placer.ngpus : 0;
-    for (int g = 0; g < st.ngpus; g++) {
-        st.gpu[g].nranks = a->placer.target[g];
-        snprintf(st.gpu[g].uuid, sizeof(st.gpu[g].uuid), "%s", a->servers.gpu[g].uuid);
+    st.nservers = kind == GS_STATE_OFF ? a->placer.ngpus : 0;
+    for (int g = 0; g < st.nservers; g++) {
+        st.server[g].nranks = a->placer.target[g];
+        snprintf(st.server[g].uuid, sizeof(st.server[g].uuid), "%s", a->servers.gpu[g].uuid);
     }
-    for (int g = 1; g < st.ngpus; g++) {
-        st.gpu[g].first_rank = st.gpu[g - 1].first_rank + st.gpu[g - 1].nranks;
+    for (int g = 1; g < st.nservers; g++) {
+        st.server[g].first_rank = st.server[g - 1].first_rank + st.server[g - 1].nranks;
     }
     gs_report_add(&a->report, 0, "%s%s", kind == GS_STATE_OFF ? "MPS off: " : "", msg);
     publish(a, &st, kind == GS_STATE_ERROR ? "error\n" : "ok\n");
@@ -68,22 +68,10 @@ void gs_agent_publish_on(gs_agent_t *a)
         snprintf(st.message, sizeof(st.message), "%s", a->warning);
     }
     st.mem_limit_mb = a->o->cfg.mem_limit_mb;
-    st.clients_per_server = a->plan.clients_per_server;
-    st.ngpus = a->plan.ngpus;
-    for (int g = 0; g < a->plan.ngpus; g++) {
-        const gs_gpu_share_t *s = &a->plan.gpu[g];
+    gs_state_from_plan(&st, &a->plan);
+    for (int g = 0; g < a->plan.nservers; g++) {
         const gs_mps_daemon_t *d = &a->daemons.daemon[g];
-        gs_state_gpu_t *sg = &st.gpu[g];
-        sg->first_rank = s->first_rank;
-        sg->nranks = s->nranks;
-        sg->gpu = s->gpu;
-        sg->server = s->server;
-        sg->nservers = s->nservers;
-        sg->gpu_ranks = s->gpu_ranks;
-        sg->pct_set = s->pct_set;
-        if (s->pct_set) {
-            gs_policy_format_percentage(s->pct, sg->pct, sizeof(sg->pct));
-        }
+        gs_state_server_t *sg = &st.server[g];
         snprintf(sg->uuid, sizeof(sg->uuid), "%s", d->uuid);
         snprintf(sg->pipe_dir, sizeof(sg->pipe_dir), "%s", d->pipe_dir);
         snprintf(sg->log_dir, sizeof(sg->log_dir), "%s", d->log_dir);
@@ -95,7 +83,7 @@ void gs_agent_publish_on(gs_agent_t *a)
  * servers (for teardown and the guard) and report each daemon. */
 void gs_agent_confirm_servers_from(gs_agent_t *a, int first)
 {
-    for (int g = first; g < a->plan.ngpus; g++) {
+    for (int g = first; g < a->plan.nservers; g++) {
         gs_mps_daemon_t *d = &a->daemons.daemon[g];
         char who[48];
         gs_daemons_label(&a->daemons, g, who, sizeof(who));
@@ -117,16 +105,14 @@ void gs_agent_confirm_servers(gs_agent_t *a, int job_long)
         gs_agent_confirm_servers_from(a, 0);
         return;
     }
-    for (int g = 0; g < a->plan.ngpus; g++) {
-        const gs_gpu_share_t *s = &a->plan.gpu[g];
+    for (int g = 0; g < a->plan.nservers; g++) {
+        const gs_server_share_t *s = &a->plan.server[g];
         gs_mps_daemon_t *d = &a->daemons.daemon[g];
-        char pct[24] = "100 (unset)", who[48];
+        const char *pct = s->pct_set ? s->pct_text : "100 (unset)";
+        char who[48];
         gs_daemons_label(&a->daemons, g, who, sizeof(who));
         if (a->o->cfg.prestart) {
             gs_daemons_record_servers(&a->daemons, g);
-        }
-        if (s->pct_set) {
-            gs_policy_format_percentage(s->pct, pct, sizeof(pct));
         }
         gs_report_add(&a->report, 0,
                       "%s (%s, %s): MPS control daemon %d on %s, server %d, %d rank%s at %s%%, "
@@ -176,22 +162,20 @@ void gs_agent_write_status(const gs_agent_t *a)
     s.local_size = a->local_size;
     s.registered = a->ranks.registered;
     s.alive = a->ranks.nlive;
-    s.ngpus = p->ngpus;
+    s.nservers = p->ngpus;
     for (int g = 0; g < p->ngpus; g++) {
-        gs_status_gpu_t *x = &s.gpu[g];
+        gs_status_server_t *x = &s.server[g];
         snprintf(x->uuid, sizeof(x->uuid), "%s", a->servers.gpu[g].uuid);
         snprintf(x->name, sizeof(x->name), "%s", a->servers.gpu[g].name);
         x->gpu = ds->gpu_of[g];
         x->server = ds->server_of[g];
-        x->nservers = ds->servers_on[g];
+        x->gpu_servers = ds->servers_on[g];
         if (g < ds->n) {
             x->daemon_pid = (int)ds->daemon[g].daemon_pid;
             x->server_pid = ds->daemon[g].nservers > 0 ? (int)ds->daemon[g].server_pid[0] : 0;
             snprintf(x->core, sizeof(x->core), "%s", ds->pinned[g]);
             snprintf(x->pipe_dir, sizeof(x->pipe_dir), "%s", ds->daemon[g].pipe_dir);
-            if (a->plan.gpu[g].pct_set) {
-                gs_policy_format_percentage(a->plan.gpu[g].pct, x->pct, sizeof(x->pct));
-            }
+            snprintf(x->pct, sizeof(x->pct), "%s", a->plan.server[g].pct_text);
         }
         if (p->rank_gpu != NULL) {
             gs_placer_ranks_text(p, g, x->ranks, sizeof(x->ranks));

@@ -15,215 +15,261 @@
 #include "runtime/core/proc.h"
 #include "runtime/files/rundir.h"
 #include "runtime/core/limits.h"
+#include "runtime/files/record.h"
 
-static const char *kind_name(gs_state_kind_t k)
+/* --- the rows ------------------------------------------------------------ */
+
+static const char *const kind_names[] = {"off", "on", "error"};
+
+static int kind_format(const void *rec, char *buf, size_t len)
 {
-    return k == GS_STATE_ON ? "on" : (k == GS_STATE_ERROR ? "error" : "off");
+    const gs_state_t *st = rec;
+    snprintf(buf, len, "%s", kind_names[st->kind <= GS_STATE_ERROR ? st->kind : 0]);
+    return 0;
+}
+
+static int kind_parse(void *rec, const char *val)
+{
+    for (int k = GS_STATE_OFF; k <= GS_STATE_ERROR; k++) {
+        if (strcmp(val, kind_names[k]) == 0) {
+            ((gs_state_t *)rec)->kind = (gs_state_kind_t)k;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+#define TOP(name, type, flags, field)                                                              \
+    {name, NULL, type, GS_REC_FILE | (flags), offsetof(gs_state_t, field),                         \
+     sizeof(((gs_state_t *)0)->field), NULL, NULL, NULL}
+
+/* The node's part, in the file's order. */
+const gs_rec_field_t gs_state_fields[] = {
+    {"mps", NULL, GS_REC_CUSTOM, GS_REC_FILE, 0, 0, kind_format, kind_parse, NULL},
+    TOP("notice", GS_REC_INT, 0, notice),
+    TOP("exit", GS_REC_INT, 0, exit_code),
+    TOP("message", GS_REC_STR, GS_REC_OPTIONAL, message),
+    TOP("socket", GS_REC_STR, GS_REC_OPTIONAL, socket),
+    TOP("memory_limit", GS_REC_LLONG, GS_REC_OPTIONAL | GS_REC_POSITIVE, mem_limit_mb),
+    TOP("clients_per_server", GS_REC_INT, GS_REC_OPTIONAL | GS_REC_POSITIVE, clients_per_server),
+    GS_REC_END,
+};
+
+/* "ranks <first> <count>"; 0 ranks: a batch job's server (gsrun prolog),
+ * shared per step. */
+static int ranks_format(const void *rec, char *buf, size_t len)
+{
+    const gs_state_server_t *s = rec;
+    snprintf(buf, len, "%d %d", s->first_rank, s->nranks);
+    return 0;
+}
+
+static int ranks_parse(void *rec, const char *val)
+{
+    gs_state_server_t *s = rec;
+    return sscanf(val, "%d %d", &s->first_rank, &s->nranks) != 2 || s->first_rank < 0 ||
+                   s->nranks < 0
+               ? -EINVAL
+               : 0;
+}
+
+/* "server <GPU> <which> <of how many> <the GPU's ranks>", only where the
+ * GPU has several servers (a file without it: one server per GPU). */
+static int server_format(const void *rec, char *buf, size_t len)
+{
+    const gs_state_server_t *s = rec;
+    if (s->gpu_servers <= 1) {
+        return 1;
+    }
+    snprintf(buf, len, "%d %d %d %d", s->gpu, s->server, s->gpu_servers, s->gpu_ranks);
+    return 0;
+}
+
+static int server_parse(void *rec, const char *val)
+{
+    gs_state_server_t *s = rec;
+    return sscanf(val, "%d %d %d %d", &s->gpu, &s->server, &s->gpu_servers, &s->gpu_ranks) != 4 ||
+                   s->gpu < 0 || s->gpu >= GS_MAX_GPUS || s->server < 0 || s->gpu_servers < 1 ||
+                   s->server >= s->gpu_servers || s->gpu_ranks < s->nranks
+               ? -EINVAL
+               : 0;
+}
+
+/* The ranks' CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, or "off" (left unset). */
+static int pct_format(const void *rec, char *buf, size_t len)
+{
+    const gs_state_server_t *s = rec;
+    snprintf(buf, len, "%s", s->pct_set ? s->pct : "off");
+    return 0;
+}
+
+static int pct_parse(void *rec, const char *val)
+{
+    gs_state_server_t *s = rec;
+    s->pct_set = strcmp(val, "off") != 0;
+    if (strlen(val) >= sizeof(s->pct)) {
+        return -EINVAL;
+    }
+    snprintf(s->pct, sizeof(s->pct), "%s", s->pct_set ? val : "");
+    return 0;
+}
+
+#define SRV(name, type, flags, field)                                                              \
+    {name, NULL, type, GS_REC_FILE | (flags), offsetof(gs_state_server_t, field),                  \
+     sizeof(((gs_state_server_t *)0)->field), NULL, NULL, NULL}
+#define SRV_CUSTOM(name, fmt, parse) {name, NULL, GS_REC_CUSTOM, GS_REC_FILE, 0, 0, fmt, parse, NULL}
+
+/* Each server's part, after its "gpu <index>" line. */
+const gs_rec_field_t gs_state_server_fields[] = {
+    SRV_CUSTOM("ranks", ranks_format, ranks_parse),
+    SRV_CUSTOM("server", server_format, server_parse),
+    SRV_CUSTOM("percentage", pct_format, pct_parse),
+    SRV("uuid", GS_REC_STR, 0, uuid),
+    SRV("pipe_dir", GS_REC_STR, GS_REC_OPTIONAL, pipe_dir),
+    SRV("log_dir", GS_REC_STR, GS_REC_OPTIONAL, log_dir),
+    GS_REC_END,
+};
+
+/* --- the file ------------------------------------------------------------ */
+
+void gs_state_from_plan(gs_state_t *st, const gs_plan_t *plan)
+{
+    st->clients_per_server = plan->clients_per_server;
+    st->nservers = plan->nservers;
+    for (int e = 0; e < plan->nservers; e++) {
+        const gs_server_share_t *s = &plan->server[e];
+        gs_state_server_t *d = &st->server[e];
+        d->first_rank = s->first_rank;
+        d->nranks = s->nranks;
+        d->gpu = s->gpu;
+        d->server = s->server;
+        d->gpu_servers = s->gpu_servers;
+        d->gpu_ranks = s->gpu_ranks;
+        d->pct_set = s->pct_set;
+        snprintf(d->pct, sizeof(d->pct), "%s", s->pct_text);
+    }
 }
 
 int gs_state_format(const gs_state_t *st, char *buf, size_t len)
 {
     size_t used = 0;
-#define PUT(...)                                                                                   \
-    do {                                                                                           \
-        int n_ = snprintf(buf + used, len - used, __VA_ARGS__);                                    \
-        if (n_ < 0 || (size_t)n_ >= len - used) {                                                  \
-            return -ENOSPC;                                                                        \
-        }                                                                                          \
-        used += (size_t)n_;                                                                        \
-    } while (0)
-    PUT("gsrun-state 1\n");
-    PUT("mps %s\n", kind_name(st->kind));
-    PUT("notice %d\n", st->notice);
-    PUT("exit %d\n", st->exit_code);
-    if (st->message[0] != '\0') {
-        PUT("message %s\n", st->message);
+    int n = snprintf(buf, len, "gsrun-state 1\n");
+    if (n < 0 || (size_t)n >= len) {
+        return -ENOSPC;
     }
-    if (st->socket[0] != '\0') {
-        PUT("socket %s\n", st->socket);
+    used = (size_t)n;
+    if (gs_rec_format(gs_state_fields, st, "", buf, len, &used) != 0) {
+        return -ENOSPC;
     }
-    if (st->mem_limit_mb > 0) {
-        PUT("memory_limit %lld\n", st->mem_limit_mb);
-    }
-    if (st->clients_per_server > 0) {
-        PUT("clients_per_server %d\n", st->clients_per_server);
-    }
-    for (int g = 0; g < st->ngpus; g++) {
-        const gs_state_gpu_t *s = &st->gpu[g];
-        PUT("gpu %d\n", g);
-        PUT("ranks %d %d\n", s->first_rank, s->nranks);
-        if (s->nservers > 1) {
-            PUT("server %d %d %d %d\n", s->gpu, s->server, s->nservers, s->gpu_ranks);
+    for (int g = 0; g < st->nservers; g++) {
+        n = snprintf(buf + used, len - used, "gpu %d\n", g);
+        if (n < 0 || (size_t)n >= len - used) {
+            return -ENOSPC;
         }
-        PUT("percentage %s\n", s->pct_set ? s->pct : "off");
-        PUT("uuid %s\n", s->uuid);
-        if (s->pipe_dir[0] != '\0') {
-            PUT("pipe_dir %s\n", s->pipe_dir);
-            PUT("log_dir %s\n", s->log_dir);
+        used += (size_t)n;
+        if (gs_rec_format(gs_state_server_fields, &st->server[g], "", buf, len, &used) != 0) {
+            return -ENOSPC;
         }
     }
-    PUT("end\n");
-#undef PUT
+    n = snprintf(buf + used, len - used, "end\n");
+    return n < 0 || (size_t)n >= len - used ? -ENOSPC : 0;
+}
+
+/* "gpu <index>" opens the next server's entry (in order, from 0). */
+static int open_server(gs_state_t *st, const char *val)
+{
+    char *end;
+    long g = strtol(val, &end, 10);
+    if (end == val || *end != '\0' || g != st->nservers || g >= GS_MAX_GPUS) {
+        return -EINVAL;
+    }
+    st->server[g].gpu = (int)g; /* one server per GPU unless a server line says */
+    st->server[g].gpu_servers = 1;
+    st->nservers++;
     return 0;
 }
 
-static int copy_value(char *dst, size_t len, const char *v)
+static int check_parsed(gs_state_t *st, gs_error_t *err)
 {
-    if (strlen(v) >= len) {
-        return -ENAMETOOLONG;
+    for (int i = 0; i < st->nservers; i++) {
+        if (st->server[i].gpu_ranks == 0) {
+            st->server[i].gpu_ranks = st->server[i].nranks;
+        }
     }
-    snprintf(dst, len, "%s", v);
+    if (st->kind == GS_STATE_ON && (st->nservers == 0 || st->socket[0] == '\0')) {
+        return gs_error_set(err, EINVAL, "state file says MPS is on but names no GPU or socket");
+    }
+    for (int i = 0; st->kind == GS_STATE_ON && i < st->nservers; i++) {
+        if (st->server[i].pipe_dir[0] == '\0') {
+            return gs_error_set(err, EINVAL,
+                                "state file says MPS is on but GPU %d has no pipe dir", i);
+        }
+    }
     return 0;
 }
 
 int gs_state_parse(const char *text, gs_state_t *st, gs_error_t *err)
 {
-    char line[GS_LINE_MAX];
-    const char *p = text;
-    int lineno = 0, ended = 0, g = -1;
+    char line[GS_LINE_MAX], *key, *val;
+    int lineno = 0, too_long;
 
     memset(st, 0, sizeof(*st));
-    while (*p != '\0') {
-        const char *nl = strchr(p, '\n');
-        size_t n = nl ? (size_t)(nl - p) : strlen(p);
-        char *key, *val;
-        int bad = 0;
-
+    for (const char *p = text; (p = gs_rec_next_line(p, line, sizeof(line), &key, &val,
+                                                      &too_long)) != NULL;) {
+        int rc;
         lineno++;
-        if (n >= sizeof(line)) {
+        if (too_long) {
             return gs_error_set(err, EINVAL, "state file line %d is too long", lineno);
-        }
-        memcpy(line, p, n);
-        line[n] = '\0';
-        p += n + (nl ? 1 : 0);
-        key = line;
-        val = strchr(line, ' ');
-        if (val != NULL) {
-            *val++ = '\0';
-        } else {
-            val = line + n;
         }
         if (lineno == 1) {
             if (strcmp(key, "gsrun-state") != 0 || strcmp(val, "1") != 0) {
                 return gs_error_set(err, EINVAL, "not a gsrun state file (version 1)");
             }
-        } else if (strcmp(key, "mps") == 0) {
-            if (strcmp(val, "on") == 0) {
-                st->kind = GS_STATE_ON;
-            } else if (strcmp(val, "off") == 0) {
-                st->kind = GS_STATE_OFF;
-            } else if (strcmp(val, "error") == 0) {
-                st->kind = GS_STATE_ERROR;
-            } else {
-                bad = 1;
-            }
-        } else if (strcmp(key, "notice") == 0) {
-            st->notice = atoi(val);
-        } else if (strcmp(key, "exit") == 0) {
-            st->exit_code = atoi(val);
-        } else if (strcmp(key, "message") == 0) {
-            bad = copy_value(st->message, sizeof(st->message), val);
-        } else if (strcmp(key, "socket") == 0) {
-            bad = copy_value(st->socket, sizeof(st->socket), val);
-        } else if (strcmp(key, "memory_limit") == 0) {
-            st->mem_limit_mb = atoll(val);
-            bad = st->mem_limit_mb < 1;
-        } else if (strcmp(key, "clients_per_server") == 0) {
-            st->clients_per_server = atoi(val);
-            bad = st->clients_per_server < 1;
-        } else if (strcmp(key, "gpu") == 0) {
-            g = atoi(val);
-            if (g != st->ngpus || g >= GS_MAX_GPUS) {
-                bad = 1;
-            } else {
-                st->ngpus++;
-                st->gpu[g].gpu = g; /* one server per GPU unless a server line says */
-                st->gpu[g].nservers = 1;
-            }
-        } else if (g >= 0 && strcmp(key, "ranks") == 0) {
-            /* 0 ranks: a batch job's GPU (gsrun prolog), shared per step */
-            bad = sscanf(val, "%d %d", &st->gpu[g].first_rank, &st->gpu[g].nranks) != 2 ||
-                  st->gpu[g].first_rank < 0 || st->gpu[g].nranks < 0;
-        } else if (g >= 0 && strcmp(key, "server") == 0) {
-            gs_state_gpu_t *s = &st->gpu[g];
-            bad = sscanf(val, "%d %d %d %d", &s->gpu, &s->server, &s->nservers, &s->gpu_ranks) != 4 ||
-                  s->gpu < 0 || s->gpu >= GS_MAX_GPUS || s->server < 0 || s->nservers < 1 ||
-                  s->server >= s->nservers || s->gpu_ranks < s->nranks;
-        } else if (g >= 0 && strcmp(key, "percentage") == 0) {
-            st->gpu[g].pct_set = strcmp(val, "off") != 0;
-            bad = copy_value(st->gpu[g].pct, sizeof(st->gpu[g].pct), st->gpu[g].pct_set ? val : "");
-        } else if (g >= 0 && strcmp(key, "uuid") == 0) {
-            bad = copy_value(st->gpu[g].uuid, sizeof(st->gpu[g].uuid), val);
-        } else if (g >= 0 && strcmp(key, "pipe_dir") == 0) {
-            bad = copy_value(st->gpu[g].pipe_dir, sizeof(st->gpu[g].pipe_dir), val);
-        } else if (g >= 0 && strcmp(key, "log_dir") == 0) {
-            bad = copy_value(st->gpu[g].log_dir, sizeof(st->gpu[g].log_dir), val);
-        } else if (strcmp(key, "end") == 0) {
-            ended = 1;
-            break;
-        } else {
-            bad = 1;
+            continue;
         }
-        if (bad) {
+        if (strcmp(key, "end") == 0) {
+            return check_parsed(st, err);
+        }
+        if (strcmp(key, "gpu") == 0) {
+            rc = open_server(st, val);
+        } else if (st->nservers > 0) {
+            /* A server's keys, else the node's (the file's order puts the
+             * node's first; a reader takes either). */
+            rc = gs_rec_parse(gs_state_server_fields, &st->server[st->nservers - 1], key, val);
+            rc = rc == -ENOENT ? gs_rec_parse(gs_state_fields, st, key, val) : rc;
+        } else {
+            rc = gs_rec_parse(gs_state_fields, st, key, val);
+        }
+        if (rc != 0) {
             return gs_error_set(err, EINVAL, "state file line %d ('%s') is malformed", lineno, key);
         }
     }
-    if (!ended) {
-        return gs_error_set(err, EINVAL, "state file is truncated");
-    }
-    for (int i = 0; i < st->ngpus; i++) {
-        if (st->gpu[i].gpu_ranks == 0) {
-            st->gpu[i].gpu_ranks = st->gpu[i].nranks;
-        }
-    }
-    if (st->kind == GS_STATE_ON && (st->ngpus == 0 || st->socket[0] == '\0')) {
-        return gs_error_set(err, EINVAL, "state file says MPS is on but names no GPU or socket");
-    }
-    for (int i = 0; st->kind == GS_STATE_ON && i < st->ngpus; i++) {
-        if (st->gpu[i].pipe_dir[0] == '\0') {
-            return gs_error_set(err, EINVAL, "state file says MPS is on but GPU %d has no pipe "
-                                             "dir", i);
-        }
-    }
-    return 0;
+    return gs_error_set(err, EINVAL, "state file is truncated");
 }
+
+#define GS_STATE_MAX (64 * 1024)
 
 int gs_state_write(const char *dir, const gs_state_t *st, gs_error_t *err)
 {
-    char tmp[GS_PATH_MAX], final[GS_PATH_MAX];
-    static char buf[64 * 1024];
-    int fd, rc;
-    size_t len;
+    char *buf = malloc(GS_STATE_MAX);
+    int rc;
 
-    rc = gs_state_format(st, buf, sizeof(buf));
-    if (rc != 0) {
-        return gs_error_set(err, -rc, "node state does not fit in its buffer");
+    if (buf == NULL) {
+        return gs_error_set(err, ENOMEM, "out of memory for the node state");
     }
-    snprintf(tmp, sizeof(tmp), "%s/.%s.%d", dir, GS_STATE_FILE, (int)getpid());
-    snprintf(final, sizeof(final), "%s/%s", dir, GS_STATE_FILE);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0) {
-        return gs_error_set(err, errno, "cannot write '%s': %s", tmp, strerror(errno));
+    if (gs_state_format(st, buf, GS_STATE_MAX) != 0) {
+        rc = gs_error_set(err, ENOSPC, "node state does not fit in its buffer");
+    } else {
+        rc = gs_rec_publish(dir, GS_STATE_FILE, buf, err);
     }
-    len = strlen(buf);
-    if (write(fd, buf, len) != (ssize_t)len || close(fd) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return gs_error_set(err, e, "cannot write '%s': %s", tmp, strerror(e));
-    }
-    if (rename(tmp, final) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return gs_error_set(err, e, "cannot publish '%s': %s", final, strerror(e));
-    }
-    return 0;
+    free(buf);
+    return rc;
 }
 
 int gs_state_read(const char *dir, gs_state_t *st, gs_error_t *err)
 {
     char path[GS_PATH_MAX];
-    static char buf[64 * 1024];
-    int fd;
+    int fd, rc;
     long n;
 
     snprintf(path, sizeof(path), "%s/%s", dir, GS_STATE_FILE);
@@ -232,12 +278,16 @@ int gs_state_read(const char *dir, gs_state_t *st, gs_error_t *err)
         return gs_error_set(err, -fd, "cannot read '%s': %s", path,
                             fd == -EINVAL ? "not a regular file" : strerror(-fd));
     }
-    n = gs_proc_read_all(fd, buf, sizeof(buf), gs_proc_now_ms() + 2000);
-    close(fd);
-    if (n < 0) {
-        return gs_error_set(err, EIO, "cannot read '%s'", path);
+    char *buf = malloc(GS_STATE_MAX);
+    if (buf == NULL) {
+        close(fd);
+        return gs_error_set(err, ENOMEM, "out of memory for the node state");
     }
-    return gs_state_parse(buf, st, err);
+    n = gs_proc_read_all(fd, buf, GS_STATE_MAX, gs_proc_now_ms() + 2000);
+    close(fd);
+    rc = n < 0 ? gs_error_set(err, EIO, "cannot read '%s'", path) : gs_state_parse(buf, st, err);
+    free(buf);
+    return rc;
 }
 
 int gs_state_wait(const char *dir, long long deadline_ms, int abort_fd, gs_error_t *err)
@@ -267,10 +317,10 @@ int gs_state_wait(const char *dir, long long deadline_ms, int abort_fd, gs_error
     return 0;
 }
 
-const gs_state_gpu_t *gs_state_gpu_of_rank(const gs_state_t *st, int local_rank)
+const gs_state_server_t *gs_state_server_of_rank(const gs_state_t *st, int local_rank)
 {
-    for (int g = 0; g < st->ngpus; g++) {
-        const gs_state_gpu_t *s = &st->gpu[g];
+    for (int g = 0; g < st->nservers; g++) {
+        const gs_state_server_t *s = &st->server[g];
         if (local_rank >= s->first_rank && local_rank < s->first_rank + s->nranks) {
             return s;
         }

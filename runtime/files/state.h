@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "runtime/core/gs_error.h"
+#include "runtime/files/record.h"
 #include "runtime/plan/policy.h"
 
 #define GS_STATE_FILE "state"
@@ -29,9 +30,9 @@ typedef struct {
     char log_dir[256];
     int gpu;       /* the GPU it is on (index among the visible GPUs) */
     int server;    /* which of that GPU's servers, from 0 */
-    int nservers;  /* that GPU's servers (0 in files without the line: 1) */
+    int gpu_servers; /* that GPU's servers (0 in files without the line: 1) */
     int gpu_ranks; /* that GPU's ranks, all its servers together */
-} gs_state_gpu_t;
+} gs_state_server_t;
 
 typedef struct {
     gs_state_kind_t kind;
@@ -41,10 +42,20 @@ typedef struct {
     char socket[256];    /* the agent's socket, when on */
     long long mem_limit_mb; /* pinned device memory per client under MPS, 0: none */
     int clients_per_server; /* clients one server takes here, 0: not said */
-    int ngpus;           /* with MPS on, the GPUs it runs on; off, the GPUs
-                          * the ranks are given one each (no pipe dirs) */
-    gs_state_gpu_t gpu[GS_MAX_GPUS];
+    int nservers;        /* with MPS on, the servers of the plan; off, the
+                          * GPUs the ranks are given one each (no pipe dirs) */
+    gs_state_server_t server[GS_MAX_GPUS];
 } gs_state_t;
+
+/* The rows of the file (runtime/files/record.h): the node's, then each
+ * server's after its "gpu <index>" line. A new field is a row here. */
+extern const gs_rec_field_t gs_state_fields[];
+extern const gs_rec_field_t gs_state_server_fields[];
+
+/* The plan's part of the node state, the one way from a plan to what the
+ * ranks read: each server's ranks, GPU and share, and the client limit.
+ * What only the agent knows (UUIDs, pipe and log dirs) is left as it is. */
+void gs_state_from_plan(gs_state_t *st, const gs_plan_t *plan);
 
 int gs_state_format(const gs_state_t *st, char *buf, size_t len);
 int gs_state_parse(const char *text, gs_state_t *st, gs_error_t *err);
@@ -57,7 +68,7 @@ int gs_state_read(const char *dir, gs_state_t *st, gs_error_t *err);
  * abort_fd >= 0, its becoming readable also ends the wait (-EPIPE). */
 int gs_state_wait(const char *dir, long long deadline_ms, int abort_fd, gs_error_t *err);
 
-/* The GPU entry of a local rank, or NULL. */
-const gs_state_gpu_t *gs_state_gpu_of_rank(const gs_state_t *st, int local_rank);
+/* The server entry of a local rank, or NULL. */
+const gs_state_server_t *gs_state_server_of_rank(const gs_state_t *st, int local_rank);
 
 #endif

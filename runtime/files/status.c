@@ -4,6 +4,7 @@
 #include "runtime/files/status.h"
 
 #include <dirent.h>
+#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -13,109 +14,145 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime/core/limits.h"
 #include "runtime/core/proc.h"
 #include "runtime/files/rundir.h"
 
-int gs_status_write(const char *node_dir, const gs_status_t *s, gs_error_t *err)
-{
-    char tmp[320], path[320];
-    FILE *f;
-    int fd;
+/* --- the rows: the file's lines and the JSON's members, in the JSON's order */
 
-    snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", node_dir, GS_STATUS_FILE);
-    snprintf(path, sizeof(path), "%s/%s", node_dir, GS_STATUS_FILE);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 || (f = fdopen(fd, "w")) == NULL) {
-        int e = errno;
-        if (fd >= 0) {
-            close(fd);
-        }
-        return gs_error_set(err, e, "cannot write '%s': %s", tmp, strerror(e));
-    }
-    fprintf(f, "gsrun-status 1\nmps %s\nmessage %s\nagent_pid %d\nlauncher_pid %d\n"
-               "gsrun_pid %d\nstarted_ms %lld\nmemory_limit_mb %lld\nlocal_size %d\n"
-               "registered %d\nalive %d\n",
-            s->mps, s->message, s->agent_pid, s->launcher_pid, s->gsrun_pid, s->started_ms,
-            s->memory_limit_mb, s->local_size, s->registered, s->alive);
-    for (int g = 0; g < s->ngpus; g++) {
-        const gs_status_gpu_t *x = &s->gpu[g];
-        fprintf(f, "gpu.%d.uuid %s\ngpu.%d.name %s\ngpu.%d.daemon_pid %d\ngpu.%d.server_pid %d\n"
-                   "gpu.%d.core %s\ngpu.%d.percentage %s\ngpu.%d.ranks %s\n"
-                   "gpu.%d.registered %d\ngpu.%d.alive %d\n"
-                   "gpu.%d.gpu %d\ngpu.%d.server %d\ngpu.%d.servers %d\ngpu.%d.pipe_dir %s\n",
-                g, x->uuid, g, x->name, g, x->daemon_pid, g, x->server_pid, g, x->core, g, x->pct,
-                g, x->ranks, g, x->registered, g, x->alive, g, x->gpu, g, x->server, g,
-                x->nservers, g, x->pipe_dir);
-    }
-    fputs("end\n", f);
-    if (fclose(f) != 0 || rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return gs_error_set(err, e, "cannot publish '%s': %s", path, strerror(e));
-    }
-    return 0;
+static void json_state(FILE *f, const void *rec, const void *ctx)
+{
+    const gs_status_t *s = rec;
+    (void)ctx;
+    fprintf(f, "\"%s\"", s->stale ? "stale" : strcmp(s->mps, "starting") == 0 ? "starting"
+                                                                               : "running");
 }
 
+static void json_uptime(FILE *f, const void *rec, const void *ctx)
+{
+    fprintf(f, "%.3f", gs_status_uptime_s(rec, *(const long long *)ctx));
+}
+
+#define JOB(name, type, flags, field)                                                              \
+    {name, NULL, type, (flags), offsetof(gs_status_t, field), sizeof(((gs_status_t *)0)->field),   \
+     NULL, NULL, NULL}
+#define F GS_REC_FILE
+#define J GS_REC_JSON
+
+/* The job's part: "key value" lines, and the members of its JSON object. */
+const gs_rec_field_t gs_status_fields[] = {
+    JOB("job", GS_REC_STR, J, job), /* the reader's: the job dir's name */
+    JOB("uid", GS_REC_INT, J, uid),
+    {"state", NULL, GS_REC_CUSTOM, J, 0, 0, NULL, NULL, json_state},
+    JOB("mps", GS_REC_STR, F | J, mps),
+    JOB("message", GS_REC_STR, F | J, message),
+    JOB("job_dir", GS_REC_STR, J, job_dir),
+    JOB("agent_pid", GS_REC_INT, F | J, agent_pid),
+    JOB("launcher_pid", GS_REC_INT, F | J, launcher_pid),
+    JOB("gsrun_pid", GS_REC_INT, F | J, gsrun_pid),
+    JOB("started_ms", GS_REC_LLONG, F, started_ms),
+    {"uptime_s", NULL, GS_REC_CUSTOM, J, 0, 0, NULL, NULL, json_uptime},
+    JOB("local_size", GS_REC_INT, F | J, local_size),
+    JOB("registered", GS_REC_INT, F | J, registered),
+    JOB("alive", GS_REC_INT, F | J, alive),
+    JOB("memory_limit_mb", GS_REC_LLONG, F | J, memory_limit_mb),
+    GS_REC_END,
+};
+
+/* Files without the server lines have one server per GPU, in order: the
+ * entry's index is its GPU's, and its GPU has one server. */
+static void json_index(FILE *f, const void *rec, const void *ctx)
+{
+    const gs_status_server_t *x = rec;
+    fprintf(f, "%d", x->gpu_servers > 0 ? x->gpu : *(const int *)ctx);
+}
+
+static void json_servers(FILE *f, const void *rec, const void *ctx)
+{
+    const gs_status_server_t *x = rec;
+    (void)ctx;
+    fprintf(f, "%d", x->gpu_servers > 0 ? x->gpu_servers : 1);
+}
+
+#define SRV(name, type, flags, field)                                                              \
+    {name, NULL, type, (flags), offsetof(gs_status_server_t, field),                               \
+     sizeof(((gs_status_server_t *)0)->field), NULL, NULL, NULL}
+
+/* Each server's (each GPU's without MPS): "gpu.<entry>.key value". */
+const gs_rec_field_t gs_status_server_fields[] = {
+    {"index", NULL, GS_REC_CUSTOM, J, 0, 0, NULL, NULL, json_index},
+    SRV("uuid", GS_REC_STR, F | J, uuid),
+    SRV("name", GS_REC_STR, F | J, name),
+    SRV("server", GS_REC_INT, F | J, server),
+    {"servers", NULL, GS_REC_INT, F | J, offsetof(gs_status_server_t, gpu_servers), 0, NULL, NULL,
+     json_servers},
+    SRV("pipe_dir", GS_REC_STR, F | J, pipe_dir),
+    SRV("daemon_pid", GS_REC_INT, F | J, daemon_pid),
+    SRV("server_pid", GS_REC_INT, F | J, server_pid),
+    SRV("core", GS_REC_STR, F | J, core),
+    SRV("percentage", GS_REC_STR, F | J | GS_REC_NULL_EMPTY, pct),
+    SRV("ranks", GS_REC_STR, F | J, ranks),
+    SRV("registered", GS_REC_INT, F | J, registered),
+    SRV("alive", GS_REC_INT, F | J, alive),
+    SRV("gpu", GS_REC_INT, F, gpu),
+    GS_REC_END,
+};
+
+#undef F
+#undef J
+
+double gs_status_uptime_s(const gs_status_t *s, long long now_ms)
+{
+    return s->started_ms > 0 && now_ms > s->started_ms ? (double)(now_ms - s->started_ms) / 1000.0
+                                                      : 0.0;
+}
+
+/* The file's size at most: 64 servers of 13 lines each, their strings full. */
+#define GS_STATUS_MAX (128 * 1024)
+
+int gs_status_write(const char *node_dir, const gs_status_t *s, gs_error_t *err)
+{
+    char *buf = malloc(GS_STATUS_MAX), prefix[32];
+    size_t used = 0;
+    int rc = 0;
+
+    if (buf == NULL) {
+        return gs_error_set(err, ENOMEM, "out of memory for the status");
+    }
+    used = (size_t)snprintf(buf, GS_STATUS_MAX, "gsrun-status 1\n");
+    rc = gs_rec_format(gs_status_fields, s, "", buf, GS_STATUS_MAX, &used);
+    for (int g = 0; rc == 0 && g < s->nservers; g++) {
+        snprintf(prefix, sizeof(prefix), "gpu.%d.", g);
+        rc = gs_rec_format(gs_status_server_fields, &s->server[g], prefix, buf, GS_STATUS_MAX,
+                           &used);
+    }
+    if (rc == 0 && used + 5 > GS_STATUS_MAX) {
+        rc = -ENOSPC;
+    }
+    if (rc != 0) {
+        rc = gs_error_set(err, ENOSPC, "the status of '%s' does not fit in its buffer", node_dir);
+    } else {
+        memcpy(buf + used, "end\n", 5);
+        rc = gs_rec_publish(node_dir, GS_STATUS_FILE, buf, err);
+    }
+    free(buf);
+    return rc;
+}
+
+/* One line: "gpu.<entry>.<key>" is that entry's, else the job's. Unknown
+ * keys and bad values are passed over (a reader of a newer agent's file). */
 static void set_field(gs_status_t *s, const char *key, const char *val)
 {
-    int g;
-    char sub[32];
-#define STR(dst) snprintf(dst, sizeof(dst), "%s", val)
-    if (sscanf(key, "gpu.%d.%31s", &g, sub) == 2) {
+    int g, n = 0;
+    if (sscanf(key, "gpu.%d.%n", &g, &n) == 1 && n > 0) {
         if (g < 0 || g >= GS_MAX_GPUS) {
             return;
         }
-        gs_status_gpu_t *x = &s->gpu[g];
-        s->ngpus = g + 1 > s->ngpus ? g + 1 : s->ngpus;
-        if (strcmp(sub, "uuid") == 0) {
-            STR(x->uuid);
-        } else if (strcmp(sub, "name") == 0) {
-            STR(x->name);
-        } else if (strcmp(sub, "daemon_pid") == 0) {
-            x->daemon_pid = atoi(val);
-        } else if (strcmp(sub, "server_pid") == 0) {
-            x->server_pid = atoi(val);
-        } else if (strcmp(sub, "core") == 0) {
-            STR(x->core);
-        } else if (strcmp(sub, "percentage") == 0) {
-            STR(x->pct);
-        } else if (strcmp(sub, "ranks") == 0) {
-            STR(x->ranks);
-        } else if (strcmp(sub, "registered") == 0) {
-            x->registered = atoi(val);
-        } else if (strcmp(sub, "alive") == 0) {
-            x->alive = atoi(val);
-        } else if (strcmp(sub, "gpu") == 0) {
-            x->gpu = atoi(val);
-        } else if (strcmp(sub, "server") == 0) {
-            x->server = atoi(val);
-        } else if (strcmp(sub, "servers") == 0) {
-            x->nservers = atoi(val);
-        } else if (strcmp(sub, "pipe_dir") == 0) {
-            STR(x->pipe_dir);
-        }
-    } else if (strcmp(key, "mps") == 0) {
-        STR(s->mps);
-    } else if (strcmp(key, "message") == 0) {
-        STR(s->message);
-    } else if (strcmp(key, "agent_pid") == 0) {
-        s->agent_pid = atoi(val);
-    } else if (strcmp(key, "launcher_pid") == 0) {
-        s->launcher_pid = atoi(val);
-    } else if (strcmp(key, "gsrun_pid") == 0) {
-        s->gsrun_pid = atoi(val);
-    } else if (strcmp(key, "started_ms") == 0) {
-        s->started_ms = atoll(val);
-    } else if (strcmp(key, "memory_limit_mb") == 0) {
-        s->memory_limit_mb = atoll(val);
-    } else if (strcmp(key, "local_size") == 0) {
-        s->local_size = atoi(val);
-    } else if (strcmp(key, "registered") == 0) {
-        s->registered = atoi(val);
-    } else if (strcmp(key, "alive") == 0) {
-        s->alive = atoi(val);
+        s->nservers = g + 1 > s->nservers ? g + 1 : s->nservers;
+        gs_rec_parse(gs_status_server_fields, &s->server[g], key + n, val);
+    } else {
+        gs_rec_parse(gs_status_fields, s, key, val);
     }
-#undef STR
 }
 
 int gs_status_read(const char *node_dir, gs_status_t *s, gs_error_t *err)
@@ -185,18 +222,9 @@ void gs_status_clean(char *s)
 
 static void clean_all(gs_status_t *s)
 {
-    gs_status_clean(s->job);
-    gs_status_clean(s->job_dir);
-    gs_status_clean(s->mps);
-    gs_status_clean(s->message);
-    for (int g = 0; g < s->ngpus; g++) {
-        gs_status_gpu_t *x = &s->gpu[g];
-        gs_status_clean(x->uuid);
-        gs_status_clean(x->name);
-        gs_status_clean(x->core);
-        gs_status_clean(x->pct);
-        gs_status_clean(x->ranks);
-        gs_status_clean(x->pipe_dir);
+    gs_rec_each_str(gs_status_fields, s, gs_status_clean);
+    for (int g = 0; g < s->nservers; g++) {
+        gs_rec_each_str(gs_status_server_fields, &s->server[g], gs_status_clean);
     }
 }
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "runtime/core/gs_error.h"
+#include "runtime/files/record.h"
 #include "runtime/plan/policy.h"
 
 #define GS_STATUS_FILE "status"
@@ -25,9 +26,9 @@ typedef struct {
     int alive;
     int gpu;            /* the GPU (index among the visible ones) */
     int server;         /* which of its MPS servers, from 0 */
-    int nservers;       /* how many it has (0 in old files: 1) */
+    int gpu_servers;    /* how many it has (0 in old files: 1) */
     char pipe_dir[256]; /* the server's CUDA_MPS_PIPE_DIRECTORY, "" none */
-} gs_status_gpu_t;
+} gs_status_server_t;
 
 typedef struct {
     char job[96];       /* the job dir's name: gsrun.XXXXXX, gsrun.slurm-<job>.<step>
@@ -45,10 +46,19 @@ typedef struct {
     int local_size;
     int registered;
     int alive;
-    int ngpus;
-    gs_status_gpu_t gpu[GS_MAX_GPUS];
+    int nservers;       /* entries of server[]: MPS servers, or GPUs without MPS */
+    gs_status_server_t server[GS_MAX_GPUS];
     int stale;          /* reader: the agent is gone but its dirs are left */
 } gs_status_t;
+
+/* The rows (runtime/files/record.h): the job's, then each server's
+ * ("gpu.<entry>.<key>" in the file, the "gpus" array in the JSON). A new
+ * field is a row here. */
+extern const gs_rec_field_t gs_status_fields[];
+extern const gs_rec_field_t gs_status_server_fields[];
+
+/* Seconds since the agent started, 0 if not known. */
+double gs_status_uptime_s(const gs_status_t *s, long long now_ms);
 
 int gs_status_write(const char *node_dir, const gs_status_t *s, gs_error_t *err);
 int gs_status_read(const char *node_dir, gs_status_t *s, gs_error_t *err);

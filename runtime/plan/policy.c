@@ -65,8 +65,17 @@ int gs_policy_clients_per_server(int cfg_clients, int cuda_version)
     return cuda_version >= GS_MPS_CLIENTS_NEW_FROM ? GS_MPS_CLIENTS_NEW : GS_MPS_CLIENTS_OLD;
 }
 
-static void set_share(const gs_config_t *cfg, gs_gpu_share_t *s)
+int gs_policy_clients_per_server_known(int cfg_clients, int known)
 {
+    if (cfg_clients <= 0 && known > 0) {
+        return known;
+    }
+    return gs_policy_clients_per_server(cfg_clients, 0);
+}
+
+static void set_share(const gs_config_t *cfg, gs_server_share_t *s)
+{
+    s->pct_text[0] = '\0';
     switch (cfg->pct_mode) {
     case GS_PCT_OFF:
         s->pct_set = 0;
@@ -83,6 +92,9 @@ static void set_share(const gs_config_t *cfg, gs_gpu_share_t *s)
         s->pct = gs_policy_default_percentage(GS_POLICY_SHARE_OF_SERVER ? s->nranks : s->gpu_ranks);
         break;
     }
+    if (s->pct_set) {
+        gs_policy_format_percentage(s->pct, s->pct_text, sizeof(s->pct_text));
+    }
 }
 
 /* Deals GPU g's block [first, first + n) over ceil(n / limit) servers,
@@ -91,7 +103,7 @@ static int deal_servers(const gs_config_t *cfg, int used, int limit, const int *
                         const int *n, gs_plan_t *plan)
 {
     int most = 0, count = 0;
-    plan->ngpus = 0;
+    plan->nservers = 0;
     for (int g = 0; g < used; g++) {
         int ns = (n[g] + limit - 1) / limit;
         most = ns > most ? ns : most;
@@ -106,10 +118,10 @@ static int deal_servers(const gs_config_t *cfg, int used, int limit, const int *
             if (k >= ns) {
                 continue;
             }
-            gs_gpu_share_t *s = &plan->gpu[plan->ngpus++];
+            gs_server_share_t *s = &plan->server[plan->nservers++];
             s->gpu = g;
             s->server = k;
-            s->nservers = ns;
+            s->gpu_servers = ns;
             s->gpu_ranks = n[g];
             s->first_rank = first[g] + (int)((long)k * n[g] / ns);
             s->nranks = first[g] + (int)((long)(k + 1) * n[g] / ns) - s->first_rank;
@@ -221,10 +233,10 @@ int gs_policy_plan_compute(const gs_config_t *cfg, int local_size, int ngpus, in
     return 0;
 }
 
-int gs_policy_plan_gpu_of_rank(const gs_plan_t *plan, int local_rank)
+int gs_policy_plan_server_of_rank(const gs_plan_t *plan, int local_rank)
 {
-    for (int g = 0; g < plan->ngpus; g++) {
-        const gs_gpu_share_t *s = &plan->gpu[g];
+    for (int g = 0; g < plan->nservers; g++) {
+        const gs_server_share_t *s = &plan->server[g];
         if (local_rank >= s->first_rank && local_rank < s->first_rank + s->nranks) {
             return g;
         }

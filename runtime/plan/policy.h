@@ -26,25 +26,26 @@
 typedef struct {
     int gpu;        /* the GPU, as an index into the visible GPUs */
     int server;     /* which of its servers, from 0 */
-    int nservers;   /* how many that GPU has */
+    int gpu_servers; /* how many that GPU has */
     int gpu_ranks;  /* ranks on that GPU, all its servers together */
     int first_rank; /* first node-local rank this server serves */
     int nranks;     /* ranks it serves */
     int pct_set;    /* CUDA_MPS_ACTIVE_THREAD_PERCENTAGE is set for them */
     double pct;
-} gs_gpu_share_t;
+    char pct_text[24]; /* pct as the ranks get it ("12.5"), "" when unset: formatted once */
+} gs_server_share_t;
 
-/* The entries of gpu[] are servers, in server-major order: every GPU's
+/* The entries of server[] are servers, in server-major order: every GPU's
  * first server (entry g is GPU g's, g < nused), then every second server,
  * and so on, so that the daemons an early agent starts on every GPU before
  * the plan keep their places. */
 typedef struct {
     int use_mps;
     int notice;           /* reason is worth telling the user without -v */
-    int ngpus;            /* servers: entries of gpu[] */
+    int nservers;         /* entries of server[] */
     int nused;            /* GPUs in use (a prefix of the visible ones) */
     int clients_per_server; /* the limit the plan used */
-    gs_gpu_share_t gpu[GS_MAX_GPUS];
+    gs_server_share_t server[GS_MAX_GPUS];
     char reason[256];     /* why MPS is off, when it is */
 } gs_plan_t;
 
@@ -68,6 +69,10 @@ double gs_policy_default_percentage(int nranks);
  * the older, smaller limit). */
 int gs_policy_clients_per_server(int cfg_clients, int cuda_version);
 
+/* The same where the driver is not asked again: the setting, else the limit
+ * the node's agent found and published (known > 0), else the older one. */
+int gs_policy_clients_per_server_known(int cfg_clients, int known);
+
 /* Formats a percentage for CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: at most four
  * decimals, no trailing zeros ("12.5", "66.6667", "100"). */
 void gs_policy_format_percentage(double pct, char *buf, size_t len);
@@ -86,7 +91,7 @@ int gs_policy_plan_compute(const gs_config_t *cfg, int local_size, int ngpus, in
                            const char *control_error, int clients_per_server, gs_plan_t *plan,
                            gs_error_t *err);
 
-/* Index of the GPU in the plan that local_rank uses, or -1. */
-int gs_policy_plan_gpu_of_rank(const gs_plan_t *plan, int local_rank);
+/* Index of the server in the plan that local_rank uses, or -1. */
+int gs_policy_plan_server_of_rank(const gs_plan_t *plan, int local_rank);
 
 #endif

@@ -43,17 +43,17 @@ int gs_clientenv_build(const gs_state_t *st, int rank_gpu, int local_rank, int l
     env->unset[env->nunset++] = "GSRUN_T0";
 
     int gi = rank_gpu;
-    if (gi < 0 || gi >= st->ngpus) {
-        const gs_state_gpu_t *b = gs_state_gpu_of_rank(st, local_rank);
-        gi = b != NULL ? (int)(b - st->gpu) : -1;
+    if (gi < 0 || gi >= st->nservers) {
+        const gs_state_server_t *b = gs_state_server_of_rank(st, local_rank);
+        gi = b != NULL ? (int)(b - st->server) : -1;
     }
     if (st->kind != GS_STATE_ON) {
         rc |= add(env, "GSRUN_MPS_ACTIVE", "0");
         if (gi >= 0) {
             /* One GPU per rank without MPS: the agent listed the GPUs only
              * with gpu-bind on. The UUID holds in any CUDA_DEVICE_ORDER. */
-            rc |= add(env, "GSRUN_GPU_UUID", st->gpu[gi].uuid);
-            rc |= add(env, "CUDA_VISIBLE_DEVICES", st->gpu[gi].uuid);
+            rc |= add(env, "GSRUN_GPU_UUID", st->server[gi].uuid);
+            rc |= add(env, "CUDA_VISIBLE_DEVICES", st->server[gi].uuid);
         }
         if (rc != 0) {
             return gs_error_set(err, ENOSPC, "client environment does not fit");
@@ -61,10 +61,10 @@ int gs_clientenv_build(const gs_state_t *st, int rank_gpu, int local_rank, int l
         return 0;
     }
 
-    const gs_state_gpu_t *g = gi >= 0 ? &st->gpu[gi] : NULL;
+    const gs_state_server_t *g = gi >= 0 ? &st->server[gi] : NULL;
     if (g == NULL) {
         return gs_error_set(err, ERANGE, "local rank %d has no GPU in the node plan (%d GPUs)",
-                            local_rank, st->ngpus);
+                            local_rank, st->nservers);
     }
     rc |= add(env, "GSRUN_MPS_ACTIVE", "1");
     rc |= add(env, "GSRUN_GPU_UUID", g->uuid);

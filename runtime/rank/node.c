@@ -186,7 +186,7 @@ static int register_rank(const gs_state_t *st, int local_rank, int for_parent, i
         return gs_error_set(err, EPROTO, "the node agent refused the registration of rank %d",
                             local_rank);
     }
-    if (*gpu >= st->ngpus) {
+    if (*gpu >= st->nservers) {
         *gpu = -1;
     }
     if (!by_pidfd && for_parent) {
@@ -369,11 +369,11 @@ void gs_node_print_plan(FILE *f, const char *node, const gs_state_t *st, const c
         fprintf(f, "gsrun: node %s: %s\n", node, st->message);
     }
     if (st->kind == GS_STATE_ON && verbose) {
-        for (int g = 0; g < st->ngpus; g++) {
-            const gs_state_gpu_t *s = &st->gpu[g];
+        for (int g = 0; g < st->nservers; g++) {
+            const gs_state_server_t *s = &st->server[g];
             char server[48] = "";
-            if (s->nservers > 1) {
-                snprintf(server, sizeof(server), " (server %d of %d)", s->server, s->nservers);
+            if (s->gpu_servers > 1) {
+                snprintf(server, sizeof(server), " (server %d of %d)", s->server, s->gpu_servers);
             }
             fprintf(f, "gsrun: node %s: MPS on %s%s for %d local rank%s at %s%% (found %s)\n",
                     node, s->uuid, server, s->nranks, s->nranks == 1 ? "" : "s",

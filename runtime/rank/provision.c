@@ -307,11 +307,11 @@ int gs_provision_stop(const char *job_dir, FILE *out, int verbose, int keep_dir,
 /* Whether the node's servers begin with those the step's plan needs. */
 static int servers_match(const gs_state_t *st, const gs_plan_t *plan)
 {
-    if (st->ngpus < plan->ngpus) {
+    if (st->nservers < plan->nservers) {
         return 0;
     }
-    for (int e = 0; e < plan->ngpus; e++) {
-        if (st->gpu[e].gpu != plan->gpu[e].gpu) {
+    for (int e = 0; e < plan->nservers; e++) {
+        if (st->server[e].gpu != plan->server[e].gpu) {
             return 0;
         }
     }
@@ -325,11 +325,11 @@ static int ask_for_servers(const gs_config_t *cfg, const gs_state_t *st, const g
     char line[GS_LINE_MAX];
     int gpu[GS_MAX_GPUS];
 
-    for (int e = 0; e < plan->ngpus; e++) {
-        gpu[e] = plan->gpu[e].gpu;
+    for (int e = 0; e < plan->nservers; e++) {
+        gpu[e] = plan->server[e].gpu;
     }
-    if (gs_protocol_servers_format(line, sizeof(line), plan->ngpus, gpu) != 0) {
-        return gs_error_set(err, E2BIG, "too many MPS servers for one request (%d)", plan->ngpus);
+    if (gs_protocol_servers_format(line, sizeof(line), plan->nservers, gpu) != 0) {
+        return gs_error_set(err, E2BIG, "too many MPS servers for one request (%d)", plan->nservers);
     }
     /* Starting servers takes the agent up to its start bound. */
     long n = gs_unixsock_ask(st->socket, line, line, sizeof(line),
@@ -337,12 +337,12 @@ static int ask_for_servers(const gs_config_t *cfg, const gs_state_t *st, const g
     if (n <= 0) {
         return gs_error_set(err, EPROTO,
                             "the job's agent did not answer the request for %d MPS servers",
-                            plan->ngpus);
+                            plan->nservers);
     }
     gs_text_rstrip(line, "\n");
     if (strcmp(line, "ok") != 0) {
         return gs_error_set(err, EPROTO, "the job's agent could not start %d MPS servers: %s",
-                            plan->ngpus, strncmp(line, "error ", 6) == 0 ? line + 6 : line);
+                            plan->nservers, strncmp(line, "error ", 6) == 0 ? line + 6 : line);
     }
     return 0;
 }
@@ -367,13 +367,11 @@ int gs_provision_task_env(const gs_config_t *cfg, const char *job_dir, int local
     /* The step's tasks over the job's GPUs (each one's first server), as
      * gsrun places them. */
     int ngpus = 0;
-    for (int e = 0; e < st.ngpus; e++) {
-        ngpus += st.gpu[e].server == 0;
+    for (int e = 0; e < st.nservers; e++) {
+        ngpus += st.server[e].server == 0;
     }
     /* The setting, else what the job's agent found for the driver. */
-    int limit = cfg->clients_per_server > 0 ? cfg->clients_per_server
-                : st.clients_per_server > 0 ? st.clients_per_server
-                                            : gs_policy_clients_per_server(0, 0);
+    int limit = gs_policy_clients_per_server_known(cfg->clients_per_server, st.clients_per_server);
     if ((rc = gs_policy_plan_compute(cfg, local_size, ngpus, 1, "", limit, &plan, err)) != 0) {
         return rc;
     }
@@ -392,20 +390,10 @@ int gs_provision_task_env(const gs_config_t *cfg, const char *job_dir, int local
             return gs_error_set(err, E2BIG,
                                 "%d tasks of this step on this node need %d MPS servers (%d "
                                 "clients each); the job's agent runs %d that do not fit them",
-                                local_size, plan.ngpus, limit, st.ngpus);
+                                local_size, plan.nservers, limit, st.nservers);
         }
     }
-    st.ngpus = plan.ngpus;
-    for (int g = 0; g < plan.ngpus; g++) {
-        st.gpu[g].first_rank = plan.gpu[g].first_rank;
-        st.gpu[g].nranks = plan.gpu[g].nranks;
-        st.gpu[g].gpu_ranks = plan.gpu[g].gpu_ranks;
-        st.gpu[g].nservers = plan.gpu[g].nservers;
-        st.gpu[g].pct_set = plan.gpu[g].pct_set;
-        if (plan.gpu[g].pct_set) {
-            gs_policy_format_percentage(plan.gpu[g].pct, st.gpu[g].pct, sizeof(st.gpu[g].pct));
-        }
-    }
+    gs_state_from_plan(&st, &plan); /* the servers' UUIDs and dirs stay the agent's */
     if ((rc = gs_clientenv_build(&st, -1, local_rank, local_size, env, err)) != 0) {
         return rc;
     }

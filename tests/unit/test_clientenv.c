@@ -37,9 +37,9 @@ static gs_state_t on_state(void)
     memset(&st, 0, sizeof(st));
     st.kind = GS_STATE_ON;
     snprintf(st.socket, sizeof(st.socket), "/r/n/agent.sock");
-    st.ngpus = 2;
-    st.gpu[0] = (gs_state_gpu_t){0, 8, 1, "25", "GPU-aaaa", "/r/n/g0", "/r/n/g0.log", 0, 0, 1, 8};
-    st.gpu[1] = (gs_state_gpu_t){8, 8, 0, "", "GPU-bbbb", "/r/n/g1", "/r/n/g1.log", 1, 0, 1, 8};
+    st.nservers = 2;
+    st.server[0] = (gs_state_server_t){0, 8, 1, "25", "GPU-aaaa", "/r/n/g0", "/r/n/g0.log", 0, 0, 1, 8};
+    st.server[1] = (gs_state_server_t){8, 8, 0, "", "GPU-bbbb", "/r/n/g1", "/r/n/g1.log", 1, 0, 1, 8};
     return st;
 }
 
@@ -93,11 +93,11 @@ static void test_mps_off(void **state)
     assert_null(find(&e, "CUDA_MPS_PIPE_DIRECTORY"));
     assert_null(find(&e, "CUDA_VISIBLE_DEVICES"));
     /* Off with GPUs listed (gpu-bind): each rank gets its own, by UUID. */
-    st.ngpus = 2;
-    snprintf(st.gpu[0].uuid, sizeof(st.gpu[0].uuid), "GPU-aaaa");
-    snprintf(st.gpu[1].uuid, sizeof(st.gpu[1].uuid), "MIG-bbbb");
-    st.gpu[0].nranks = st.gpu[1].nranks = 1;
-    st.gpu[1].first_rank = 1;
+    st.nservers = 2;
+    snprintf(st.server[0].uuid, sizeof(st.server[0].uuid), "GPU-aaaa");
+    snprintf(st.server[1].uuid, sizeof(st.server[1].uuid), "MIG-bbbb");
+    st.server[0].nranks = st.server[1].nranks = 1;
+    st.server[1].first_rank = 1;
     assert_int_equal(gs_clientenv_build(&st, -1, 1, 2, &e, &err), 0);
     assert_string_equal(find(&e, "CUDA_VISIBLE_DEVICES"), "MIG-bbbb");
     assert_int_equal(gs_clientenv_build(&st, 0, 1, 2, &e, &err), 0);

@@ -54,11 +54,11 @@ static void test_one_gpu_shares(void **state)
         gs_plan_t p;
         assert_int_equal(gs_policy_plan_compute(&c, ns[i], 1, 1, NULL, 48, &p, NULL), 0);
         assert_true(p.use_mps);
-        assert_int_equal(p.ngpus, 1);
-        assert_int_equal(p.gpu[0].first_rank, 0);
-        assert_int_equal(p.gpu[0].nranks, ns[i]);
-        assert_true(p.gpu[0].pct_set);
-        assert_true(fabs(p.gpu[0].pct - gs_policy_default_percentage(ns[i])) < 1e-9);
+        assert_int_equal(p.nservers, 1);
+        assert_int_equal(p.server[0].first_rank, 0);
+        assert_int_equal(p.server[0].nranks, ns[i]);
+        assert_true(p.server[0].pct_set);
+        assert_true(fabs(p.server[0].pct - gs_policy_default_percentage(ns[i])) < 1e-9);
     }
 }
 
@@ -74,7 +74,7 @@ static void test_single_rank_auto_is_off(void **state)
     c.mps = GS_MPS_ON;
     assert_int_equal(gs_policy_plan_compute(&c, 1, 1, 1, NULL, 48, &p, NULL), 0);
     assert_true(p.use_mps);
-    assert_true(fabs(p.gpu[0].pct - 100.0) < 1e-9);
+    assert_true(fabs(p.server[0].pct - 100.0) < 1e-9);
 }
 
 static void test_uneven_blocks(void **state)
@@ -85,26 +85,26 @@ static void test_uneven_blocks(void **state)
     /* 5 ranks on 2 GPUs: 0-1 and 2-4 (blocks differ by at most one). */
     assert_int_equal(gs_policy_plan_compute(&c, 5, 2, 1, NULL, 48, &p, NULL), 0);
     assert_true(p.use_mps);
-    assert_int_equal(p.ngpus, 2);
-    assert_int_equal(p.gpu[0].first_rank, 0);
-    assert_int_equal(p.gpu[0].nranks, 2);
-    assert_int_equal(p.gpu[1].first_rank, 2);
-    assert_int_equal(p.gpu[1].nranks, 3);
-    assert_true(fabs(p.gpu[0].pct - 100.0) < 1e-9);
-    assert_true(fabs(p.gpu[1].pct - 200.0 / 3) < 1e-9);
+    assert_int_equal(p.nservers, 2);
+    assert_int_equal(p.server[0].first_rank, 0);
+    assert_int_equal(p.server[0].nranks, 2);
+    assert_int_equal(p.server[1].first_rank, 2);
+    assert_int_equal(p.server[1].nranks, 3);
+    assert_true(fabs(p.server[0].pct - 100.0) < 1e-9);
+    assert_true(fabs(p.server[1].pct - 200.0 / 3) < 1e-9);
     for (int r = 0; r < 5; r++) {
-        assert_int_equal(gs_policy_plan_gpu_of_rank(&p, r), r < 2 ? 0 : 1);
+        assert_int_equal(gs_policy_plan_server_of_rank(&p, r), r < 2 ? 0 : 1);
     }
-    assert_int_equal(gs_policy_plan_gpu_of_rank(&p, 5), -1);
+    assert_int_equal(gs_policy_plan_server_of_rank(&p, 5), -1);
     /* 16 ranks on 3 GPUs: 5, 5, 6 */
     assert_int_equal(gs_policy_plan_compute(&c, 16, 3, 1, NULL, 48, &p, NULL), 0);
-    assert_int_equal(p.gpu[0].nranks + p.gpu[1].nranks + p.gpu[2].nranks, 16);
-    assert_int_equal(p.gpu[0].nranks, 5);
-    assert_int_equal(p.gpu[2].nranks, 6);
+    assert_int_equal(p.server[0].nranks + p.server[1].nranks + p.server[2].nranks, 16);
+    assert_int_equal(p.server[0].nranks, 5);
+    assert_int_equal(p.server[2].nranks, 6);
     /* Fewer ranks than GPUs: one each, MPS not needed under auto. */
     assert_int_equal(gs_policy_plan_compute(&c, 3, 4, 1, NULL, 48, &p, NULL), 0);
     assert_false(p.use_mps);
-    assert_int_equal(p.ngpus, 3);
+    assert_int_equal(p.nservers, 3);
 }
 
 static void test_fixed_and_off_percentage(void **state)
@@ -115,11 +115,11 @@ static void test_fixed_and_off_percentage(void **state)
     c.pct_mode = GS_PCT_FIXED;
     c.pct = 25;
     assert_int_equal(gs_policy_plan_compute(&c, 16, 1, 1, NULL, 48, &p, NULL), 0);
-    assert_true(p.gpu[0].pct_set);
-    assert_true(fabs(p.gpu[0].pct - 25) < 1e-9);
+    assert_true(p.server[0].pct_set);
+    assert_true(fabs(p.server[0].pct - 25) < 1e-9);
     c.pct_mode = GS_PCT_OFF;
     assert_int_equal(gs_policy_plan_compute(&c, 16, 1, 1, NULL, 48, &p, NULL), 0);
-    assert_false(p.gpu[0].pct_set);
+    assert_false(p.server[0].pct_set);
 }
 
 static void test_clients_per_server(void **state)
@@ -147,17 +147,17 @@ static void check_servers(const gs_plan_t *p, int size, int limit)
         lo[g] = 1 << 30;
         hi[g] = 0;
     }
-    for (int i = 0; i < p->ngpus; i++) {
-        const gs_gpu_share_t *s = &p->gpu[i];
+    for (int i = 0; i < p->nservers; i++) {
+        const gs_server_share_t *s = &p->server[i];
         assert_true(s->nranks >= 1 && s->nranks <= limit);
         assert_true(s->gpu >= 0 && s->gpu < p->nused);
-        assert_true(s->server >= 0 && s->server < s->nservers);
+        assert_true(s->server >= 0 && s->server < s->gpu_servers);
         if (i < p->nused) {
             assert_int_equal(s->gpu, i);
             assert_int_equal(s->server, 0);
         }
         if (i > 0) {
-            assert_true(s->server >= p->gpu[i - 1].server); /* server-major */
+            assert_true(s->server >= p->server[i - 1].server); /* server-major */
         }
         for (int r = s->first_rank; r < s->first_rank + s->nranks; r++) {
             assert_true(r >= 0 && r < size);
@@ -166,10 +166,10 @@ static void check_servers(const gs_plan_t *p, int size, int limit)
         lo[s->gpu] = s->nranks < lo[s->gpu] ? s->nranks : lo[s->gpu];
         hi[s->gpu] = s->nranks > hi[s->gpu] ? s->nranks : hi[s->gpu];
         count[s->gpu]++;
-        assert_int_equal(s->nservers, (s->gpu_ranks + limit - 1) / limit);
+        assert_int_equal(s->gpu_servers, (s->gpu_ranks + limit - 1) / limit);
         /* Server k of a GPU follows server k-1 in rank order. */
         for (int j = 0; j < i; j++) {
-            const gs_gpu_share_t *o = &p->gpu[j];
+            const gs_server_share_t *o = &p->server[j];
             if (o->gpu == s->gpu && o->server == s->server - 1) {
                 assert_int_equal(o->first_rank + o->nranks, s->first_rank);
             }
@@ -180,7 +180,7 @@ static void check_servers(const gs_plan_t *p, int size, int limit)
     }
     for (int g = 0; g < p->nused; g++) {
         assert_true(hi[g] - lo[g] <= 1);
-        assert_int_equal(count[g], p->gpu[g].nservers);
+        assert_int_equal(count[g], p->server[g].gpu_servers);
     }
 }
 
@@ -204,7 +204,7 @@ static void test_servers_per_gpu(void **state)
                                                 cases[i].limit, &p, &err),
                          0);
         assert_true(p.use_mps);
-        assert_int_equal(p.ngpus, cases[i].servers);
+        assert_int_equal(p.nservers, cases[i].servers);
         assert_int_equal(p.clients_per_server, cases[i].limit);
         check_servers(&p, cases[i].size, cases[i].limit);
     }
@@ -219,34 +219,34 @@ static void test_servers_layout(void **state)
     /* 100 ranks, one GPU: three servers of 34, 33, 33, each its own share. */
     assert_int_equal(gs_policy_plan_compute(&c, 100, 1, 1, NULL, 48, &p, &err), 0);
     assert_true(p.use_mps);
-    assert_int_equal(p.ngpus, 3);
+    assert_int_equal(p.nservers, 3);
     assert_int_equal(p.nused, 1);
-    assert_int_equal(p.gpu[0].first_rank, 0);
-    assert_int_equal(p.gpu[0].nranks, 33);
-    assert_int_equal(p.gpu[1].first_rank, 33);
-    assert_int_equal(p.gpu[1].nranks, 33);
-    assert_int_equal(p.gpu[2].first_rank, 66);
-    assert_int_equal(p.gpu[2].nranks, 34);
+    assert_int_equal(p.server[0].first_rank, 0);
+    assert_int_equal(p.server[0].nranks, 33);
+    assert_int_equal(p.server[1].first_rank, 33);
+    assert_int_equal(p.server[1].nranks, 33);
+    assert_int_equal(p.server[2].first_rank, 66);
+    assert_int_equal(p.server[2].nranks, 34);
     for (int i = 0; i < 3; i++) {
-        assert_int_equal(p.gpu[i].gpu, 0);
-        assert_int_equal(p.gpu[i].server, i);
-        assert_int_equal(p.gpu[i].gpu_ranks, 100);
-        assert_true(p.gpu[i].pct_set);
+        assert_int_equal(p.server[i].gpu, 0);
+        assert_int_equal(p.server[i].server, i);
+        assert_int_equal(p.server[i].gpu_ranks, 100);
+        assert_true(p.server[i].pct_set);
     }
     /* Uneven GPUs: 97 ranks over 2 GPUs are 48 and 49; only the second
      * needs two servers, listed after both first servers. */
     assert_int_equal(gs_policy_plan_compute(&c, 97, 2, 1, NULL, 48, &p, &err), 0);
-    assert_int_equal(p.ngpus, 3);
-    assert_int_equal(p.gpu[0].gpu, 0);
-    assert_int_equal(p.gpu[0].nranks, 48);
-    assert_int_equal(p.gpu[0].nservers, 1);
-    assert_int_equal(p.gpu[1].gpu, 1);
-    assert_int_equal(p.gpu[1].first_rank, 48);
-    assert_int_equal(p.gpu[1].nranks, 24);
-    assert_int_equal(p.gpu[2].gpu, 1);
-    assert_int_equal(p.gpu[2].server, 1);
-    assert_int_equal(p.gpu[2].first_rank, 72);
-    assert_int_equal(p.gpu[2].nranks, 25);
+    assert_int_equal(p.nservers, 3);
+    assert_int_equal(p.server[0].gpu, 0);
+    assert_int_equal(p.server[0].nranks, 48);
+    assert_int_equal(p.server[0].gpu_servers, 1);
+    assert_int_equal(p.server[1].gpu, 1);
+    assert_int_equal(p.server[1].first_rank, 48);
+    assert_int_equal(p.server[1].nranks, 24);
+    assert_int_equal(p.server[2].gpu, 1);
+    assert_int_equal(p.server[2].server, 1);
+    assert_int_equal(p.server[2].first_rank, 72);
+    assert_int_equal(p.server[2].nranks, 25);
     /* auto never gives up MPS for the client limit any more. */
     assert_int_equal(gs_policy_plan_compute(&c, 60, 1, 1, NULL, 48, &p, &err), 0);
     assert_true(p.use_mps);
@@ -263,7 +263,7 @@ static void test_servers_layout(void **state)
     c.mps = GS_MPS_OFF;
     assert_int_equal(gs_policy_plan_compute(&c, 100, 1, 1, NULL, 48, &p, &err), 0);
     assert_false(p.use_mps);
-    assert_int_equal(p.ngpus, 0);
+    assert_int_equal(p.nservers, 0);
 }
 
 static void test_no_gpu_and_no_control(void **state)

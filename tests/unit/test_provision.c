@@ -64,11 +64,11 @@ static void test_task_env(void **state)
     assert_int_equal(gs_rundir_ensure(node_dir, &err), 0);
     memset(&st, 0, sizeof(st));
     st.kind = GS_STATE_ON;
-    st.ngpus = 2;
+    st.nservers = 2;
     for (int g = 0; g < 2; g++) {
-        snprintf(st.gpu[g].uuid, sizeof(st.gpu[g].uuid), "GPU-%d", g);
-        snprintf(st.gpu[g].pipe_dir, sizeof(st.gpu[g].pipe_dir), "%s/g%d", node_dir, g);
-        snprintf(st.gpu[g].log_dir, sizeof(st.gpu[g].log_dir), "%s/g%d.log", node_dir, g);
+        snprintf(st.server[g].uuid, sizeof(st.server[g].uuid), "GPU-%d", g);
+        snprintf(st.server[g].pipe_dir, sizeof(st.server[g].pipe_dir), "%s/g%d", node_dir, g);
+        snprintf(st.server[g].log_dir, sizeof(st.server[g].log_dir), "%s/g%d.log", node_dir, g);
     }
     snprintf(st.socket, sizeof(st.socket), "%s/agent.sock", node_dir);
     assert_int_equal(gs_state_write(node_dir, &st, &err), 0);

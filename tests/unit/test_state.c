@@ -21,15 +21,15 @@ static gs_state_t sample(void)
     memset(&st, 0, sizeof(st));
     st.kind = GS_STATE_ON;
     snprintf(st.socket, sizeof(st.socket), "/tmp/gsrun.x/n/agent.sock");
-    st.ngpus = 2;
+    st.nservers = 2;
     for (int g = 0; g < 2; g++) {
-        st.gpu[g].first_rank = g * 3;
-        st.gpu[g].nranks = 3;
-        st.gpu[g].pct_set = g == 0;
-        snprintf(st.gpu[g].pct, sizeof(st.gpu[g].pct), "%s", g == 0 ? "66.6667" : "");
-        snprintf(st.gpu[g].uuid, sizeof(st.gpu[g].uuid), "GPU-%d", g);
-        snprintf(st.gpu[g].pipe_dir, sizeof(st.gpu[g].pipe_dir), "/tmp/gsrun.x/n/g%d", g);
-        snprintf(st.gpu[g].log_dir, sizeof(st.gpu[g].log_dir), "/tmp/gsrun.x/n/g%d.log", g);
+        st.server[g].first_rank = g * 3;
+        st.server[g].nranks = 3;
+        st.server[g].pct_set = g == 0;
+        snprintf(st.server[g].pct, sizeof(st.server[g].pct), "%s", g == 0 ? "66.6667" : "");
+        snprintf(st.server[g].uuid, sizeof(st.server[g].uuid), "GPU-%d", g);
+        snprintf(st.server[g].pipe_dir, sizeof(st.server[g].pipe_dir), "/tmp/gsrun.x/n/g%d", g);
+        snprintf(st.server[g].log_dir, sizeof(st.server[g].log_dir), "/tmp/gsrun.x/n/g%d.log", g);
     }
     return st;
 }
@@ -44,14 +44,14 @@ static void test_roundtrip(void **state)
     assert_int_equal(gs_state_format(&a, buf, sizeof(buf)), 0);
     assert_int_equal(gs_state_parse(buf, &b, &err), 0);
     assert_int_equal(b.kind, GS_STATE_ON);
-    assert_int_equal(b.ngpus, 2);
+    assert_int_equal(b.nservers, 2);
     assert_string_equal(b.socket, a.socket);
-    assert_string_equal(b.gpu[0].pct, "66.6667");
-    assert_false(b.gpu[1].pct_set);
-    assert_string_equal(b.gpu[1].log_dir, a.gpu[1].log_dir);
-    assert_ptr_equal(gs_state_gpu_of_rank(&b, 4), &b.gpu[1]);
-    assert_ptr_equal(gs_state_gpu_of_rank(&b, 0), &b.gpu[0]);
-    assert_null(gs_state_gpu_of_rank(&b, 6));
+    assert_string_equal(b.server[0].pct, "66.6667");
+    assert_false(b.server[1].pct_set);
+    assert_string_equal(b.server[1].log_dir, a.server[1].log_dir);
+    assert_ptr_equal(gs_state_server_of_rank(&b, 4), &b.server[1]);
+    assert_ptr_equal(gs_state_server_of_rank(&b, 0), &b.server[0]);
+    assert_null(gs_state_server_of_rank(&b, 6));
     /* Off and error states carry their message. */
     memset(&a, 0, sizeof(a));
     a.kind = GS_STATE_ERROR;
@@ -108,7 +108,7 @@ static void test_write_read_wait(void **state)
     waitpid(pid, &st, 0);
     assert_int_equal(WEXITSTATUS(st), 0);
     assert_int_equal(gs_state_read(dir, &b, &err), 0);
-    assert_int_equal(b.ngpus, 2);
+    assert_int_equal(b.nservers, 2);
     /* An abort descriptor that becomes readable ends the wait (-EPIPE). */
     char dir2[] = "/tmp/gs_test_state2.XXXXXX";
     assert_non_null(mkdtemp(dir2));
@@ -133,14 +133,14 @@ static void test_servers_round_trip(void **state)
     a.kind = GS_STATE_ON;
     a.clients_per_server = 48;
     snprintf(a.socket, sizeof(a.socket), "/r/n/agent.sock");
-    a.ngpus = 3;
+    a.nservers = 3;
     for (int i = 0; i < 3; i++) {
-        gs_state_gpu_t *s = &a.gpu[i];
+        gs_state_server_t *s = &a.server[i];
         s->first_rank = i * 33;
         s->nranks = i == 2 ? 34 : 33;
         s->gpu = 0;
         s->server = i;
-        s->nservers = 3;
+        s->gpu_servers = 3;
         s->gpu_ranks = 100;
         snprintf(s->uuid, sizeof(s->uuid), "GPU-aaaa");
         snprintf(s->pipe_dir, sizeof(s->pipe_dir), "/r/n/g%d", i);
@@ -150,15 +150,15 @@ static void test_servers_round_trip(void **state)
     assert_non_null(strstr(buf, "server 0 2 3 100\n"));
     assert_int_equal(gs_state_parse(buf, &b, &err), 0);
     assert_int_equal(b.clients_per_server, 48);
-    assert_int_equal(b.ngpus, 3);
+    assert_int_equal(b.nservers, 3);
     for (int i = 0; i < 3; i++) {
-        assert_int_equal(b.gpu[i].gpu, 0);
-        assert_int_equal(b.gpu[i].server, i);
-        assert_int_equal(b.gpu[i].nservers, 3);
-        assert_int_equal(b.gpu[i].gpu_ranks, 100);
-        assert_string_equal(b.gpu[i].pipe_dir, a.gpu[i].pipe_dir);
+        assert_int_equal(b.server[i].gpu, 0);
+        assert_int_equal(b.server[i].server, i);
+        assert_int_equal(b.server[i].gpu_servers, 3);
+        assert_int_equal(b.server[i].gpu_ranks, 100);
+        assert_string_equal(b.server[i].pipe_dir, a.server[i].pipe_dir);
     }
-    assert_ptr_equal(gs_state_gpu_of_rank(&b, 70), &b.gpu[2]);
+    assert_ptr_equal(gs_state_server_of_rank(&b, 70), &b.server[2]);
     /* A server line that contradicts itself is refused. */
     static const char *const bad[] = {"server 0 3 3 100", "server 0 0 0 100", "server -1 0 1 33",
                                       "server 0 0 2 5", "server 0 0"};
@@ -175,8 +175,8 @@ static void test_servers_round_trip(void **state)
                                     "uuid GPU-a\npipe_dir /p\nlog_dir /l\nend\n",
                                     &b, &err),
                      0);
-    assert_int_equal(b.gpu[0].nservers, 1);
-    assert_int_equal(b.gpu[0].gpu_ranks, 4);
+    assert_int_equal(b.server[0].gpu_servers, 1);
+    assert_int_equal(b.server[0].gpu_ranks, 4);
 }
 
 int main(void)

@@ -29,10 +29,10 @@ static gs_status_t sample(void)
     s.local_size = 3;
     s.registered = 3;
     s.alive = 2;
-    s.ngpus = 2;
-    s.gpu[0] = (gs_status_gpu_t){"GPU-a", "H200 \"x\"", 50, 51, "core 7 (PU 7)", "100", "0-1", 2, 1,
+    s.nservers = 2;
+    s.server[0] = (gs_status_server_t){"GPU-a", "H200 \"x\"", 50, 51, "core 7 (PU 7)", "100", "0-1", 2, 1,
                                  0, 0, 1, "/t/g0"};
-    s.gpu[1] = (gs_status_gpu_t){"MIG-b", "H200 MIG", 60, 61, "core 6 (PU 6)", "", "2", 1, 1,
+    s.server[1] = (gs_status_server_t){"MIG-b", "H200 MIG", 60, 61, "core 6 (PU 6)", "", "2", 1, 1,
                                  1, 0, 1, "/t/g1"};
     return s;
 }
@@ -55,12 +55,12 @@ static void test_roundtrip(void **state)
     assert_int_equal(r.started_ms, 1000000);
     assert_int_equal(r.memory_limit_mb, 4096);
     assert_int_equal(r.alive, 2);
-    assert_int_equal(r.ngpus, 2);
-    assert_string_equal(r.gpu[0].name, "H200 \"x\"");
-    assert_string_equal(r.gpu[0].core, "core 7 (PU 7)");
-    assert_string_equal(r.gpu[1].uuid, "MIG-b");
-    assert_string_equal(r.gpu[1].pct, "");
-    assert_int_equal(r.gpu[1].daemon_pid, 60);
+    assert_int_equal(r.nservers, 2);
+    assert_string_equal(r.server[0].name, "H200 \"x\"");
+    assert_string_equal(r.server[0].core, "core 7 (PU 7)");
+    assert_string_equal(r.server[1].uuid, "MIG-b");
+    assert_string_equal(r.server[1].pct, "");
+    assert_int_equal(r.server[1].daemon_pid, 60);
     /* A truncated file is refused, not half read. */
     char path[64];
     snprintf(path, sizeof(path), "%s/status", dir);
@@ -92,7 +92,7 @@ static void test_json(void **state)
     s[0] = sample();
     s[1] = sample();
     s[1].stale = 1;
-    s[1].ngpus = 0;
+    s[1].nservers = 0;
     assert_string_equal(
         print(1, s, 2),
         "{\"version\":1,\"node\":\"n1\",\"jobs\":["
@@ -129,13 +129,13 @@ static void test_text(void **state)
         "  GPU 1 (H200 MIG, MIG-b): daemon 60 on core 6 (PU 6), server 61, 100%, pipe /t/g1, "
         "ranks 2: 1 registered, 1 alive\n");
     /* Two servers on one GPU: each its own line, named by GPU and server. */
-    s.gpu[1] = s.gpu[0];
-    s.gpu[0].nservers = s.gpu[1].nservers = 2;
-    s.gpu[1].server = 1;
-    snprintf(s.gpu[1].pipe_dir, sizeof(s.gpu[1].pipe_dir), "/t/g1");
-    snprintf(s.gpu[1].ranks, sizeof(s.gpu[1].ranks), "2");
-    s.gpu[1].daemon_pid = 60;
-    s.gpu[1].server_pid = 61;
+    s.server[1] = s.server[0];
+    s.server[0].gpu_servers = s.server[1].gpu_servers = 2;
+    s.server[1].server = 1;
+    snprintf(s.server[1].pipe_dir, sizeof(s.server[1].pipe_dir), "/t/g1");
+    snprintf(s.server[1].ranks, sizeof(s.server[1].ranks), "2");
+    s.server[1].daemon_pid = 60;
+    s.server[1].server_pid = 61;
     const char *text = print(0, &s, 1);
     assert_non_null(strstr(text, "  GPU 0 server 0 of 2 (H200 \"x\", GPU-a): daemon 50 on core 7 "
                                  "(PU 7), server 51, 100%, pipe /t/g0, ranks 0-1:"));
