@@ -52,15 +52,16 @@ layer_of() { # part -> layer
     guard) echo 7 ;;
     daemons) echo 8 ;;
     agent_setup | agent_publish | agent_int) echo 9 ;;
-    agent_serve) echo 10 ;;
-    agent) echo 11 ;;
-    agent_main) echo 12 ;;
+    agent_loop) echo 10 ;;
+    agent_serve) echo 11 ;;
+    agent) echo 12 ;;
+    agent_main) echo 13 ;;
     pmix) echo 1 ;;
     launcher | ompi | slurm) echo 20 ;;
     *) echo 99 ;;
     esac
 }
-in_agent() { [ "$(layer_of "$1")" -ge 6 ] && [ "$(layer_of "$1")" -le 12 ]; }
+in_agent() { [ "$(layer_of "$1")" -ge 6 ] && [ "$(layer_of "$1")" -le 13 ]; }
 
 # The public names each runtime folder's modules and each agent part
 # define: gs_<module>_*, GS_<MODULE>_* (from the file names), and for the
@@ -80,7 +81,7 @@ names_of() {
     placer) re='|gs_placer_[a-z_]+|GS_PLACER_WAIT' ;;
     guard) re='|gs_guard_[a-z_]+' ;;
     daemons) re='|gs_daemons_[a-z_]+|GS_DAEMON_[A-Z_]+' ;;
-    agent_setup | agent_publish | agent_serve | agent | agent_main)
+    agent_setup | agent_publish | agent_loop | agent_serve | agent | agent_main)
         for m in $(grep -hoE '^[a-z][a-z_ *]*\bgs_agent_[a-z_]+\(' "$S/runtime/agent/$p.c" |
             grep -oE 'gs_agent_[a-z_]+'); do
             re="$re|$m"
@@ -105,7 +106,7 @@ if [ -z "$stray" ]; then
 else
     not_ok "runtime files outside the layer folders: $stray"
 fi
-parts="core wire gpu plan files rank report ranks placer guard daemons agent_setup agent_publish agent_serve agent agent_main"
+parts="core wire gpu plan files rank report ranks placer guard daemons agent_setup agent_publish agent_loop agent_serve agent agent_main"
 declare -A RE
 for p in $parts; do RE[$p]=$(names_of "$p"); done
 

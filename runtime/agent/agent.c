@@ -391,80 +391,9 @@ static gs_agent_state_t serving(gs_agent_t *a)
     return GS_AGENT_STOPPING;
 }
 
-/* A step of the job needs more servers than the job's agent runs (more
- * tasks on a GPU than one server takes): the missing ones are started now,
- * beside those serving other steps, and published. The step's plan must
- * begin with the servers already running (the plans are server-major: the
- * first server of each GPU first), else it is refused. Answers the task
- * prolog that asked: "ok", or "error <why>" (it then runs without them). */
-static void add_servers(gs_agent_t *a, const gs_servers_req_t *req)
-{
-    gs_daemons_t *ds = &a->daemons;
-    gs_error_t err;
-    int n = req->n, per_gpu[GS_MAX_GPUS] = {0}, rc = 0;
-
-    for (int e = 0; e < n && rc == 0; e++) {
-        if (req->gpu[e] >= a->plan.nused || (e < ds->n && ds->gpu_of[e] != req->gpu[e])) {
-            rc = gs_error_set(&err, EINVAL,
-                              "the step's server %d is on GPU %d, but the job's is on GPU %d of "
-                              "%d",
-                              e, req->gpu[e], e < ds->n ? ds->gpu_of[e] : -1, a->plan.nused);
-        }
-    }
-    if (rc == 0 && n > ds->n) {
-        int first = ds->n;
-        for (int e = 0; e < n; e++) {
-            per_gpu[req->gpu[e]]++;
-        }
-        for (int e = 0, seen[GS_MAX_GPUS] = {0}; e < n; e++) {
-            int g = req->gpu[e];
-            gs_daemons_set_server(ds, e, g, seen[g]++, per_gpu[g]);
-            a->plan.server[e].gpu = g;
-            a->plan.server[e].server = ds->server_of[e];
-            a->plan.server[e].gpu_servers = per_gpu[g];
-            if (e >= first) {
-                a->servers.gpu[e] = a->gpus.gpu[g];
-            }
-        }
-        a->servers.count = n;
-        rc = gs_daemons_add(ds, &a->servers, n, &err);
-        if (rc == 0) {
-            int none[GS_MAX_GPUS] = {0};
-            a->plan.nservers = n;
-            gs_placer_free(&a->placer);
-            if (gs_placer_init(&a->placer, 0, n, none, a->servers.gpu, 1, 0) != 0) {
-                gs_report_add(&a->report, 1, "out of memory for the status");
-            }
-            gs_agent_confirm_servers_from(a, first);
-            gs_agent_publish_on(a);
-            gs_agent_write_status(a);
-        } else {
-            a->servers.count = first;
-            for (int e = 0; e < first; e++) { /* the running ones, as they were */
-                int g = ds->gpu_of[e], k = 0;
-                for (int o = 0; o < first; o++) {
-                    k += ds->gpu_of[o] == g;
-                }
-                ds->servers_on[e] = k;
-                a->plan.server[e].gpu_servers = k;
-            }
-        }
-    }
-    if (rc == 0) {
-        dprintf(req->fd, "ok\n");
-    } else {
-        gs_report_add(&a->report, 1, "a step's %d MPS servers: %s", n, err.text);
-        dprintf(req->fd, "error %s\n", err.text);
-    }
-    close(req->fd);
-}
-
 static gs_agent_state_t holding(gs_agent_t *a)
 {
-    gs_servers_req_t req;
-    while (gs_agent_hold(a, &req) == 1) {
-        add_servers(a, &req);
-    }
+    gs_agent_hold(a); /* a step's requests for servers are served meanwhile */
     return GS_AGENT_STOPPING;
 }
 

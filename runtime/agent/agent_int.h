@@ -16,6 +16,8 @@
 #ifndef GS_AGENT_INT_H
 #define GS_AGENT_INT_H
 
+#include <sys/types.h>
+
 #include "runtime/agent/agent.h"
 #include "runtime/agent/daemons.h"
 #include "runtime/agent/guard.h"
@@ -77,6 +79,9 @@ typedef struct {
      * sets up its GPU context (get_server_list took 257 ms then on an H100,
      * 2 ms after), and the ranks must not wait for that. */
     int confirm_pending;
+    const char *loop_end;  /* why the current wait ends (agent_loop.c), NULL: it goes on */
+    long long last_change; /* serving: when a rank last came or went */
+    int ended_whole;       /* serving: every rank came and went (nothing to end) */
 
     gs_report_t report;
     gs_ranks_t ranks;
@@ -96,14 +101,47 @@ const char *gs_agent_state_name(gs_agent_state_t s);
 /* 1 if the table allows from -> to. */
 int gs_agent_transition_ok(gs_agent_state_t from, gs_agent_state_t to);
 
-/* agent_serve.c: the waits on the socket, one per state that waits, and
- * what every wait reads. */
+/* agent_loop.c: the one event loop over the socket, the signals, the ranks'
+ * exits and the launcher, for every state that waits. */
+/* A connection whose line is whole (the loop reads it without blocking). */
+typedef struct {
+    int fd;
+    pid_t pid; /* the peer (SO_PEERCRED): a process of the job's user or root */
+    uid_t uid;
+    long long deadline;
+    size_t len;
+    char line[GS_LINE_MAX];
+} gs_agent_conn_t;
+/* One message the socket takes: its verb (the line's first word), the
+ * states that take it (1u << state each; other states answer an error),
+ * and its handler, which keeps the connection or closes it. */
+typedef struct {
+    const char *verb;
+    unsigned states;
+    void (*handle)(gs_agent_t *a, gs_agent_conn_t *c);
+} gs_agent_msg_t;
+/* What a waiting state watches besides its messages and signals. */
+typedef struct {
+    int launcher;                          /* the launcher's end ends the wait */
+    int (*listening)(const gs_agent_t *a); /* NULL: whenever a message is taken */
+    int (*timeout)(gs_agent_t *a);         /* ms to the state's next timed check, -1 */
+    void (*check)(gs_agent_t *a);          /* after each wake-up */
+    void (*ranks_dropped)(gs_agent_t *a);  /* ranks exited */
+} gs_agent_wait_t;
+/* Runs until a handler, a check, a signal or the launcher ends the wait
+ * (gs_agent_loop_end); returns why. */
+const char *gs_agent_loop(gs_agent_t *a, const gs_agent_msg_t *msgs, const gs_agent_wait_t *w);
+/* Ends the current wait with why (the first reason stays). */
+void gs_agent_loop_end(gs_agent_t *a, const char *why);
 /* Reads the signalfd: SIGCHLD is a child of ours (a daemon, the guard) and
  * is noted; anything else tells the agent to stop (returns why). */
 const char *gs_agent_read_signals(gs_agent_t *a);
 /* local rank of pid (for MPS's log lines), a gs_rank_of_pid_fn. */
 int gs_agent_rank_of_pid(const void *agent, pid_t pid);
 int gs_agent_listen(gs_agent_t *a, gs_error_t *err);
+
+/* agent_serve.c: the messages and the waiting states. */
+extern const gs_agent_msg_t gs_agent_messages[];
 /* SIZING: the node's size from its first rank; 0 if the launcher ended
  * first or the agent was told to stop. */
 int gs_agent_wait_size(gs_agent_t *a);
@@ -111,17 +149,15 @@ int gs_agent_wait_size(gs_agent_t *a);
  * launcher is gone, or the agent is told to stop (the ranks still alive
  * are then ended). */
 void gs_agent_serve(gs_agent_t *a);
-/* A task prolog's request for the servers its step needs (job-long). */
-typedef struct {
-    int fd; /* its connection, for the answer */
-    int n;
-    int gpu[GS_MAX_GPUS];
-} gs_servers_req_t;
 /* HOLDING: until "stop" on the socket (its connection becomes the report's
- * way out) or a signal (0), or a task prolog asks for servers (1, req). */
-int gs_agent_hold(gs_agent_t *a, gs_servers_req_t *req);
+ * way out) or a signal; a task prolog's request for servers is served
+ * meanwhile. */
+void gs_agent_hold(gs_agent_t *a);
 /* FAILED: until the launcher is gone. */
 void gs_agent_wait_launcher(gs_agent_t *a);
+/* The ranks registered: answers held by placement, daemons the plan does
+ * not use stopped, daemons moved off the ranks' cores, status. */
+void gs_agent_ranks_came(gs_agent_t *a);
 
 /* agent_publish.c: the node state (for the ranks) and status (gsrun status). */
 void gs_agent_publish_on(gs_agent_t *a);
@@ -136,8 +172,4 @@ void gs_agent_confirm_servers(gs_agent_t *a, int job_long);
 void gs_agent_confirm_servers_from(gs_agent_t *a, int first);
 /* The same, where it waits for the ranks (confirm_pending), once. */
 void gs_agent_confirm_pending(gs_agent_t *a);
-/* The ranks registered: answers held by placement, daemons the plan does
- * not use stopped, daemons moved off the ranks' cores, status. */
-void gs_agent_ranks_came(gs_agent_t *a);
-
 #endif

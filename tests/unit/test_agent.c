@@ -58,11 +58,32 @@ static void test_table_shape(void **state)
     assert_false(gs_agent_transition_ok(GS_AGENT_DONE, GS_AGENT_DISCOVERING));
 }
 
+/* The socket's messages: each verb once, each taken only in states that
+ * wait on the socket, and every such state takes one. */
+static void test_message_table(void **state)
+{
+    const unsigned waiting = 1u << GS_AGENT_SIZING | 1u << GS_AGENT_SERVING |
+                             1u << GS_AGENT_HOLDING;
+    unsigned taken = 0;
+    (void)state;
+    for (const gs_agent_msg_t *m = gs_agent_messages; m->verb != NULL; m++) {
+        assert_non_null(m->handle);
+        assert_int_not_equal(m->states, 0);
+        assert_int_equal(m->states & ~waiting, 0);
+        taken |= m->states;
+        for (const gs_agent_msg_t *o = m + 1; o->verb != NULL; o++) {
+            assert_string_not_equal(m->verb, o->verb);
+        }
+    }
+    assert_int_equal(taken, waiting);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mode_paths),
         cmocka_unit_test(test_table_shape),
+        cmocka_unit_test(test_message_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
