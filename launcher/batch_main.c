@@ -15,7 +15,7 @@
  * job's user; as a user /tmp/gsrun-<uid>, the user's own (--dir names
  * another base; the same for all three commands). Root does in the user's
  * dir only what the user could: whatever is inside is handled by a child
- * that has become the user. All logic is in runtime/rank/provision.c. */
+ * that has become the user. All logic is in runtime/batch/provision.c. */
 #include "gs_autoconf.h"
 
 #include "launcher/batch_main.h"
@@ -33,13 +33,13 @@
 #include <unistd.h>
 
 #include "pmix/discover.h"
-#include "runtime/rank/endjob.h"
+#include "runtime/batch/endjob.h"
 #include "runtime/rank/helper.h"
-#include "runtime/rank/keeper.h"
+#include "runtime/batch/keeper.h"
 #include "runtime/core/config.h"
 #include "runtime/core/proc.h"
 #include "runtime/wire/protocol.h"
-#include "runtime/rank/provision.h"
+#include "runtime/batch/provision.h"
 #include "runtime/files/rundir.h"
 #include "runtime/files/rundir_root.h"
 #include "runtime/core/limits.h"

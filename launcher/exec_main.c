@@ -24,7 +24,7 @@
 #include "runtime/core/config.h"
 #include "runtime/core/gs_error.h"
 #include "runtime/rank/jobkey.h"
-#include "runtime/rank/provision.h"
+#include "runtime/batch/provision.h"
 #include "runtime/files/rundir.h"
 #include "runtime/core/limits.h"
 

@@ -23,10 +23,9 @@
 #include "pmix/discover.h"
 #include "runtime/rank/helper.h"
 #include "launcher/commands.h"
-#include "launcher/mpirun_cmd.h"
+#include "launcher/launchers.h"
 #include "launcher/options.h"
 #include "launcher/reports.h"
-#include "launcher/srun_cmd.h"
 #include "launcher/supervise.h"
 #include "runtime/core/config.h"
 #include "runtime/rank/node.h"
@@ -149,7 +148,8 @@ static int start_agent_early(const gs_opts_t *o, const char *agent, const char *
 
 /* Checks the launcher and the control program named by the user. Returns 0
  * or gsrun's exit status for the failure (reported). */
-static int check_programs(gs_opts_t *o, char *launcher, size_t len)
+static int check_programs(gs_opts_t *o, char *launcher, size_t len,
+                          const gs_launcher_kind_t **kind)
 {
     gs_error_t err;
     char path[GS_PATH_MAX];
@@ -174,7 +174,8 @@ static int check_programs(gs_opts_t *o, char *launcher, size_t len)
         snprintf(o->cfg.control, sizeof(o->cfg.control), "%s", GS_DEFAULT_CONTROL);
         o->control_given = 0;
     }
-    if (o->launcher_given && !gs_srun_is(launcher) && gs_mpirun_check(launcher, &err) != 0) {
+    *kind = gs_launcher_kind(launcher);
+    if (o->launcher_given && (*kind)->check != NULL && (*kind)->check(launcher, &err) != 0) {
         fprintf(stderr, "gsrun: %s: %s\n", o->launcher_origin, err.text);
         return GS_EXIT_USAGE;
     }
@@ -184,7 +185,7 @@ static int check_programs(gs_opts_t *o, char *launcher, size_t len)
 /* Runs the launcher as gsrun's child with the node agents around it, waits
  * for the agents, prints their reports and exits as the launcher did. */
 static int run_job(const gs_opts_t *o, char *launcher, char **cmd, const char *agent,
-                   const char *job_dir, int srun)
+                   const char *job_dir, const gs_launcher_kind_t *kind)
 {
     gs_error_t err;
 
@@ -195,9 +196,7 @@ static int run_job(const gs_opts_t *o, char *launcher, char **cmd, const char *a
      * must not kill gsrun before it has waited for the job and removed its
      * run dir: a failed write is just lost. */
     signal(SIGPIPE, SIG_IGN);
-    /* srun's tasks may not run on gsrun's node (a login node): no early
-     * agent there. */
-    int launcher_pipe = srun ? -1 : start_agent_early(o, agent, job_dir);
+    int launcher_pipe = kind->early_agent ? start_agent_early(o, agent, job_dir) : -1;
     long long t_launch = gs_proc_wall_ms() - gsrun_t0_ms;
     int status = gs_supervise(launcher, cmd, &err);
     long long t_exited = gs_proc_wall_ms() - gsrun_t0_ms;
@@ -252,7 +251,8 @@ int main(int argc, char **argv)
     gs_opts_t o;
     gs_error_t err;
     char launcher[GS_PATH_MAX], shim[GS_PATH_MAX], agent[GS_PATH_MAX];
-    char job_dir[GS_PATH_MAX], fork_agent[GS_PATH_MAX];
+    char job_dir[GS_PATH_MAX], user_hook[GS_PATH_MAX];
+    const gs_launcher_kind_t *kind = NULL;
     char **args, **cmd;
     int nargs, rc;
 
@@ -265,7 +265,7 @@ int main(int argc, char **argv)
         die(GS_EXIT_USAGE, err.text);
     }
     if (o.help) {
-        fputs(gs_usage_text, stdout);
+        gs_usage_print(stdout);
         return 0;
     }
     if (o.version) {
@@ -275,7 +275,7 @@ int main(int argc, char **argv)
     if (gs_discover_check_env(&err) != 0) {
         die(GS_EXIT_USAGE, err.text); /* else every rank would fail alike */
     }
-    if ((rc = check_programs(&o, launcher, sizeof(launcher))) != 0) {
+    if ((rc = check_programs(&o, launcher, sizeof(launcher), &kind)) != 0) {
         return rc;
     }
     nargs = argc - o.first_arg;
@@ -288,17 +288,14 @@ int main(int argc, char **argv)
     if (o.cfg.mps == GS_MPS_OFF) {
         return run_plain(&o, launcher, args, nargs);
     }
-    int srun = gs_srun_is(launcher);
-    if (gs_helper_path(srun ? "gsrun-srun-task" : "gsrun-shim", shim, sizeof(shim), &err) != 0 ||
+    if (gs_helper_path(kind->hook, shim, sizeof(shim), &err) != 0 ||
         gs_helper_path("gsrun-agent", agent, sizeof(agent), &err) != 0) {
         die(GS_EXIT_SETUP, err.text);
     }
-    if (!srun && strchr(shim, ' ') != NULL) {
-        /* Open MPI splits the fork agent parameter at spaces. */
-        fprintf(stderr, "gsrun: the path of gsrun-shim ('%s') contains a space, which Open MPI's "
-                        "fork agent parameter cannot carry; install gsrun under a path without "
-                        "spaces\n",
-                shim);
+    if (kind->hook_no_spaces != NULL && strchr(shim, ' ') != NULL) {
+        fprintf(stderr, "gsrun: the path of %s ('%s') contains a space, which %s cannot carry; "
+                        "install gsrun under a path without spaces\n",
+                kind->hook, shim, kind->hook_no_spaces);
         return GS_EXIT_SETUP;
     }
     if (prepare_job(&o, job_dir, sizeof(job_dir), &err) != 0) {
@@ -312,11 +309,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "gsrun: node %s: warning: %s; running without MPS\n", node, err.text);
         return run_plain(&o, launcher, args, nargs);
     }
-    if (!srun && gs_mpirun_take_fork_agent(args, &nargs, fork_agent, sizeof(fork_agent))) {
-        setenv("GSRUN_FORK_AGENT", fork_agent, 1);
+    if (kind->take_user_hook != NULL &&
+        kind->take_user_hook(args, &nargs, user_hook, sizeof(user_hook))) {
+        setenv("GSRUN_FORK_AGENT", user_hook, 1);
     }
-    cmd = srun ? gs_srun_command(launcher, shim, args, nargs)
-               : gs_mpirun_command(launcher, shim, args, nargs);
+    cmd = kind->command(launcher, shim, args, nargs);
     if (cmd == NULL) {
         die(GS_EXIT_SETUP, "out of memory");
     }
@@ -328,5 +325,5 @@ int main(int argc, char **argv)
         return 0;
     }
 
-    return run_job(&o, launcher, cmd, agent, job_dir, srun);
+    return run_job(&o, launcher, cmd, agent, job_dir, kind);
 }

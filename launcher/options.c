@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char gs_usage_text[] =
+static const char usage_head[] =
     "Usage: gsrun [gsrun options] [--] [mpirun] <mpirun arguments> program [args]\n"
     "       gsrun [gsrun options] srun <srun arguments> program [args]\n"
     "       gsrun status [--json]\n"
@@ -17,38 +17,9 @@ const char gs_usage_text[] =
     "Runs an MPI job with NVIDIA MPS set up for every GPU that several ranks share.\n"
     "The launcher's arguments are passed on unchanged.\n"
     "\n"
-    "gsrun options (each also as an environment variable; the option wins):\n"
-    "  --mps=auto|on|off          use MPS: auto when a GPU is present and ranks share it\n"
-    "                             (default), on always (fail without GPU), off never\n"
-    "                             [GSRUN_MPS]\n"
-    "  --mps-percentage=auto|off|N\n"
-    "                             CUDA_MPS_ACTIVE_THREAD_PERCENTAGE per rank: auto is\n"
-    "                             min(100, 200/n) for n ranks on an MPS server, off leaves\n"
-    "                             it unset (independent ranks, ensembles: use off; which\n"
-    "                             fits which job: doc/tuning.md), N is a number from 1\n"
-    "                             to 100 [GSRUN_MPS_PERCENTAGE]\n"
-    "  --mps-control=PATH         nvidia-cuda-mps-control to use (default: found in PATH)\n"
-    "                             [GSRUN_MPS_CONTROL]\n"
-    "  --mps-timeout=SECONDS      bound on starting MPS, 1 to 3600 (default 30)\n"
-    "                             [GSRUN_MPS_TIMEOUT]\n"
-    "  --mps-memory-limit=SIZE    device memory each rank may allocate under MPS,\n"
-    "                             e.g. 4G or 512M (default off) [GSRUN_MPS_MEMORY_LIMIT]\n"
-    "  --mps-clients-per-server=auto|N\n"
-    "                             ranks one MPS server takes; a GPU with more gets several\n"
-    "                             servers. auto: the driver's limit (48 up to CUDA 13.0,\n"
-    "                             60 from 13.1) [GSRUN_MPS_CLIENTS_PER_SERVER]\n"
-    "  --gpu-bind=closest|none    without MPS (one rank per GPU), give each rank its own\n"
-    "                             GPU in CUDA_VISIBLE_DEVICES, the one nearest its cores\n"
-    "                             (default closest) [GSRUN_GPU_BIND]\n"
-    "  --launcher=PATH            the launcher to run: Open MPI's mpirun (default: mpirun\n"
-    "                             in PATH) or Slurm's srun [GSRUN_LAUNCHER]; a first\n"
-    "                             launcher word does the same:\n"
-    "                             gsrun [options] mpirun|mpiexec|orterun|srun <arguments>\n"
-    "  --dry-run                  print the launcher command and settings, run nothing\n"
-    "                             [GSRUN_DRY_RUN=1]\n"
-    "  -v, --verbose              report what gsrun set up and tore down; -vv adds a\n"
-    "                             timeline of the job (ms after gsrun started)\n"
-    "                             [GSRUN_VERBOSE=N]\n"
+    "gsrun options (each also as an environment variable; the option wins):\n";
+
+static const char usage_tail[] =
     "  -h, --help                 show this help and exit\n"
     "  -V, --version              show the version and the build's features, and exit\n"
     "  --                         end of gsrun options (use it before an mpirun -v)\n"
@@ -66,6 +37,56 @@ const char gs_usage_text[] =
     "  2 bad option or GSRUN_* value, 69 MPS required but unavailable, 70 MPS failed\n"
     "  to start, 71 unsafe run directory, 126/127 launcher not executable / not found.\n"
     "See gsrun(1).\n";
+
+#define HELP_COL 29   /* where an option's text starts */
+#define HELP_WIDTH 86 /* the longest line */
+
+/* One option of the settings table: its name and value, then its text and
+ * variable wrapped at word boundaries from HELP_COL on. */
+static void usage_option(FILE *f, const gs_config_key_t *k)
+{
+    char head[96], text[1024];
+    if (k->short_opt) {
+        snprintf(head, sizeof(head), "  -%c, --%s", k->short_opt, k->option);
+    } else if (k->valued) {
+        snprintf(head, sizeof(head), "  --%s=%s", k->option, k->metavar);
+    } else {
+        snprintf(head, sizeof(head), "  --%s", k->option);
+    }
+    if (k->valued) {
+        snprintf(text, sizeof(text), "%s [%s]", k->help, k->env);
+    } else {
+        snprintf(text, sizeof(text), "%s [%s=%s]", k->help, k->env, k->metavar);
+    }
+    int col = fprintf(f, "%s", head);
+    if (col > HELP_COL - 2) {
+        fputc('\n', f);
+        col = 0;
+    }
+    for (const char *w = text; *w != '\0';) {
+        size_t n = strcspn(w, " ");
+        if (col > HELP_COL && col + 1 + (int)n > HELP_WIDTH) {
+            fputc('\n', f);
+            col = 0;
+        }
+        col += col < HELP_COL ? fprintf(f, "%*s", HELP_COL - col, "") : fprintf(f, " ");
+        col += fprintf(f, "%.*s", (int)n, w);
+        w += n;
+        w += *w == ' ';
+    }
+    fputc('\n', f);
+}
+
+void gs_usage_print(FILE *f)
+{
+    fputs(usage_head, f);
+    for (const gs_config_key_t *k = gs_config_keys; k->option != NULL; k++) {
+        if ((k->fronts & GS_FRONT_GSRUN) && k->help != NULL) {
+            usage_option(f, k);
+        }
+    }
+    fputs(usage_tail, f);
+}
 
 /* gsrun options that take a value (the settings table says which). */
 static int is_valued(const char *name)

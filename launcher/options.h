@@ -9,6 +9,8 @@
 #ifndef GS_OPTIONS_H
 #define GS_OPTIONS_H
 
+#include <stdio.h>
+
 #include "runtime/core/config.h"
 #include "runtime/core/gs_error.h"
 
@@ -28,6 +30,7 @@ typedef struct {
  * -EINVAL with a one-line message in err. */
 int gs_opts_parse(int argc, char **argv, gs_opts_t *o, gs_error_t *err);
 
-extern const char gs_usage_text[];
+/* gsrun --help: its options from the settings table (gs_config_keys). */
+void gs_usage_print(FILE *f);
 
 #endif

@@ -33,8 +33,8 @@
 
 #include "runtime/core/config.h"
 #include "runtime/wire/protocol.h"
-#include "runtime/rank/endjob.h"
-#include "runtime/rank/provision.h"
+#include "runtime/batch/endjob.h"
+#include "runtime/batch/provision.h"
 #include "runtime/files/rundir.h"
 #include "runtime/rank/task.h"
 #include "runtime/core/limits.h"
@@ -289,7 +289,7 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
         uid_t uid;
         gs_task_wait_agent(node_dir, GS_PROTO_QUIT_TIMEOUT_MS + 2000);
         /* slurmstepd is root: it ends what is left of the step's agent,
-         * whatever the step's user did to it (runtime/rank/endjob.c). */
+         * whatever the step's user did to it (runtime/batch/endjob.c). */
         if (geteuid() == 0 && spank_get_item(sp, S_JOB_UID, &uid) == ESPANK_SUCCESS &&
             gs_endjob_kill(NULL, job_dir, uid, GS_WAIT_ENDJOB_MS) > 0) {
             slurm_info("gsrun: the agent of %s did not stop; root ended it", job_dir);

@@ -4,19 +4,21 @@
 # "Layers"): runtime/'s folders, the agent's parts, and the front ends.
 #
 # A file may include and call only what is in its own layer or below it;
-# in the agent (layer 6 and up) only strictly below, its own part aside:
+# in the agent (layer 7 and up) only strictly below, its own part aside:
 #
 #   0  runtime/core/    errors, processes, sockets, settings, sizes, text
 #   1  runtime/wire/    the agent's protocol and command line
 #   2  runtime/gpu/     NVML, CPUs near a GPU, one MPS control daemon
 #   3  runtime/plan/    policy and placement (pure)
 #   4  runtime/files/   run dirs, state and status files, pre-flight
-#   5  runtime/rank/    the rank side: join, client environment, provisioning,
-#                       job key, helper programs
-#   6  agent: report ranks placer      9  agent: agent_setup agent_publish
-#   7  agent: guard                     10 agent: agent_serve
-#   8  agent: daemons                   11 agent: agent (agent.c: the loop)
-#                                       12 agent: agent_main (gsrun-agent)
+#   5  runtime/rank/    the rank side: join, client environment, job key,
+#                       helper programs
+#   6  runtime/batch/   a batch job's node: provisioning, root's keeper and end
+#                       of a job (for the front ends; the agent never uses it)
+#   7  agent: report ranks placer      11 agent: agent_loop
+#   8  agent: guard                     12 agent: agent_serve
+#   9  agent: daemons                   13 agent: agent (agent.c: the states)
+#   10 agent: agent_setup agent_publish 14 agent: agent_main (gsrun-agent)
 #   pmix/               uses runtime/core only
 #   launcher/ ompi/ slurm/ (front ends) use runtime/ (not the agent) and pmix/,
 #                       never each other (launcher/ is gsrun's own)
@@ -48,20 +50,21 @@ part_of() {
 layer_of() { # part -> layer
     case $1 in
     core) echo 0 ;; wire) echo 1 ;; gpu) echo 2 ;; plan) echo 3 ;; files) echo 4 ;; rank) echo 5 ;;
-    report | ranks | placer) echo 6 ;;
-    guard) echo 7 ;;
-    daemons) echo 8 ;;
-    agent_setup | agent_publish | agent_int) echo 9 ;;
-    agent_loop) echo 10 ;;
-    agent_serve) echo 11 ;;
-    agent) echo 12 ;;
-    agent_main) echo 13 ;;
+    batch) echo 6 ;;
+    report | ranks | placer) echo 7 ;;
+    guard) echo 8 ;;
+    daemons) echo 9 ;;
+    agent_setup | agent_publish | agent_int) echo 10 ;;
+    agent_loop) echo 11 ;;
+    agent_serve) echo 12 ;;
+    agent) echo 13 ;;
+    agent_main) echo 14 ;;
     pmix) echo 1 ;;
     launcher | ompi | slurm) echo 20 ;;
     *) echo 99 ;;
     esac
 }
-in_agent() { [ "$(layer_of "$1")" -ge 6 ] && [ "$(layer_of "$1")" -le 13 ]; }
+in_agent() { [ "$(layer_of "$1")" -ge 7 ] && [ "$(layer_of "$1")" -le 14 ]; }
 
 # The public names each runtime folder's modules and each agent part
 # define: gs_<module>_*, GS_<MODULE>_* (from the file names), and for the
@@ -69,7 +72,7 @@ in_agent() { [ "$(layer_of "$1")" -ge 6 ] && [ "$(layer_of "$1")" -le 13 ]; }
 names_of() {
     local p=$1 f m re=""
     case $p in
-    core | wire | gpu | plan | files | rank)
+    core | wire | gpu | plan | files | rank | batch)
         for f in "$S"/runtime/"$p"/*.h; do
             m=$(basename "$f" .h)
             case $m in gs_error | limits) continue ;; esac
@@ -93,7 +96,7 @@ names_of() {
 
 own_headers() { # layer -> the runtime headers at or below it (outside the agent)
     local d
-    for d in core wire gpu plan files rank; do
+    for d in core wire gpu plan files rank batch; do
         [ "$(layer_of "$d")" -le "$1" ] && ls "$S"/runtime/"$d"/*.h
     done
 }
@@ -106,7 +109,7 @@ if [ -z "$stray" ]; then
 else
     not_ok "runtime files outside the layer folders: $stray"
 fi
-parts="core wire gpu plan files rank report ranks placer guard daemons agent_setup agent_publish agent_loop agent_serve agent agent_main"
+parts="core wire gpu plan files rank batch report ranks placer guard daemons agent_setup agent_publish agent_loop agent_serve agent agent_main"
 declare -A RE
 for p in $parts; do RE[$p]=$(names_of "$p"); done
 
@@ -118,9 +121,11 @@ for f in $files; do
     for h in $(sed -nE 's/^#include "((runtime|pmix|launcher|ompi|slurm)\/[a-z_/]*\.h)".*/\1/p' "$S/$f"); do
         p=$(part_of "$h")
         [ "$p" = "$me" ] && continue
-        [ "$me" = agent_int ] || [ "$p" != agent_int ] || { [ "$L" -ge 9 ] && continue; }
+        [ "$me" = agent_int ] || [ "$p" != agent_int ] || { [ "$L" -ge 10 ] && continue; }
         pl=$(layer_of "$p")
-        if in_agent "$me" && [ "$me" != agent_main ] && [ "$pl" -ge "$L" ] && [ "$p" != agent_int ]; then
+        if in_agent "$me" && [ "$p" = batch ]; then
+            why="$why includes $h (a batch job's provisioning is the front ends', never the agent's);"
+        elif in_agent "$me" && [ "$me" != agent_main ] && [ "$pl" -ge "$L" ] && [ "$p" != agent_int ]; then
             why="$why includes $h (layer $pl);"
         elif [ "$pl" -gt "$L" ]; then
             why="$why includes $h (layer $pl);"
@@ -169,6 +174,9 @@ if [ -z "${GS_LAYERS_ROOT:-}" ]; then
     plant runtime/agent/agent_serve.c 'static void f(void) { gs_agent_transition_ok(0, 0); }' &&
         ok "a planted call from agent_serve.c into agent.c fails the check" ||
         not_ok "a planted call from agent_serve.c into agent.c passes the check"
+    plant runtime/rank/node.c '#include "runtime/batch/provision.h"' &&
+        ok "a planted include of batch/ in rank/ fails the check" ||
+        not_ok "a planted include of batch/ in rank/ passes the check"
     plant slurm/srun_task.c '#include "launcher/options.h"' &&
         ok "a planted include of launcher/ in slurm/ fails the check" ||
         not_ok "a planted include of launcher/ in slurm/ passes the check"

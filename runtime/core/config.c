@@ -299,30 +299,55 @@ static void fmt_prestart(const gs_config_t *c, char *b, size_t n)
 #define ALL_FRONTS                                                                                 \
     (GS_FRONT_GSRUN | GS_FRONT_BATCH | GS_FRONT_MCA | GS_FRONT_SPANK | GS_FRONT_RANKS)
 const gs_config_key_t gs_config_keys[] = {
-    {"mps", "GSRUN_MPS", "auto, on or off", "mps", ALL_FRONTS, 1, set_mps, fmt_mps},
+    {"mps", "GSRUN_MPS", "auto, on or off", "mps", ALL_FRONTS, 1, set_mps, fmt_mps, "auto|on|off",
+     "use MPS: auto when a GPU is present and ranks share it (default), on always (fail "
+     "without GPU), off never",
+     0},
     {"mps-percentage", "GSRUN_MPS_PERCENTAGE", "auto, off, or a number from 1 to 100", "percentage",
-     ALL_FRONTS, 1, set_pct, fmt_pct},
+     ALL_FRONTS, 1, set_pct, fmt_pct, "auto|off|N",
+     "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE per rank: auto is min(100, 200/n) for n ranks on an MPS "
+     "server, off leaves it unset (independent ranks, ensembles: use off; which fits which "
+     "job: doc/tuning.md), N is a number from 1 to 100",
+     0},
     {"mps-control", "GSRUN_MPS_CONTROL", "the path of nvidia-cuda-mps-control", "control",
-     ALL_FRONTS, 1, set_control, fmt_control},
+     ALL_FRONTS, 1, set_control, fmt_control, "PATH",
+     "nvidia-cuda-mps-control to use (default: found in PATH)", 0},
     {"mps-timeout", "GSRUN_MPS_TIMEOUT", "whole seconds from 1 to 3600", "timeout", ALL_FRONTS, 1,
-     set_timeout, fmt_timeout},
+     set_timeout, fmt_timeout, "SECONDS", "bound on starting MPS, 1 to 3600 (default 30)", 0},
     {"gpu-bind", "GSRUN_GPU_BIND", "closest or none", "gpu_bind",
      GS_FRONT_GSRUN | GS_FRONT_MCA | GS_FRONT_SPANK | GS_FRONT_RANKS, 1, set_gpu_bind,
-     fmt_gpu_bind},
+     fmt_gpu_bind, "closest|none",
+     "without MPS (one rank per GPU), give each rank its own GPU in CUDA_VISIBLE_DEVICES, the "
+     "one nearest its cores (default closest)",
+     0},
     {"mps-memory-limit", "GSRUN_MPS_MEMORY_LIMIT",
      "off, or a size such as 4G or 512M (K, M, G, T: powers of 1024; at least 1M)", "memory_limit",
-     ALL_FRONTS, 1, set_mem, fmt_mem},
+     ALL_FRONTS, 1, set_mem, fmt_mem, "SIZE",
+     "device memory each rank may allocate under MPS, e.g. 4G or 512M (default off)", 0},
     {"mps-clients-per-server", "GSRUN_MPS_CLIENTS_PER_SERVER",
      "auto (the driver's limit: 48 up to CUDA 13.0, 60 from 13.1), or a number from 1 to 1024",
-     "clients_per_server", ALL_FRONTS, 1, set_clients, fmt_clients},
+     "clients_per_server", ALL_FRONTS, 1, set_clients, fmt_clients, "auto|N",
+     "ranks one MPS server takes; a GPU with more gets several servers. auto: the driver's "
+     "limit (48 up to CUDA 13.0, 60 from 13.1)",
+     0},
     {"launcher", "GSRUN_LAUNCHER", "the path or name of an Open MPI mpirun", NULL, GS_FRONT_GSRUN,
-     1, set_launcher, fmt_launcher},
-    {"dry-run", "GSRUN_DRY_RUN", "0 or 1", NULL, GS_FRONT_GSRUN, 0, set_dry_run, fmt_dry_run},
+     1, set_launcher, fmt_launcher, "PATH",
+     "the launcher to run: Open MPI's mpirun (default: mpirun in PATH) or Slurm's srun; a "
+     "first launcher word does the same: gsrun [options] mpirun|mpiexec|orterun|srun "
+     "<arguments>",
+     0},
+    {"dry-run", "GSRUN_DRY_RUN", "0 or 1", NULL, GS_FRONT_GSRUN, 0, set_dry_run, fmt_dry_run, "1",
+     "print the launcher command and settings, run nothing", 0},
     {"verbose", "GSRUN_VERBOSE", "a number from 0 to 9", "verbose",
-     GS_FRONT_GSRUN | GS_FRONT_MCA | GS_FRONT_SPANK | GS_FRONT_RANKS, 0, set_verbose, fmt_verbose},
+     GS_FRONT_GSRUN | GS_FRONT_MCA | GS_FRONT_SPANK | GS_FRONT_RANKS, 0, set_verbose, fmt_verbose,
+     "N",
+     "report what gsrun set up and tore down; -vv adds a timeline of the job (ms after gsrun "
+     "started)",
+     'v'},
     /* A measuring switch (doc/benchmarks.md), read from the environment only. */
-    {"mps-prestart", "GSRUN_MPS_PRESTART", "0 or 1", NULL, 0, 1, set_prestart, fmt_prestart},
-    {NULL, NULL, NULL, NULL, 0, 0, NULL, NULL},
+    {"mps-prestart", "GSRUN_MPS_PRESTART", "0 or 1", NULL, 0, 1, set_prestart, fmt_prestart, NULL,
+     NULL, 0},
+    {NULL, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, 0},
 };
 
 const gs_config_key_t *gs_config_key(const char *option)

@@ -63,6 +63,12 @@ typedef struct {
     int valued; /* gsrun's option takes a value (else a flag: --dry-run, -v) */
     int (*parse)(gs_config_t *cfg, const char *value); /* 0 or -EINVAL; cfg unchanged then */
     void (*format)(const gs_config_t *cfg, char *buf, size_t len); /* what parse reads back */
+    /* gsrun --help (GS_FRONT_GSRUN rows): the value's name ("auto|on|off",
+     * "PATH"; for a flag, its variable's value: "1"), the text, and the
+     * flag's one-letter form (0: none). */
+    const char *metavar;
+    const char *help;
+    char short_opt;
 } gs_config_key_t;
 
 /* The settings, ending with a row whose option is NULL. */

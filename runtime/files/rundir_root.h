@@ -26,7 +26,7 @@ int gs_rundir_root_name_ok(const char *name);
 /* Names in a base that are not jobs': a dir being made (".gs-new-<name>.<pid>",
  * renamed into place once it is the user's), what an epilog could not
  * remove (".gs-trash-<name>.<pid>", moved aside for the next prolog), and a
- * job's keeper's file (".gs-keep-<name>.<pid>", runtime/rank/keeper.h). */
+ * job's keeper's file (".gs-keep-<name>.<pid>", runtime/batch/keeper.h). */
 #define GS_RUNDIR_ROOT_NEW ".gs-new-"
 #define GS_RUNDIR_ROOT_TRASH ".gs-trash-"
 #define GS_RUNDIR_ROOT_KEEP ".gs-keep-"

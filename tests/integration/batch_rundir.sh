@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: launcher/batch_main.c, runtime/files/rundir_root.c, runtime/rank/provision.c
+# covers: launcher/batch_main.c, runtime/files/rundir_root.c, runtime/batch/provision.c
 # Root's batch commands (gsrun prolog, epilog, task-prolog; gsrun status)
 # against what other local users plant: the job's dir lives in a base only
 # root can write and is made by root for the job's user; nothing a user put

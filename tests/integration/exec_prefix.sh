@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: launcher/exec_main.c, runtime/rank/jobkey.c, runtime/rank/provision.c, pmix/discover_env.c
+# covers: launcher/exec_main.c, runtime/rank/jobkey.c, runtime/batch/provision.c, pmix/discover_env.c
 # The rank prefix, `gsrun exec`, under launchers gsrun does not start: plain
 # mpirun with the prefix in front of the program, and a launcher of the
 # test's own that sets only GSRUN_LOCAL_RANK/_SIZE. One daemon per job and

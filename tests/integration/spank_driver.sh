@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: slurm/spank_gsrun.c, runtime/rank/provision.c, runtime/rank/task.c
+# covers: slurm/spank_gsrun.c, runtime/batch/provision.c, runtime/rank/task.c
 # The SPANK plugin's hooks run by tests/progs/spank_driver (no Slurm): each
 # rank of an mpirun job plays a Slurm task (task_init, then exec), and the
 # step's end runs the exit hook. Stand-in MPS daemon and NVML. The same

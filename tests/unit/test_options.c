@@ -201,7 +201,17 @@ static void test_bad_environment(void **state)
 
 static void test_help_lists_every_option(void **state)
 {
+    static char gs_usage_text[16384];
+    FILE *f = fmemopen(gs_usage_text, sizeof(gs_usage_text), "w");
     (void)state;
+    gs_usage_print(f);
+    fclose(f);
+    /* Every line fits the terminal's 86 columns we promise. */
+    for (const char *l = gs_usage_text; *l != '\0';) {
+        size_t n = strcspn(l, "\n");
+        assert_true(n <= 86);
+        l += n + (l[n] == '\n');
+    }
     for (const gs_config_key_t *k = gs_config_keys; k->option != NULL; k++) {
         char opt[64];
         if (!(k->fronts & GS_FRONT_GSRUN)) {

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "runtime/rank/node.h"
-#include "runtime/rank/provision.h"
+#include "runtime/batch/provision.h"
 #include "runtime/files/rundir.h"
 
 static const char *find(const gs_clientenv_t *env, const char *name)

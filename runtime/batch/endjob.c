@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "runtime/rank/endjob.h"
+#include "runtime/batch/endjob.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "runtime/rank/provision.h"
+#include "runtime/batch/provision.h"
 
 #include <errno.h>
 #include <fcntl.h>
