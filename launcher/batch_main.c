@@ -307,7 +307,12 @@ static int prolog(batch_opts_t *o, const char *name)
     snprintf(home, sizeof(home), "%s", pw->pw_dir);
     snprintf(shell, sizeof(shell), "%s", pw->pw_shell);
     user_part_t u = {pw->pw_uid, pw->pw_gid, user, home, shell, provision, o, job_dir};
-    int code = gs_keeper_run(base, name, (o->cfg.timeout_s + 30) * 1000, run_user_part, &u, &err);
+    gs_error_t warn;
+    int code =
+        gs_keeper_run(base, name, (o->cfg.timeout_s + 30) * 1000, run_user_part, &u, &err, &warn);
+    if (code >= 0 && warn.text[0] != '\0') {
+        fprintf(stderr, "gsrun: prolog: job %s: warning: %s\n", o->job, warn.text);
+    }
     if (code < 0) {
         fprintf(stderr, "gsrun: prolog: job %s: %s\n", o->job, err.text);
         code = GS_EXIT_SETUP;

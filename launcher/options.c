@@ -133,6 +133,59 @@ static int take_launcher_word(int argc, char **argv, gs_opts_t *o, int launcher_
     return 0;
 }
 
+/* A "--name[=value]" word at argv[*i]: a gsrun setting is applied (its
+ * value the rest of the word or the next one), 0; 1 when it is not
+ * gsrun's (an mpirun long option such as --oversubscribe); <0 on error. */
+static int take_setting(int argc, char **argv, int *i, gs_opts_t *o, int *launcher_cli,
+                        gs_error_t *err)
+{
+    const char *a = argv[*i];
+    char name[64];
+    const char *eq = strchr(a + 2, '=');
+    size_t n = eq ? (size_t)(eq - (a + 2)) : strlen(a + 2);
+    if (n >= sizeof(name)) {
+        return 1;
+    }
+    memcpy(name, a + 2, n);
+    name[n] = '\0';
+    if (!is_valued(name)) {
+        if (strncmp(name, "mps", 3) == 0 || strncmp(name, "gpu", 3) == 0 ||
+            strcmp(name, "dry-run") == 0 || strcmp(name, "verbose") == 0) {
+            return gs_error_set(err, EINVAL,
+                                "%s: unknown gsrun option, or one that takes no value (see "
+                                "gsrun --help)",
+                                a);
+        }
+        return 1;
+    }
+    const char *value;
+    if (eq != NULL) {
+        value = eq + 1;
+    } else if (*i + 1 < argc) {
+        value = argv[++*i];
+    } else {
+        return gs_error_set(err, EINVAL, "--%s: missing value (see gsrun --help)", name);
+    }
+    char origin[80];
+    snprintf(origin, sizeof(origin), "--%s", name);
+    int rc = gs_config_set(&o->cfg, name, value, origin, err);
+    if (rc != 0) {
+        size_t l = strlen(err->text);
+        snprintf(err->text + l, sizeof(err->text) - l, " (see gsrun --help)");
+        return rc;
+    }
+    if (strcmp(name, "mps-control") == 0) {
+        o->control_given = 1;
+        snprintf(o->control_origin, sizeof(o->control_origin), "--mps-control");
+    }
+    if (strcmp(name, "launcher") == 0) {
+        o->launcher_given = 1;
+        *launcher_cli = 1;
+        snprintf(o->launcher_origin, sizeof(o->launcher_origin), "--launcher");
+    }
+    return 0;
+}
+
 int gs_opts_parse(int argc, char **argv, gs_opts_t *o, gs_error_t *err)
 {
     int i, rc, launcher_cli = 0;
@@ -177,49 +230,10 @@ int gs_opts_parse(int argc, char **argv, gs_opts_t *o, gs_error_t *err)
         if (strncmp(a, "--", 2) != 0) {
             break; /* the launcher's arguments start here */
         }
-        char name[64];
-        const char *eq = strchr(a + 2, '=');
-        size_t n = eq ? (size_t)(eq - (a + 2)) : strlen(a + 2);
-        if (n >= sizeof(name)) {
-            break;
-        }
-        memcpy(name, a + 2, n);
-        name[n] = '\0';
-        if (!is_valued(name)) {
-            if (strncmp(name, "mps", 3) == 0 || strncmp(name, "gpu", 3) == 0 ||
-                strcmp(name, "dry-run") == 0 ||
-                strcmp(name, "verbose") == 0) {
-                return gs_error_set(err, EINVAL,
-                                    "%s: unknown gsrun option, or one that takes no value (see "
-                                    "gsrun --help)",
-                                    a);
-            }
-            break; /* an mpirun long option such as --oversubscribe */
-        }
-        const char *value;
-        if (eq != NULL) {
-            value = eq + 1;
-        } else if (i + 1 < argc) {
-            value = argv[++i];
-        } else {
-            return gs_error_set(err, EINVAL, "--%s: missing value (see gsrun --help)", name);
-        }
-        char origin[80];
-        snprintf(origin, sizeof(origin), "--%s", name);
-        rc = gs_config_set(&o->cfg, name, value, origin, err);
-        if (rc != 0) {
-            size_t l = strlen(err->text);
-            snprintf(err->text + l, sizeof(err->text) - l, " (see gsrun --help)");
+        if ((rc = take_setting(argc, argv, &i, o, &launcher_cli, err)) < 0) {
             return rc;
-        }
-        if (strcmp(name, "mps-control") == 0) {
-            o->control_given = 1;
-            snprintf(o->control_origin, sizeof(o->control_origin), "--mps-control");
-        }
-        if (strcmp(name, "launcher") == 0) {
-            o->launcher_given = 1;
-            launcher_cli = 1;
-            snprintf(o->launcher_origin, sizeof(o->launcher_origin), "--launcher");
+        } else if (rc > 0) {
+            break;
         }
     }
     o->first_arg = i;

@@ -55,7 +55,7 @@
 GS_RTC_EXPORT extern orte_rtc_base_component_t mca_rtc_gsrun_component;
 
 /* The MCA parameters, as Open MPI hands them over (NULL: not set). */
-static char *param_value[16]; /* by row of gs_config_keys */
+static char *param_value[GS_CONFIG_KEYS_MAX]; /* by row of gs_config_keys */
 static char *param_agent;
 static int param_priority = 60;
 
@@ -362,7 +362,7 @@ static int rtc_register(void)
     mca_base_component_t *c = &mca_rtc_gsrun_component.base_version;
     char name[64], help[256];
 
-    for (int i = 0; gs_config_keys[i].option != NULL && i < 16; i++) {
+    for (int i = 0; gs_config_keys[i].option != NULL && i < GS_CONFIG_KEYS_MAX; i++) {
         const gs_config_key_t *k = &gs_config_keys[i];
         param_value[i] = NULL;
         if (!(k->fronts & GS_FRONT_MCA)) {
@@ -386,7 +386,7 @@ static int rtc_register(void)
     gs_config_init(&rtc_cfg);
     rtc_cfg.names = GS_NAMES_MCA;
     rtc_cfg_bad = 0;
-    for (int i = 0; gs_config_keys[i].option != NULL && i < 16 && !rtc_cfg_bad; i++) {
+    for (int i = 0; gs_config_keys[i].option != NULL && i < GS_CONFIG_KEYS_MAX && !rtc_cfg_bad; i++) {
         char origin[80];
         snprintf(origin, sizeof(origin), "MCA parameter rtc_gsrun_%s",
                  mca_name(&gs_config_keys[i], name, sizeof(name)));

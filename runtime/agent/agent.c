@@ -432,11 +432,12 @@ static gs_agent_state_t (*const step[GS_AGENT_NSTATES])(gs_agent_t *) = {
 
 int gs_agent_main(const gs_agent_opts_t *o)
 {
-    static gs_agent_t agent;
-    gs_agent_t *a = &agent;
-    int lockfd = -1;
+    gs_agent_t *a = calloc(1, sizeof(*a));
+    int lockfd = -1, code;
 
-    memset(a, 0, sizeof(*a));
+    if (a == NULL) {
+        return GS_EXIT_SETUP;
+    }
     a->o = o;
     a->mode = o->args.mode;
     a->local_size = o->args.local_size;
@@ -453,6 +454,7 @@ int gs_agent_main(const gs_agent_opts_t *o)
         /* Another agent holds this node dir: never share one between jobs,
          * and leave its state alone. The leader reports the agent's end. */
         gs_agent_signal_ready(a, "error\n");
+        free(a);
         return GS_EXIT_RUNDIR;
     }
 
@@ -468,5 +470,7 @@ int gs_agent_main(const gs_agent_opts_t *o)
     }
 
     gs_agent_teardown(a, lockfd);
-    return a->code;
+    code = a->code;
+    free(a);
+    return code;
 }

@@ -5,6 +5,7 @@
 #include "gs_autoconf.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -22,12 +23,16 @@ void gs_agent_signal_ready(gs_agent_t *a, const char *word)
     }
 }
 
+/* Writes st (NULL: out of memory, said as such) and frees it. */
 static void publish(gs_agent_t *a, gs_state_t *st, const char *word)
 {
     gs_error_t err;
-    if (gs_state_write(a->node_dir, st, &err) != 0) {
+    if (st == NULL) {
+        gs_report_add(&a->report, 1, "out of memory for the node state");
+    } else if (gs_state_write(a->node_dir, st, &err) != 0) {
         gs_report_add(&a->report, 1, "%s", err.text);
     }
+    free(st);
     gs_agent_signal_ready(a, word);
 }
 
@@ -37,46 +42,53 @@ static void publish(gs_agent_t *a, gs_state_t *st, const char *word)
 void gs_agent_publish_without_mps(gs_agent_t *a, gs_state_kind_t kind, int notice, int code,
                                   const char *msg, int with_socket)
 {
-    static gs_state_t st;
-    memset(&st, 0, sizeof(st));
-    st.kind = kind;
-    st.notice = notice;
-    st.exit_code = code;
-    snprintf(st.message, sizeof(st.message), "%s", msg);
-    snprintf(st.socket, sizeof(st.socket), "%s", with_socket ? a->sock : "");
-    /* Without MPS the ranks still get a GPU each (gpu-bind): the list. */
-    st.nservers = kind == GS_STATE_OFF ? a->placer.ngpus : 0;
-    for (int g = 0; g < st.nservers; g++) {
-        st.server[g].nranks = a->placer.target[g];
-        snprintf(st.server[g].uuid, sizeof(st.server[g].uuid), "%s", a->servers.gpu[g].uuid);
-    }
-    for (int g = 1; g < st.nservers; g++) {
-        st.server[g].first_rank = st.server[g - 1].first_rank + st.server[g - 1].nranks;
-    }
+    gs_state_t *st = calloc(1, sizeof(*st));
+    const char *word = kind == GS_STATE_ERROR ? "error\n" : "ok\n";
     gs_report_add(&a->report, 0, "%s%s", kind == GS_STATE_OFF ? "MPS off: " : "", msg);
-    publish(a, &st, kind == GS_STATE_ERROR ? "error\n" : "ok\n");
+    if (st == NULL) {
+        publish(a, NULL, word);
+        return;
+    }
+    st->kind = kind;
+    st->notice = notice;
+    st->exit_code = code;
+    snprintf(st->message, sizeof(st->message), "%s", msg);
+    snprintf(st->socket, sizeof(st->socket), "%s", with_socket ? a->sock : "");
+    /* Without MPS the ranks still get a GPU each (gpu-bind): the list-> */
+    st->nservers = kind == GS_STATE_OFF ? a->placer.ngpus : 0;
+    for (int g = 0; g < st->nservers; g++) {
+        st->server[g].nranks = a->placer.target[g];
+        snprintf(st->server[g].uuid, sizeof(st->server[g].uuid), "%s", a->servers.gpu[g].uuid);
+    }
+    for (int g = 1; g < st->nservers; g++) {
+        st->server[g].first_rank = st->server[g - 1].first_rank + st->server[g - 1].nranks;
+    }
+    publish(a, st, word);
 }
 
 void gs_agent_publish_on(gs_agent_t *a)
 {
-    static gs_state_t st;
-    memset(&st, 0, sizeof(st));
-    st.kind = GS_STATE_ON;
-    snprintf(st.socket, sizeof(st.socket), "%s", a->sock);
-    if (a->warning[0] != '\0') {
-        st.notice = 1;
-        snprintf(st.message, sizeof(st.message), "%s", a->warning);
+    gs_state_t *st = calloc(1, sizeof(*st));
+    if (st == NULL) {
+        publish(a, NULL, "ok\n");
+        return;
     }
-    st.mem_limit_mb = a->o->cfg.mem_limit_mb;
-    gs_state_from_plan(&st, &a->plan);
+    st->kind = GS_STATE_ON;
+    snprintf(st->socket, sizeof(st->socket), "%s", a->sock);
+    if (a->warning[0] != '\0') {
+        st->notice = 1;
+        snprintf(st->message, sizeof(st->message), "%s", a->warning);
+    }
+    st->mem_limit_mb = a->o->cfg.mem_limit_mb;
+    gs_state_from_plan(st, &a->plan);
     for (int g = 0; g < a->plan.nservers; g++) {
         const gs_mps_daemon_t *d = &a->daemons.daemon[g];
-        gs_state_server_t *sg = &st.server[g];
+        gs_state_server_t *sg = &st->server[g];
         snprintf(sg->uuid, sizeof(sg->uuid), "%s", d->uuid);
         snprintf(sg->pipe_dir, sizeof(sg->pipe_dir), "%s", d->pipe_dir);
         snprintf(sg->log_dir, sizeof(sg->log_dir), "%s", d->log_dir);
     }
-    publish(a, &st, "ok\n");
+    publish(a, st, "ok\n");
 }
 
 /* The ranks are on their way (or, job-long, the tasks may come): record the
@@ -143,28 +155,30 @@ void gs_agent_confirm_pending(gs_agent_t *a)
  * costs the status display. */
 void gs_agent_write_status(const gs_agent_t *a)
 {
-    static gs_status_t s;
+    gs_status_t *s = calloc(1, sizeof(*s));
     gs_error_t err;
     const gs_daemons_t *ds = &a->daemons;
     const gs_placer_t *p = &a->placer;
     int on = a->plan.use_mps && ds->n > 0;
 
-    memset(&s, 0, sizeof(s));
-    snprintf(s.mps, sizeof(s.mps), "%s", on ? "on" : "off");
-    if (!on) {
-        snprintf(s.message, sizeof(s.message), "%s", a->plan.reason);
+    if (s == NULL) {
+        return; /* only the status display is lost */
     }
-    s.agent_pid = (int)getpid();
-    s.launcher_pid = (int)a->watch_pid;
-    s.gsrun_pid = (int)a->o->args.gsrun_pid;
-    s.started_ms = a->started_ms;
-    s.memory_limit_mb = on ? a->o->cfg.mem_limit_mb : 0;
-    s.local_size = a->local_size;
-    s.registered = a->ranks.registered;
-    s.alive = a->ranks.nlive;
-    s.nservers = p->ngpus;
+    snprintf(s->mps, sizeof(s->mps), "%s", on ? "on" : "off");
+    if (!on) {
+        snprintf(s->message, sizeof(s->message), "%s", a->plan.reason);
+    }
+    s->agent_pid = (int)getpid();
+    s->launcher_pid = (int)a->watch_pid;
+    s->gsrun_pid = (int)a->o->args.gsrun_pid;
+    s->started_ms = a->started_ms;
+    s->memory_limit_mb = on ? a->o->cfg.mem_limit_mb : 0;
+    s->local_size = a->local_size;
+    s->registered = a->ranks.registered;
+    s->alive = a->ranks.nlive;
+    s->nservers = p->ngpus;
     for (int g = 0; g < p->ngpus; g++) {
-        gs_status_server_t *x = &s.server[g];
+        gs_status_server_t *x = &s->server[g];
         snprintf(x->uuid, sizeof(x->uuid), "%s", a->servers.gpu[g].uuid);
         snprintf(x->name, sizeof(x->name), "%s", a->servers.gpu[g].name);
         x->gpu = ds->gpu_of[g];
@@ -188,5 +202,6 @@ void gs_agent_write_status(const gs_agent_t *a)
             }
         }
     }
-    gs_status_write(a->node_dir, &s, &err);
+    gs_status_write(a->node_dir, s, &err);
+    free(s);
 }

@@ -38,6 +38,7 @@ static int proc_facts(const char *proc_root, pid_t pid, uid_t *uid, pid_t *sid, 
     if (!got_uid || gs_proc_stat_fields(proc_root, pid, buf, sizeof(buf)) != 0) {
         return -1;
     }
+    /* From GS_STAT_STATE on: state, ppid, pgrp, session. */
     int ppid, pgrp, session;
     if (sscanf(buf, "%c %d %d %d", state, &ppid, &pgrp, &session) != 4) {
         return -1;

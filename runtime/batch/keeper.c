@@ -62,6 +62,7 @@ static void keeper_main(const char *base, const char *name, int timeout_ms, int 
     sigset_t set;
     int status = 0;
     unsigned char code;
+    char warning[GS_ERROR_LEN] = ""; /* told to the prolog after the code */
 
     setsid(); /* no signal to the prolog's process group reaches us */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -73,12 +74,12 @@ static void keeper_main(const char *base, const char *name, int timeout_ms, int 
     sigprocmask(SIG_BLOCK, &set, NULL);
     keep_path(base, name, getpid(), file, sizeof(file));
     int fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    long long start = gs_proctree_stat_field(getpid(), 22);
+    long long start = gs_proctree_stat_field(getpid(), GS_STAT_STARTTIME);
     if (fd < 0 || dprintf(fd, "%lld\n", start) < 0) {
-        fprintf(stderr,
-                "gsrun: warning: cannot write the job's keeper file '%s': %s; the "
-                "epilog ends the job's processes by their sessions only\n",
-                file, strerror(errno));
+        snprintf(warning, sizeof(warning),
+                 "cannot write the job's keeper file '%s': %s; the epilog ends the job's "
+                 "processes by their sessions only",
+                 file, strerror(errno));
     }
     if (fd >= 0) {
         close(fd);
@@ -107,7 +108,8 @@ static void keeper_main(const char *base, const char *name, int timeout_ms, int 
         dup2(null, 2);
         close(null);
     }
-    if (write(report_fd, &code, 1) != 1) {
+    if (write(report_fd, &code, 1) != 1 ||
+        (warning[0] != '\0' && write(report_fd, warning, strlen(warning)) < 0)) {
         /* the prolog is gone: keep the tree all the same */
     }
     close(report_fd);
@@ -116,12 +118,13 @@ static void keeper_main(const char *base, const char *name, int timeout_ms, int 
 }
 
 int gs_keeper_run(const char *base, const char *name, int timeout_ms, int (*fn)(void *), void *arg,
-                  gs_error_t *err)
+                  gs_error_t *err, gs_error_t *warn)
 {
     int p[2];
     unsigned char code;
     ssize_t r;
 
+    warn->text[0] = '\0';
     if (pipe2(p, O_CLOEXEC) != 0) {
         return gs_error_set(err, errno, "cannot make a pipe for the job's keeper: %s",
                             strerror(errno));
@@ -142,6 +145,12 @@ int gs_keeper_run(const char *base, const char *name, int timeout_ms, int (*fn)(
     do {
         r = read(p[0], &code, 1);
     } while (r < 0 && errno == EINTR);
+    if (r == 1) {
+        /* A warning may follow the code; the keeper closes its end then. */
+        long n = gs_proc_read_all(p[0], warn->text, sizeof(warn->text),
+                                  gs_proc_now_ms() + 2000);
+        warn->text[n > 0 ? n : 0] = '\0';
+    }
     close(p[0]);
     if (r != 1) {
         return gs_error_set(err, EPIPE,
@@ -161,7 +170,7 @@ static int ended_within(pid_t pid, int pidfd, long long start, int timeout_ms)
         return poll(&p, 1, timeout_ms) == 1;
     }
     for (long long deadline = gs_proc_now_ms() + timeout_ms;; usleep(5000)) {
-        if (gs_proctree_stat_field(pid, 22) != start || gs_proctree_stat_field(pid, 3) == 'Z') {
+        if (gs_proctree_stat_field(pid, GS_STAT_STARTTIME) != start || gs_proctree_stat_field(pid, GS_STAT_STATE) == 'Z') {
             return 1;
         }
         if (gs_proc_now_ms() >= deadline) {
@@ -193,7 +202,7 @@ static int end_one(const char *path, pid_t pid, int timeout_ms, int *count)
     }
     int pidfd = gs_proc_pidfd_open(pid);
     int usable = pidfd >= 0 || errno == ENOSYS; /* no pidfds: by PID, checked */
-    if (n > 0 && usable && gs_proctree_stat_field(pid, 22) == start) {
+    if (n > 0 && usable && gs_proctree_stat_field(pid, GS_STAT_STARTTIME) == start) {
         gs_proc_signal(pid, pidfd, SIGTERM);
         if (!ended_within(pid, pidfd, start, timeout_ms)) {
             gs_proc_signal(pid, pidfd, SIGKILL);

@@ -18,9 +18,10 @@
  * returns fn's exit status, once fn's child has exited or timeout_ms has
  * passed (then fn's child is killed and 70 returned); the keeper stays on
  * while fn's tree lives. base must have passed gs_rundir_root_check_base.
- * -1 with err set when no keeper could be started. */
+ * -1 with err set when no keeper could be started. warn says what the
+ * keeper could not do ("" if nothing): the caller tells the user. */
 int gs_keeper_run(const char *base, const char *name, int timeout_ms, int (*fn)(void *), void *arg,
-                  gs_error_t *err);
+                  gs_error_t *err, gs_error_t *warn);
 
 /* Ends name's keepers in base: SIGTERM, then waits up to timeout_ms for
  * each to end its tree and exit (SIGKILL if it does not). Returns how many

@@ -347,12 +347,58 @@ static int ask_for_servers(const gs_config_t *cfg, const gs_state_t *st, const g
     return 0;
 }
 
+/* The task's environment from the node state (read into *stp). */
+static int task_env(const gs_config_t *cfg, const char *node_dir, gs_state_t *stp, int local_rank,
+                    int local_size, gs_clientenv_t *env, int *on, gs_error_t *err)
+{
+    gs_plan_t plan;
+    int rc;
+
+    if (access(node_dir, F_OK) != 0 || gs_state_read(node_dir, stp, err) != 0 ||
+        stp->kind != GS_STATE_ON) {
+        return 0; /* not provisioned, or without MPS: the task runs as it is */
+    }
+    /* The step's tasks over the job's GPUs (each one's first server), as
+     * gsrun places them. */
+    int ngpus = 0;
+    for (int e = 0; e < stp->nservers; e++) {
+        ngpus += stp->server[e].server == 0;
+    }
+    /* The setting, else what the job's agent found for the driver. */
+    int limit = gs_policy_clients_per_server_known(cfg->clients_per_server, stp->clients_per_server);
+    if ((rc = gs_policy_plan_compute(cfg, local_size, ngpus, 1, "", limit, &plan, err)) != 0) {
+        return rc;
+    }
+    if (!plan.use_mps) {
+        return 0;
+    }
+    if (!servers_match(stp, &plan)) {
+        /* More tasks on a GPU than the job's servers take: the job's agent
+         * starts the missing ones (every task of the step asks; the first
+         * request starts them, the others find them running). */
+        if ((rc = ask_for_servers(cfg, stp, &plan, err)) != 0 ||
+            (rc = gs_state_read(node_dir, stp, err)) != 0) {
+            return rc;
+        }
+        if (!servers_match(stp, &plan)) {
+            return gs_error_set(err, E2BIG,
+                                "%d tasks of this step on this node need %d MPS servers (%d "
+                                "clients each); the job's agent runs %d that do not fit them",
+                                local_size, plan.nservers, limit, stp->nservers);
+        }
+    }
+    gs_state_from_plan(stp, &plan); /* the servers' UUIDs and dirs stay the agent's */
+    if ((rc = gs_clientenv_build(stp, -1, local_rank, local_size, env, err)) != 0) {
+        return rc;
+    }
+    *on = 1;
+    return 0;
+}
+
 int gs_provision_task_env(const gs_config_t *cfg, const char *job_dir, int local_rank,
                           int local_size, gs_clientenv_t *env, int *on, gs_error_t *err)
 {
-    static gs_state_t st;
     char node_dir[600];
-    gs_plan_t plan;
     int rc;
 
     *on = 0;
@@ -360,43 +406,11 @@ int gs_provision_task_env(const gs_config_t *cfg, const char *job_dir, int local
     if ((rc = gs_node_dir(job_dir, node_dir, sizeof(node_dir), err)) != 0) {
         return rc;
     }
-    if (access(node_dir, F_OK) != 0 || gs_state_read(node_dir, &st, err) != 0 ||
-        st.kind != GS_STATE_ON) {
-        return 0; /* not provisioned, or without MPS: the task runs as it is */
+    gs_state_t *st = calloc(1, sizeof(*st));
+    if (st == NULL) {
+        return gs_error_set(err, ENOMEM, "out of memory for the node state");
     }
-    /* The step's tasks over the job's GPUs (each one's first server), as
-     * gsrun places them. */
-    int ngpus = 0;
-    for (int e = 0; e < st.nservers; e++) {
-        ngpus += st.server[e].server == 0;
-    }
-    /* The setting, else what the job's agent found for the driver. */
-    int limit = gs_policy_clients_per_server_known(cfg->clients_per_server, st.clients_per_server);
-    if ((rc = gs_policy_plan_compute(cfg, local_size, ngpus, 1, "", limit, &plan, err)) != 0) {
-        return rc;
-    }
-    if (!plan.use_mps) {
-        return 0;
-    }
-    if (!servers_match(&st, &plan)) {
-        /* More tasks on a GPU than the job's servers take: the job's agent
-         * starts the missing ones (every task of the step asks; the first
-         * request starts them, the others find them running). */
-        if ((rc = ask_for_servers(cfg, &st, &plan, err)) != 0 ||
-            (rc = gs_state_read(node_dir, &st, err)) != 0) {
-            return rc;
-        }
-        if (!servers_match(&st, &plan)) {
-            return gs_error_set(err, E2BIG,
-                                "%d tasks of this step on this node need %d MPS servers (%d "
-                                "clients each); the job's agent runs %d that do not fit them",
-                                local_size, plan.nservers, limit, st.nservers);
-        }
-    }
-    gs_state_from_plan(&st, &plan); /* the servers' UUIDs and dirs stay the agent's */
-    if ((rc = gs_clientenv_build(&st, -1, local_rank, local_size, env, err)) != 0) {
-        return rc;
-    }
-    *on = 1;
-    return 0;
+    rc = task_env(cfg, node_dir, st, local_rank, local_size, env, on, err);
+    free(st);
+    return rc;
 }

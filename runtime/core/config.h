@@ -71,7 +71,10 @@ typedef struct {
     char short_opt;
 } gs_config_key_t;
 
-/* The settings, ending with a row whose option is NULL. */
+/* The settings, ending with a row whose option is NULL; at most
+ * GS_CONFIG_KEYS_MAX rows (front ends may keep an array per row;
+ * test_config checks the bound). */
+#define GS_CONFIG_KEYS_MAX 32
 extern const gs_config_key_t gs_config_keys[];
 
 /* The row of option, NULL if none. */

@@ -34,6 +34,15 @@ int gs_proc_stop_child(pid_t pid, int term_wait_ms, int *status);
  * (so a recycled PID is never hit), else by PID. Refuses pid <= 1. */
 int gs_proc_signal(pid_t pid, int pidfd, int sig);
 
+/* Fields of /proc/<pid>/stat by their number in proc(5), counted from 1. */
+enum {
+    GS_STAT_STATE = 3,
+    GS_STAT_PPID = 4,
+    GS_STAT_PGRP = 5,
+    GS_STAT_SESSION = 6,
+    GS_STAT_STARTTIME = 22,
+};
+
 /* The fields of <proc_root>/<pid>/stat after the command name (which may
  * hold spaces and parentheses), from the state (field 3) on, into buf.
  * proc_root NULL: /proc. 0, or -1 when the process is gone. */

@@ -25,13 +25,13 @@ long long gs_proctree_stat_field(pid_t pid, int k)
         return -1;
     }
     tok = strtok_r(buf, " ", &save);
-    for (int i = 3; tok != NULL && i < k; i++) {
+    for (int i = GS_STAT_STATE; tok != NULL && i < k; i++) {
         tok = strtok_r(NULL, " ", &save);
     }
     if (tok == NULL) {
         return -1;
     }
-    return k == 3 ? (long long)(unsigned char)tok[0] : strtoll(tok, NULL, 10);
+    return k == GS_STAT_STATE ? (long long)(unsigned char)tok[0] : strtoll(tok, NULL, 10);
 }
 
 static int listed(const pid_t *list, int n, pid_t pid)
@@ -110,9 +110,9 @@ static int descendants(pid_t self, const char *const *spare, pid_t *out, int max
             if (pid <= 1 || pid == self || listed(out, n, pid)) {
                 continue;
             }
-            pid_t ppid = (pid_t)gs_proctree_stat_field(pid, 4);
+            pid_t ppid = (pid_t)gs_proctree_stat_field(pid, GS_STAT_PPID);
             if ((ppid == self || (ppid > 1 && listed(out, n, ppid))) &&
-                gs_proctree_stat_field(pid, 3) != 'Z' && !named(pid, spare)) {
+                gs_proctree_stat_field(pid, GS_STAT_STATE) != 'Z' && !named(pid, spare)) {
                 out[n++] = pid;
                 grew = 1;
             }
@@ -142,7 +142,7 @@ int gs_proctree_kill(const char *const *spare, const char *marker, int timeout_m
             int usable = fd >= 0 || errno == ENOSYS; /* no pidfds: by PID */
             /* Checked again once the pidfd holds the process: a PID reused
              * between the scan and the signal is never hit. */
-            pid_t ppid = (pid_t)gs_proctree_stat_field(tree[i], 4);
+            pid_t ppid = (pid_t)gs_proctree_stat_field(tree[i], GS_STAT_PPID);
             if (usable && (ppid == self || listed(tree, n, ppid)) &&
                 gs_proc_signal(tree[i], fd, SIGKILL) == 0 && !listed(signalled, ended, tree[i]) &&
                 ended < GS_PROCTREE_MAX) {
@@ -168,7 +168,7 @@ static int named_child_left(void *names)
     struct dirent *e;
     while (d != NULL && !left && (e = readdir(d)) != NULL) {
         pid_t pid = (pid_t)atoi(e->d_name);
-        left = pid > 1 && gs_proctree_stat_field(pid, 4) == self &&
+        left = pid > 1 && gs_proctree_stat_field(pid, GS_STAT_PPID) == self &&
                named(pid, (const char *const *)names);
     }
     if (d != NULL) {

@@ -10,20 +10,11 @@
 #include <unistd.h>
 
 #include "runtime/core/proc.h"
+#include "runtime/core/proctree.h"
 
 long long gs_jobkey_start_time(pid_t pid)
 {
-    char buf[1024];
-    if (gs_proc_stat_fields(NULL, pid, buf, sizeof(buf)) != 0) {
-        return -1;
-    }
-    /* buf starts at the state, field 3; the start time is field 22. */
-    char *p = buf;
-    for (int field = 3; p != NULL && field < 22; field++) {
-        p = strchr(p, ' ');
-        p = p != NULL ? p + 1 : NULL;
-    }
-    return p != NULL ? atoll(p) : -1;
+    return gs_proctree_stat_field(pid, GS_STAT_STARTTIME);
 }
 
 int gs_jobkey_get(char *out, size_t len, const char **source)

@@ -188,6 +188,16 @@ static void test_find_executable(void **state)
  * it accepts; and each front end takes the settings it documents. */
 static void test_table_rows_round_trip(void **state)
 {
+    int rows = 0;
+    for (const gs_config_key_t *k = gs_config_keys; k->option != NULL; k++) {
+        rows++;
+        /* gsrun --help shows each of gsrun's options with its text. */
+        if (k->fronts & GS_FRONT_GSRUN) {
+            assert_non_null(k->help);
+            assert_non_null(k->metavar);
+        }
+    }
+    assert_true(rows <= GS_CONFIG_KEYS_MAX); /* the component's array, by row */
     static const struct {
         const char *option, *value;
     } values[] = {{"mps", "on"}, {"mps-percentage", "37.5"}, {"mps-control", "/opt/x/ctl"},
