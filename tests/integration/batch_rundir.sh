@@ -73,6 +73,27 @@ check "  ... a later step of 2 tasks uses the first server alone, at 100%" eval 
     'grep -qx "export CUDA_MPS_PIPE_DIRECTORY=$BASE/job-777/$node/g0" "$OUT" &&
      grep -qx "export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100" "$OUT"' || diag "$OUT" "$ERR"
 
+# The job-long agent reads every connection without blocking (one event
+# loop): 60 connections of the user's own that say nothing do not hold up a
+# step's request for servers (one blocking 2 s read each: 17 s, issue 37).
+as 65534 "$B/tests/progs/hostile_user" idle "$BASE/job-777/$node/agent.sock" 60 20 >"$OUT.slow" 2>&1 &
+slow=$!
+for _ in $(seq 100); do grep -q "connections open" "$OUT.slow" && break; sleep 0.05; done
+t0=$(date +%s%N)
+for t in 0 1 2 3 4 5 6; do
+    SLURM_JOB_ID=777 SLURM_STEP_ID=3 SLURM_LOCALID=$t SLURM_STEP_TASKS_PER_NODE=7 SLURM_NODEID=0 \
+        as 65534 "$G" task-prolog --mps-clients-per-server=2 --dir "$BASE" >"$OUT.$t" 2>"$ERR.$t" &
+done
+wait $(jobs -p | grep -vx "$slow")
+ms=$((($(date +%s%N) - t0) / 1000000))
+kill $slow 2>/dev/null
+wait $slow 2>/dev/null
+pipes=$(for t in 0 1 2 3 4 5 6; do sed -n "s|^export CUDA_MPS_PIPE_DIRECTORY=$BASE/job-777/$node/||p" "$OUT.$t"; done |
+    sort -u | tr '\n' ' ')
+check "60 silent connections open: a 7-task step gets its 4th server in $ms ms (under 6000), tasks on g0-g3 ($pipes)" \
+    eval '[ $ms -lt 6000 ] && [ "$pipes" = "g0 g1 g2 g3 " ] && grep -q "idle: 60 of 60" "$OUT.slow"' ||
+    diag "$OUT.slow" "$ERR.0" "$ERR.6"
+
 # --- S2: a task never takes another user's dir --------------------------------
 SLURM_JOB_ID=777 SLURM_STEP_ID=0 SLURM_LOCALID=1 SLURM_STEP_TASKS_PER_NODE=4 SLURM_NODEID=0 \
     as 1 "$G" task-prolog --dir "$BASE" >"$OUT" 2>"$ERR"
