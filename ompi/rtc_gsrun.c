@@ -386,7 +386,8 @@ static int rtc_register(void)
     gs_config_init(&rtc_cfg);
     rtc_cfg.names = GS_NAMES_MCA;
     rtc_cfg_bad = 0;
-    for (int i = 0; gs_config_keys[i].option != NULL && i < GS_CONFIG_KEYS_MAX && !rtc_cfg_bad; i++) {
+    for (int i = 0; gs_config_keys[i].option != NULL && i < GS_CONFIG_KEYS_MAX && !rtc_cfg_bad;
+         i++) {
         char origin[80];
         snprintf(origin, sizeof(origin), "MCA parameter rtc_gsrun_%s",
                  mca_name(&gs_config_keys[i], name, sizeof(name)));

@@ -205,9 +205,10 @@ static gs_agent_state_t planning(gs_agent_t *a)
             snprintf(by, sizeof(by), "the driver's limit, CUDA %d.%d", a->gpus.cuda_version / 1000,
                      a->gpus.cuda_version % 1000 / 10);
         }
-        gs_report_add(
-            &a->report, 0, "%d ranks on %d GPU%s: %d MPS servers, at most %d clients each (%s)",
-            a->local_size, a->plan.nused, a->plan.nused == 1 ? "" : "s", a->plan.nservers, limit, by);
+        gs_report_add(&a->report, 0,
+                      "%d ranks on %d GPU%s: %d MPS servers, at most %d clients each (%s)",
+                      a->local_size, a->plan.nused, a->plan.nused == 1 ? "" : "s", a->plan.nservers,
+                      limit, by);
     }
     if (failed) {
         gs_daemons_stop_from(&a->daemons, 0, NULL, NULL); /* early: nothing to wait for */

@@ -170,7 +170,8 @@ static int ended_within(pid_t pid, int pidfd, long long start, int timeout_ms)
         return poll(&p, 1, timeout_ms) == 1;
     }
     for (long long deadline = gs_proc_now_ms() + timeout_ms;; usleep(5000)) {
-        if (gs_proctree_stat_field(pid, GS_STAT_STARTTIME) != start || gs_proctree_stat_field(pid, GS_STAT_STATE) == 'Z') {
+        if (gs_proctree_stat_field(pid, GS_STAT_STARTTIME) != start ||
+            gs_proctree_stat_field(pid, GS_STAT_STATE) == 'Z') {
             return 1;
         }
         if (gs_proc_now_ms() >= deadline) {

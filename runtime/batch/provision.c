@@ -329,7 +329,8 @@ static int ask_for_servers(const gs_config_t *cfg, const gs_state_t *st, const g
         gpu[e] = plan->server[e].gpu;
     }
     if (gs_protocol_servers_format(line, sizeof(line), plan->nservers, gpu) != 0) {
-        return gs_error_set(err, E2BIG, "too many MPS servers for one request (%d)", plan->nservers);
+        return gs_error_set(err, E2BIG, "too many MPS servers for one request (%d)",
+                            plan->nservers);
     }
     /* Starting servers takes the agent up to its start bound. */
     long n = gs_unixsock_ask(st->socket, line, line, sizeof(line),
@@ -365,7 +366,8 @@ static int task_env(const gs_config_t *cfg, const char *node_dir, gs_state_t *st
         ngpus += stp->server[e].server == 0;
     }
     /* The setting, else what the job's agent found for the driver. */
-    int limit = gs_policy_clients_per_server_known(cfg->clients_per_server, stp->clients_per_server);
+    int limit =
+        gs_policy_clients_per_server_known(cfg->clients_per_server, stp->clients_per_server);
     if ((rc = gs_policy_plan_compute(cfg, local_size, ngpus, 1, "", limit, &plan, err)) != 0) {
         return rc;
     }

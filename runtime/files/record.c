@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -42,19 +43,28 @@ static int value_text(const gs_rec_field_t *r, const void *rec, char *buf, size_
     }
 }
 
+int gs_rec_put(char *buf, size_t len, size_t *used, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = *used < len ? vsnprintf(buf + *used, len - *used, fmt, ap) : -1;
+    va_end(ap);
+    if (n < 0 || (size_t)n >= len - *used) {
+        return -ENOSPC;
+    }
+    *used += (size_t)n;
+    return 0;
+}
+
 int gs_rec_format(const gs_rec_field_t *rows, const void *rec, const char *prefix, char *buf,
                   size_t len, size_t *used)
 {
     char val[GS_LINE_MAX];
     for (const gs_rec_field_t *r = rows; r->name != NULL; r++) {
-        if (!(r->flags & GS_REC_FILE) || value_text(r, rec, val, sizeof(val)) != 0) {
-            continue;
-        }
-        int n = snprintf(buf + *used, len - *used, "%s%s %s\n", prefix, r->name, val);
-        if (n < 0 || (size_t)n >= len - *used) {
+        if ((r->flags & GS_REC_FILE) && value_text(r, rec, val, sizeof(val)) == 0 &&
+            gs_rec_put(buf, len, used, "%s%s %s\n", prefix, r->name, val) != 0) {
             return -ENOSPC;
         }
-        *used += (size_t)n;
     }
     return 0;
 }

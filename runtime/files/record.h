@@ -46,6 +46,11 @@ typedef struct gs_rec_field {
 
 #define GS_REC_END {NULL, NULL, 0, 0, 0, 0, NULL, NULL, NULL}
 
+/* Appends printf's text at buf + *used (len bytes in all): 0, or -ENOSPC
+ * when it does not fit (then nothing is counted). */
+int gs_rec_put(char *buf, size_t len, size_t *used, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* Appends "<prefix><name> <value>\n" for each file row of rec (prefix may
  * be ""): 0, or -ENOSPC when buf is full. *used is where to append. */
 int gs_rec_format(const gs_rec_field_t *rows, const void *rec, const char *prefix, char *buf,

@@ -15,7 +15,6 @@
 #include "runtime/core/proc.h"
 #include "runtime/files/rundir.h"
 #include "runtime/core/limits.h"
-#include "runtime/files/record.h"
 
 /* --- the rows ------------------------------------------------------------ */
 
@@ -117,7 +116,10 @@ static int pct_parse(void *rec, const char *val)
 #define SRV(name, type, flags, field)                                                              \
     {name, NULL, type, GS_REC_FILE | (flags), offsetof(gs_state_server_t, field),                  \
      sizeof(((gs_state_server_t *)0)->field), NULL, NULL, NULL}
-#define SRV_CUSTOM(name, fmt, parse) {name, NULL, GS_REC_CUSTOM, GS_REC_FILE, 0, 0, fmt, parse, NULL}
+#define SRV_CUSTOM(name, fmt, parse)                                                               \
+    {                                                                                              \
+        name, NULL, GS_REC_CUSTOM, GS_REC_FILE, 0, 0, fmt, parse, NULL                             \
+    }
 
 /* Each server's part, after its "gpu <index>" line. */
 const gs_rec_field_t gs_state_server_fields[] = {
@@ -153,26 +155,14 @@ void gs_state_from_plan(gs_state_t *st, const gs_plan_t *plan)
 int gs_state_format(const gs_state_t *st, char *buf, size_t len)
 {
     size_t used = 0;
-    int n = snprintf(buf, len, "gsrun-state 1\n");
-    if (n < 0 || (size_t)n >= len) {
-        return -ENOSPC;
+    int rc = gs_rec_put(buf, len, &used, "gsrun-state 1\n");
+    rc = rc != 0 ? rc : gs_rec_format(gs_state_fields, st, "", buf, len, &used);
+    for (int g = 0; rc == 0 && g < st->nservers; g++) {
+        rc = gs_rec_put(buf, len, &used, "gpu %d\n", g);
+        rc = rc != 0 ? rc
+                     : gs_rec_format(gs_state_server_fields, &st->server[g], "", buf, len, &used);
     }
-    used = (size_t)n;
-    if (gs_rec_format(gs_state_fields, st, "", buf, len, &used) != 0) {
-        return -ENOSPC;
-    }
-    for (int g = 0; g < st->nservers; g++) {
-        n = snprintf(buf + used, len - used, "gpu %d\n", g);
-        if (n < 0 || (size_t)n >= len - used) {
-            return -ENOSPC;
-        }
-        used += (size_t)n;
-        if (gs_rec_format(gs_state_server_fields, &st->server[g], "", buf, len, &used) != 0) {
-            return -ENOSPC;
-        }
-    }
-    n = snprintf(buf + used, len - used, "end\n");
-    return n < 0 || (size_t)n >= len - used ? -ENOSPC : 0;
+    return rc != 0 ? rc : gs_rec_put(buf, len, &used, "end\n");
 }
 
 /* "gpu <index>" opens the next server's entry (in order, from 0). */

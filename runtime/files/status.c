@@ -119,20 +119,17 @@ int gs_status_write(const char *node_dir, const gs_status_t *s, gs_error_t *err)
     if (buf == NULL) {
         return gs_error_set(err, ENOMEM, "out of memory for the status");
     }
-    used = (size_t)snprintf(buf, GS_STATUS_MAX, "gsrun-status 1\n");
-    rc = gs_rec_format(gs_status_fields, s, "", buf, GS_STATUS_MAX, &used);
+    rc = gs_rec_put(buf, GS_STATUS_MAX, &used, "gsrun-status 1\n");
+    rc = rc != 0 ? rc : gs_rec_format(gs_status_fields, s, "", buf, GS_STATUS_MAX, &used);
     for (int g = 0; rc == 0 && g < s->nservers; g++) {
         snprintf(prefix, sizeof(prefix), "gpu.%d.", g);
         rc = gs_rec_format(gs_status_server_fields, &s->server[g], prefix, buf, GS_STATUS_MAX,
                            &used);
     }
-    if (rc == 0 && used + 5 > GS_STATUS_MAX) {
-        rc = -ENOSPC;
-    }
+    rc = rc != 0 ? rc : gs_rec_put(buf, GS_STATUS_MAX, &used, "end\n");
     if (rc != 0) {
         rc = gs_error_set(err, ENOSPC, "the status of '%s' does not fit in its buffer", node_dir);
     } else {
-        memcpy(buf + used, "end\n", 5);
         rc = gs_rec_publish(node_dir, GS_STATUS_FILE, buf, err);
     }
     free(buf);

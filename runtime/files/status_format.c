@@ -24,8 +24,8 @@ void gs_status_print_text(FILE *f, const gs_status_t *s, int n, long long now_ms
         if (s->gsrun_pid > 0) {
             fprintf(f, ", gsrun %d", s->gsrun_pid);
         }
-        fprintf(f, ", up %.1f s, MPS %s, %d of %d ranks registered, %d alive", gs_status_uptime_s(s, now_ms),
-                s->mps, s->registered, s->local_size, s->alive);
+        fprintf(f, ", up %.1f s, MPS %s, %d of %d ranks registered, %d alive",
+                gs_status_uptime_s(s, now_ms), s->mps, s->registered, s->local_size, s->alive);
         if (s->memory_limit_mb > 0) {
             fprintf(f, ", memory limit %lld MiB per rank", s->memory_limit_mb);
         }

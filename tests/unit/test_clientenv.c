@@ -38,8 +38,10 @@ static gs_state_t on_state(void)
     st.kind = GS_STATE_ON;
     snprintf(st.socket, sizeof(st.socket), "/r/n/agent.sock");
     st.nservers = 2;
-    st.server[0] = (gs_state_server_t){0, 8, 1, "25", "GPU-aaaa", "/r/n/g0", "/r/n/g0.log", 0, 0, 1, 8};
-    st.server[1] = (gs_state_server_t){8, 8, 0, "", "GPU-bbbb", "/r/n/g1", "/r/n/g1.log", 1, 0, 1, 8};
+    st.server[0] =
+        (gs_state_server_t){0, 8, 1, "25", "GPU-aaaa", "/r/n/g0", "/r/n/g0.log", 0, 0, 1, 8};
+    st.server[1] =
+        (gs_state_server_t){8, 8, 0, "", "GPU-bbbb", "/r/n/g1", "/r/n/g1.log", 1, 0, 1, 8};
     return st;
 }
 

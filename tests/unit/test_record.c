@@ -76,6 +76,14 @@ static void test_state_every_field(void **state)
     /* Every byte: a row that is written but not read (or the reverse)
      * leaves its field different. */
     assert_memory_equal(&a, &b, sizeof(a));
+    /* A buffer too small for the whole file is refused, never cut. */
+    char small[64];
+    assert_int_equal(gs_state_format(&a, small, sizeof(small)), -ENOSPC);
+    size_t used = 60;
+    assert_int_equal(gs_rec_put(small, sizeof(small), &used, "%s", "12345"), -ENOSPC);
+    assert_int_equal(used, 60);
+    assert_int_equal(gs_rec_put(small, sizeof(small), &used, "%s", "123"), 0);
+    assert_int_equal(used, 63);
     /* Each row of the table is a line of the file. */
     for (const gs_rec_field_t *r = gs_state_fields; r->name != NULL; r++) {
         char key[64];

@@ -30,8 +30,8 @@ static gs_status_t sample(void)
     s.registered = 3;
     s.alive = 2;
     s.nservers = 2;
-    s.server[0] = (gs_status_server_t){"GPU-a", "H200 \"x\"", 50, 51, "core 7 (PU 7)", "100", "0-1", 2, 1,
-                                 0, 0, 1, "/t/g0"};
+    s.server[0] = (gs_status_server_t){
+        "GPU-a", "H200 \"x\"", 50, 51, "core 7 (PU 7)", "100", "0-1", 2, 1, 0, 0, 1, "/t/g0"};
     s.server[1] = (gs_status_server_t){"MIG-b", "H200 MIG", 60, 61, "core 6 (PU 6)", "", "2", 1, 1,
                                  1, 0, 1, "/t/g1"};
     return s;
