@@ -293,7 +293,8 @@ static int prolog(batch_opts_t *o, const char *name)
     if (gs_rundir_root_owner(base, name, &old_uid, &old_gid) == 0 && old_uid != pw->pw_uid) {
         /* A dead job's dir under a reused id, for another user: what root
          * started for that job goes with it. */
-        gs_keeper_end(base, name, GS_WAIT_ENDJOB_MS);
+        int left;
+        gs_keeper_end(base, name, GS_WAIT_ENDJOB_MS, &left);
     }
     if (gs_provision_make_dir(o->dir, name, pw->pw_uid, pw->pw_gid, job_dir, sizeof(job_dir),
                               &err) != 0) {
@@ -318,7 +319,8 @@ static int prolog(batch_opts_t *o, const char *name)
         code = GS_EXIT_SETUP;
     }
     if (code != 0) {
-        gs_keeper_end(base, name, GS_WAIT_ENDJOB_MS);
+        int left;
+        gs_keeper_end(base, name, GS_WAIT_ENDJOB_MS, &left);
         gs_rundir_remove(job_dir); /* the job will not run here: nothing of it stays */
     }
     return code;
@@ -491,17 +493,19 @@ static int epilog(batch_opts_t *o, const char *name)
      * whole tree (the agent, its daemons, whatever escaped their sessions),
      * then, for a prolog that ran without a keeper, every process of the
      * agent's sessions. */
-    int kept = gs_keeper_end(base, name, GS_WAIT_ENDJOB_MS + 500);
+    int left = 0;
+    int kept = gs_keeper_end(base, name, GS_WAIT_ENDJOB_MS + 500, &left);
     int ended = gs_endjob_kill(NULL, job_dir, uid, GS_WAIT_ENDJOB_MS);
-    if (kept < 0 || ended < 0) {
-        ended = -1;
-    } else {
-        ended += kept;
+    if (kept > 0 || ended > 0) {
+        int n = (kept > 0 ? kept : 0) + (ended > 0 ? ended : 0);
+        fprintf(stderr, "gsrun: epilog: job %s: %d process%s of the job's agent ended by root\n",
+                o->job, n, n == 1 ? "" : "es");
     }
-    if (ended != 0) {
-        fprintf(stderr, "gsrun: epilog: job %s: %s%d process%s of the job's agent ended by root\n",
-                o->job, ended < 0 ? "warning: not all " : "", ended < 0 ? 0 : ended,
-                ended == 1 ? "" : "es");
+    if (left > 0 || kept < 0 || ended < 0) {
+        fprintf(stderr,
+                "gsrun: epilog: job %s: warning: %d process%s of the job's agent still running "
+                "after %d ms; see doc/security.md\n",
+                o->job, left, left == 1 ? "" : "es", GS_WAIT_ENDJOB_MS);
     }
     int rc = gs_rundir_remove(job_dir);
     if (rc != 0) {

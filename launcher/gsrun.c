@@ -221,10 +221,16 @@ static int run_job(const gs_opts_t *o, char *launcher, char **cmd, const char *a
      * carries a rank's variable; the launcher's own helpers (which may come
      * to us too, and end by themselves) do not. */
     static const char *const agents[] = {"gsrun-agent", "gsrun-guard", NULL};
-    int left = gs_proctree_kill(agents, "GSRUN_LOCAL_RANK=", GS_LEFTOVER_KILL_MS);
-    if (left > 0) {
-        fprintf(stderr, "gsrun: ended %d process%s the job's ranks left running\n", left,
-                left == 1 ? "" : "es");
+    int running;
+    int ended = gs_proctree_kill(agents, "GSRUN_LOCAL_RANK=", GS_LEFTOVER_KILL_MS, &running);
+    if (ended > 0) {
+        fprintf(stderr, "gsrun: ended %d process%s the job's ranks left running\n", ended,
+                ended == 1 ? "" : "es");
+    }
+    if (running > 0) {
+        fprintf(stderr, "gsrun: warning: %d process%s the job's ranks left still running after "
+                        "%d ms\n",
+                running, running == 1 ? "" : "es", GS_LEFTOVER_KILL_MS);
     }
     /* The agents release their lock just before they exit: wait for that
      * exit too, or each would stay a zombie where PID 1 does not reap (a

@@ -100,7 +100,8 @@ static int kill_pass(const char *proc_root, const char *job_dir, uid_t uid, pid_
             /* The pidfd first: what is checked below is then the process
              * the signal reaches. */
             int pfd = gs_proc_pidfd_open(pid);
-            if (proc_facts(proc_root, pid, &pu, &sid, &state) != 0 || pu != uid || state == 'Z') {
+            if (proc_facts(proc_root, pid, &pu, &sid, &state) != 0 || pu != uid ||
+                (state == 'Z' && gs_proc_threads(proc_root, pid) <= 1)) {
                 if (pfd >= 0) {
                     close(pfd);
                 }

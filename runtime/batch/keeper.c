@@ -12,10 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "runtime/core/cgroup.h"
 #include "runtime/core/limits.h"
 #include "runtime/core/proc.h"
 #include "runtime/core/proctree.h"
@@ -27,8 +29,8 @@ static void keep_path(const char *base, const char *name, pid_t pid, char *out, 
 }
 
 /* The keeper's life once fn's child has ended: reap what comes, until the
- * tree is empty or root says end it. */
-static void keep(const char *file)
+ * tree is empty or root says end it. cgroup: the job's cgroup ("": none). */
+static void keep(const char *file, const char *cgroup)
 {
     sigset_t set;
     sigemptyset(&set);
@@ -39,19 +41,56 @@ static void keep(const char *file)
         while ((r = waitpid(-1, NULL, WNOHANG)) > 0) {
         }
         if (r < 0 && errno == ECHILD) {
+            if (cgroup[0] != '\0') {
+                gs_cgroup_remove(cgroup);
+            }
             unlink(file);
             return;
         }
         if (sigwaitinfo(&set, NULL) == SIGTERM) {
-            int ended = gs_proctree_kill(NULL, NULL, GS_WAIT_ENDJOB_MS);
-            /* The epilog reads the count from the file, then removes it. */
+            int left = 0, ended;
+            /* Ahead of whatever the tree runs (a fork bomb's busy loop). */
+            setpriority(PRIO_PROCESS, 0, -10);
+            if (cgroup[0] != '\0') {
+                ended = gs_cgroup_kill(cgroup, GS_WAIT_ENDJOB_MS, &left);
+            } else {
+                ended = gs_proctree_kill(NULL, NULL, GS_WAIT_ENDJOB_MS, &left);
+            }
+            /* What died last came to us: reaped here, not left to PID 1
+             * (a zombie also keeps its cgroup from being removed). */
+            if (left == 0) {
+                gs_proc_reap_all(GS_WAIT_CHILD_EXIT_MS);
+                if (cgroup[0] != '\0') {
+                    gs_cgroup_remove(cgroup);
+                }
+            }
+            /* The epilog reads the counts from the file, then removes it. */
             int fd = open(file, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
             if (fd >= 0) {
-                dprintf(fd, "ended %d\n", ended);
+                dprintf(fd, "ended %d left %d\n", ended, left);
                 close(fd);
             }
             return;
         }
+    }
+}
+
+/* A cgroup of root's for the job, into path ("" and warning set where none
+ * can be made; "" alone where the site said none). */
+static void make_cgroup(const char *name, char *path, size_t len, char *warning, size_t wlen)
+{
+    char mount[GS_PATH_MAX], cgname[128];
+    gs_error_t err;
+    path[0] = '\0';
+    if (gs_cgroup_mount(mount, sizeof(mount)) != 0) {
+        return;
+    }
+    snprintf(cgname, sizeof(cgname), "%s.%d", name, (int)getpid());
+    if (gs_cgroup_make(mount, cgname, path, len, &err) != 0) {
+        path[0] = '\0';
+        snprintf(warning, wlen,
+                 "%s; the job's keeper ends the job's processes by their process tree only",
+                 err.text);
     }
 }
 
@@ -63,6 +102,7 @@ static void keeper_main(const char *base, const char *name, int timeout_ms, int 
     int status = 0;
     unsigned char code;
     char warning[GS_ERROR_LEN] = ""; /* told to the prolog after the code */
+    char cgroup[GS_PATH_MAX] = "";
 
     setsid(); /* no signal to the prolog's process group reaches us */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -80,17 +120,55 @@ static void keeper_main(const char *base, const char *name, int timeout_ms, int 
                  "cannot write the job's keeper file '%s': %s; the epilog ends the job's "
                  "processes by their sessions only",
                  file, strerror(errno));
+    } else {
+        make_cgroup(name, cgroup, sizeof(cgroup), warning, sizeof(warning));
     }
-    if (fd >= 0) {
-        close(fd);
+    int go[2] = {-1, -1};
+    if (cgroup[0] != '\0' && pipe2(go, O_CLOEXEC) != 0) {
+        gs_cgroup_remove(cgroup);
+        cgroup[0] = '\0';
     }
     pid_t child = fork();
     if (child == 0) {
+        char byte;
         sigprocmask(SIG_UNBLOCK, &set, NULL);
         prctl(PR_SET_CHILD_SUBREAPER, 0);
         close(report_fd);
+        if (fd >= 0) {
+            close(fd); /* root's file: never in the user's part */
+        }
+        if (go[0] >= 0) {
+            close(go[1]);
+            /* Nothing runs before the keeper has moved us into the cgroup. */
+            if (read(go[0], &byte, 1) != 1) {
+                _exit(GS_EXIT_SETUP);
+            }
+            close(go[0]);
+        }
         fflush(NULL);
         _exit(fn(arg));
+    }
+    if (go[0] >= 0) {
+        close(go[0]);
+        int rc = child > 0 ? gs_cgroup_enter(cgroup, child) : -ECHILD;
+        if (rc != 0) {
+            snprintf(warning, sizeof(warning),
+                     "cannot move the job's processes into the cgroup '%s': %s; the job's keeper "
+                     "ends them by their process tree only",
+                     cgroup, strerror(-rc));
+            gs_cgroup_remove(cgroup);
+            cgroup[0] = '\0';
+        }
+        if (write(go[1], "g", 1) != 1) {
+            /* the child is gone: its status says so below */
+        }
+        close(go[1]);
+    }
+    if (fd >= 0) {
+        if (cgroup[0] != '\0') {
+            dprintf(fd, "cgroup %s\n", cgroup); /* for the epilog, should the keeper not answer */
+        }
+        close(fd);
     }
     if (child < 0) {
         status = GS_EXIT_SETUP << 8;
@@ -113,7 +191,7 @@ static void keeper_main(const char *base, const char *name, int timeout_ms, int 
         /* the prolog is gone: keep the tree all the same */
     }
     close(report_fd);
-    keep(file);
+    keep(file, cgroup);
     _exit(0);
 }
 
@@ -180,27 +258,49 @@ static int ended_within(pid_t pid, int pidfd, long long start, int timeout_ms)
     }
 }
 
-/* One keeper file: its process ended (0, count added), none there any
- * more (0), or one that had to be killed (-ETIMEDOUT). */
-static int end_one(const char *path, pid_t pid, int timeout_ms, int *count)
+/* The keeper file at path, read whole (root's regular file only) into buf:
+ * its length, or -1. */
+static long read_keep(const char *path, char *buf, size_t len)
 {
-    char buf[128];
     struct stat st;
-    long long start = -1;
-    int rc = 0, ended;
-
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
+        return -1;
+    }
+    long n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0
+                 ? gs_proc_read_all(fd, buf, len, gs_proc_now_ms() + GS_WAIT_OWN_FILE_MS)
+                 : -1;
+    close(fd);
+    return n;
+}
+
+/* The job's cgroup named in a keeper file ("cgroup PATH"), into out; 0 or
+ * -ENOENT. Only a path of gsrun's cgroups is taken. */
+static int keep_cgroup(const char *buf, char *out, size_t len)
+{
+    const char *line = strstr(buf, "\ncgroup /");
+    if (line == NULL) {
+        return -ENOENT;
+    }
+    line += strlen("\ncgroup ");
+    snprintf(out, len, "%.*s", (int)strcspn(line, "\n"), line);
+    return strstr(out, "/gsrun/") != NULL && strstr(out, "/../") == NULL ? 0 : -ENOENT;
+}
+
+/* One keeper file: its process ended (0, counts added), none there any
+ * more (0), or one that had to be killed (-ETIMEDOUT); in each case the
+ * job's cgroup, if one is left, is ended and removed here. */
+static int end_one(const char *path, pid_t pid, int timeout_ms, int *count, int *left)
+{
+    char buf[2 * GS_PATH_MAX], cgroup[GS_PATH_MAX];
+    long long start = -1;
+    int rc = 0, ended, still;
+
+    long n = read_keep(path, buf, sizeof(buf));
+    if (n < 0) {
         return 0;
     }
-    ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0
-                    ? read(fd, buf, sizeof(buf) - 1)
-                    : -1;
-    close(fd);
-    if (n > 0) {
-        buf[n] = '\0';
-        start = strtoll(buf, NULL, 10);
-    }
+    start = strtoll(buf, NULL, 10);
     int pidfd = gs_proc_pidfd_open(pid);
     int usable = pidfd >= 0 || errno == ENOSYS; /* no pidfds: by PID, checked */
     if (n > 0 && usable && gs_proctree_stat_field(pid, GS_STAT_STARTTIME) == start) {
@@ -213,27 +313,34 @@ static int end_one(const char *path, pid_t pid, int timeout_ms, int *count)
     if (pidfd >= 0) {
         close(pidfd);
     }
-    fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0) {
-        n = read(fd, buf, sizeof(buf) - 1);
-        buf[n > 0 ? n : 0] = '\0';
+    if (read_keep(path, buf, sizeof(buf)) > 0) {
         const char *line = strstr(buf, "ended ");
-        if (line != NULL && sscanf(line, "ended %d", &ended) == 1 && ended > 0) {
-            *count += ended;
+        if (line != NULL && sscanf(line, "ended %d left %d", &ended, &still) == 2) {
+            *count += ended > 0 ? ended : 0;
+            *left += still > 0 ? still : 0;
         }
-        close(fd);
+        /* A keeper that did not end its cgroup (killed, or gone): root does. */
+        if (keep_cgroup(buf, cgroup, sizeof(cgroup)) == 0 && access(cgroup, F_OK) == 0) {
+            ended = gs_cgroup_kill(cgroup, timeout_ms, &still);
+            *count += ended;
+            *left += still;
+            if (still == 0) {
+                gs_cgroup_remove(cgroup);
+            }
+        }
     }
     unlink(path);
     return rc;
 }
 
-int gs_keeper_end(const char *base, const char *name, int timeout_ms)
+int gs_keeper_end(const char *base, const char *name, int timeout_ms, int *left)
 {
     char prefix[128], path[GS_PATH_MAX];
     int count = 0, rc = 0;
     DIR *d = opendir(base);
     struct dirent *e;
 
+    *left = 0;
     if (d == NULL) {
         return 0;
     }
@@ -248,7 +355,7 @@ int gs_keeper_end(const char *base, const char *name, int timeout_ms)
             continue;
         }
         keep_path(base, name, (pid_t)pid, path, sizeof(path));
-        if (end_one(path, (pid_t)pid, timeout_ms, &count) != 0) {
+        if (end_one(path, (pid_t)pid, timeout_ms, &count, left) != 0) {
             rc = -ETIMEDOUT;
         }
     }

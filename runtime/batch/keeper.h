@@ -7,8 +7,11 @@
  * the keeper can always find and end the whole tree; the job's user cannot
  * signal it. It names itself in a root-only file of the base
  * (".gs-keep-<name>.<pid>", holding its start time, so a PID reused
- * meanwhile is never taken for it), exits by itself once its tree is empty,
- * and on SIGTERM (root's epilog) SIGKILLs its tree until nothing is left. */
+ * meanwhile is never taken for it, and the job's cgroup), exits by itself
+ * once it has no child left, and on SIGTERM (root's epilog) ends its tree:
+ * at once through the job's cgroup v2 (runtime/core/cgroup.h) where one
+ * could be made, else by SIGKILL pass after pass until it has no child
+ * left or the bound passes. */
 #ifndef GS_KEEPER_H
 #define GS_KEEPER_H
 
@@ -24,9 +27,10 @@ int gs_keeper_run(const char *base, const char *name, int timeout_ms, int (*fn)(
                   gs_error_t *err, gs_error_t *warn);
 
 /* Ends name's keepers in base: SIGTERM, then waits up to timeout_ms for
- * each to end its tree and exit (SIGKILL if it does not). Returns how many
- * processes they ended (0: none was left, or no keeper), or -ETIMEDOUT
- * when a keeper had to be killed itself. */
-int gs_keeper_end(const char *base, const char *name, int timeout_ms);
+ * each to end its tree and exit (SIGKILL if it does not; then the job's
+ * cgroup is ended here). Returns how many processes were ended (0: none
+ * was left, or no keeper), or -ETIMEDOUT when a keeper had to be killed
+ * itself; *left is how many of the job's processes are still running. */
+int gs_keeper_end(const char *base, const char *name, int timeout_ms, int *left);
 
 #endif

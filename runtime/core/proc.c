@@ -3,6 +3,7 @@
 
 #include "runtime/core/proc.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -179,6 +180,22 @@ int gs_proc_stat_fields(const char *proc_root, pid_t pid, char *buf, size_t len)
     }
     snprintf(buf, len, "%s", p + 2);
     return 0;
+}
+
+int gs_proc_threads(const char *proc_root, pid_t pid)
+{
+    char path[128];
+    int tasks = 0;
+    snprintf(path, sizeof(path), "%s/%d/task", proc_root != NULL ? proc_root : "/proc", (int)pid);
+    DIR *d = opendir(path);
+    struct dirent *t;
+    while (d != NULL && (t = readdir(d)) != NULL) {
+        tasks += t->d_name[0] != '.';
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
+    return tasks;
 }
 
 int gs_proc_alive(pid_t pid, int pidfd)

@@ -48,6 +48,11 @@ enum {
  * proc_root NULL: /proc. 0, or -1 when the process is gone. */
 int gs_proc_stat_fields(const char *proc_root, pid_t pid, char *buf, size_t len);
 
+/* How many threads <proc_root>/<pid>/task lists (proc_root NULL: /proc):
+ * more than one for a process in state Z means its leader has exited while
+ * the rest of its thread group runs (and may fork): it is not a zombie. */
+int gs_proc_threads(const char *proc_root, pid_t pid);
+
 /* Whether a process exists (through its pidfd when given). */
 int gs_proc_alive(pid_t pid, int pidfd);
 

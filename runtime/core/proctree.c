@@ -15,8 +15,8 @@
 
 #include "runtime/core/proc.h"
 
-/* The most processes one pass takes; the passes repeat until none is left. */
-#define GS_PROCTREE_MAX 4096
+/* The largest PID a set of PIDs holds (the kernel's own limit, 2^22). */
+#define GS_PROCTREE_PID_LIMIT 4194304
 
 long long gs_proctree_stat_field(pid_t pid, int k)
 {
@@ -32,16 +32,6 @@ long long gs_proctree_stat_field(pid_t pid, int k)
         return -1;
     }
     return k == GS_STAT_STATE ? (long long)(unsigned char)tok[0] : strtoll(tok, NULL, 10);
-}
-
-static int listed(const pid_t *list, int n, pid_t pid)
-{
-    for (int i = 0; i < n; i++) {
-        if (list[i] == pid) {
-            return 1;
-        }
-    }
-    return 0;
 }
 
 /* Whether pid's command name is one of names (NULL-terminated). */
@@ -67,15 +57,11 @@ static int named(pid_t pid, const char *const *names)
     return 0;
 }
 
-/* Whether pid's environment (its first 256 KiB) holds a "marker..." entry. */
-static int marked(pid_t pid, const char *marker)
+/* Whether the environment at path (its first 256 KiB) holds a "marker..."
+ * entry. */
+static int env_holds(const char *path, const char *marker)
 {
     static char env[256 * 1024];
-    char path[64];
-    if (marker == NULL) {
-        return 1;
-    }
-    snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         return 0;
@@ -92,71 +78,269 @@ static int marked(pid_t pid, const char *marker)
     return 0;
 }
 
-/* The living descendants of self below no spared process: passes over
- * /proc until the set stops growing (a child may be listed before its
- * parent). */
-static int descendants(pid_t self, const char *const *spare, pid_t *out, int max)
+static int marked(pid_t pid, const char *marker)
 {
-    int n = 0, grew = 1;
-    while (grew && n < max) {
-        DIR *d = opendir("/proc");
-        struct dirent *e;
-        grew = 0;
-        if (d == NULL) {
-            break;
+    char path[96];
+    if (marker == NULL) {
+        return 1;
+    }
+    snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+    if (env_holds(path, marker)) {
+        return 1;
+    }
+    /* A leader that has exited shows no environment; its threads do. */
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    struct dirent *t;
+    int found = 0;
+    while (d != NULL && !found && (t = readdir(d)) != NULL) {
+        if (t->d_name[0] != '.' && atoi(t->d_name) != (int)pid) {
+            snprintf(path, sizeof(path), "/proc/%d/task/%.20s/environ", (int)pid, t->d_name);
+            found = env_holds(path, marker);
         }
-        while (n < max && (e = readdir(d)) != NULL) {
-            pid_t pid = (pid_t)atoi(e->d_name);
-            if (pid <= 1 || pid == self || listed(out, n, pid)) {
-                continue;
-            }
-            pid_t ppid = (pid_t)gs_proctree_stat_field(pid, GS_STAT_PPID);
-            if ((ppid == self || (ppid > 1 && listed(out, n, ppid))) &&
-                gs_proctree_stat_field(pid, GS_STAT_STATE) != 'Z' && !named(pid, spare)) {
-                out[n++] = pid;
-                grew = 1;
-            }
-        }
+    }
+    if (d != NULL) {
         closedir(d);
     }
+    return found;
+}
+
+/* One process of the snapshot: what /proc/<pid>/stat said. */
+typedef struct {
+    pid_t pid, ppid;
+    char state;
+} proc_entry_t;
+
+/* A set of PIDs, one bit each up to the kernel's pid_max. */
+typedef struct {
+    unsigned char *bits;
+    long max;
+} pidset_t;
+
+static int pidset_init(pidset_t *s)
+{
+    char buf[32];
+    long max = 0;
+    int fd = open("/proc/sys/kernel/pid_max", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        buf[n > 0 ? n : 0] = '\0';
+        max = strtol(buf, NULL, 10);
+        close(fd);
+    }
+    s->max = max > 0 && max <= GS_PROCTREE_PID_LIMIT ? max + 1 : GS_PROCTREE_PID_LIMIT + 1;
+    s->bits = calloc((size_t)(s->max / 8 + 1), 1);
+    return s->bits != NULL ? 0 : -ENOMEM;
+}
+
+static int pidset_has(const pidset_t *s, pid_t pid)
+{
+    return pid > 0 && pid < s->max && (s->bits[pid / 8] & (1u << (pid % 8)));
+}
+
+static void pidset_add(pidset_t *s, pid_t pid)
+{
+    if (pid > 0 && pid < s->max) {
+        s->bits[pid / 8] |= (unsigned char)(1u << (pid % 8));
+    }
+}
+
+/* Every process of /proc with its parent and state, into a growing array.
+ * Returns how many, or -ENOMEM. */
+static long snapshot(proc_entry_t **list, long *cap)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    long n = 0;
+    if (d == NULL) {
+        return 0;
+    }
+    while ((e = readdir(d)) != NULL) {
+        char *end, buf[1024];
+        long v = strtol(e->d_name, &end, 10);
+        int ppid;
+        char state;
+        if (*end != '\0' || v <= 1 || gs_proc_stat_fields(NULL, (pid_t)v, buf, sizeof(buf)) != 0 ||
+            sscanf(buf, "%c %d", &state, &ppid) != 2) {
+            continue;
+        }
+        if (n == *cap) {
+            long grown = *cap > 0 ? *cap * 2 : 1024;
+            proc_entry_t *more = realloc(*list, (size_t)grown * sizeof(**list));
+            if (more == NULL) {
+                closedir(d);
+                return -ENOMEM;
+            }
+            *list = more, *cap = grown;
+        }
+        (*list)[n++] = (proc_entry_t){(pid_t)v, (pid_t)ppid, state};
+    }
+    closedir(d);
     return n;
 }
 
-int gs_proctree_kill(const char *const *spare, const char *marker, int timeout_ms)
+/* Whether a process /proc shows is running: not in state Z, or in state Z
+ * with threads left (gs_proc_threads). */
+static int running(const proc_entry_t *e)
 {
-    static pid_t tree[GS_PROCTREE_MAX], signalled[GS_PROCTREE_MAX];
-    long long deadline = gs_proc_now_ms() + timeout_ms;
-    pid_t self = getpid();
-    int ended = 0;
+    return e->state != 'Z' || gs_proc_threads(NULL, e->pid) > 1;
+}
 
-    for (;;) {
+/* Marks in tree the descendants of self in the snapshot that are below no
+ * spared process (those go in spared): passes until the set stops growing
+ * (a child may be listed before its parent). */
+static void mark_tree(const proc_entry_t *list, long n, pid_t self, const char *const *spare,
+                      pidset_t *tree, pidset_t *spared)
+{
+    int grew = 1;
+    pidset_add(tree, self);
+    while (grew) {
+        grew = 0;
+        for (long i = 0; i < n; i++) {
+            const proc_entry_t *e = &list[i];
+            if (pidset_has(tree, e->pid) || pidset_has(spared, e->pid) ||
+                !pidset_has(tree, e->ppid)) {
+                continue;
+            }
+            if (named(e->pid, spare)) {
+                pidset_add(spared, e->pid);
+            } else {
+                pidset_add(tree, e->pid);
+                grew = 1;
+            }
+        }
+    }
+}
+
+/* Between passes: for ms, SIGKILLs every child of ours (but the spared and
+ * the unmarked) straight from the kernel's list of them, again and again.
+ * A fork chain
+ * hops faster than a pass over /proc, and each hop is our child from the
+ * moment the hop before it exits; a SIGKILL that reaches a hop before its
+ * fork has returned ends the chain. A PID of a child stays ours until we
+ * reap it: no pidfd needed. Returns how many new ones it signalled, or -1
+ * where the kernel keeps no such list (CONFIG_PROC_CHILDREN). */
+static int kill_children(int ms, const char *const *spare, const char *marker, pidset_t *signalled)
+{
+    char path[64], buf[4096];
+    long long end = gs_proc_now_ms() + ms;
+    int count = 0;
+    snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)gettid());
+    do {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        long pid = 0;
+        ssize_t n;
+        if (fd < 0) {
+            return -1;
+        }
+        while ((n = read(fd, buf, sizeof(buf))) > 0) {
+            for (ssize_t i = 0; i < n; i++) {
+                if (buf[i] >= '0' && buf[i] <= '9') {
+                    pid = pid * 10 + (buf[i] - '0');
+                    continue;
+                }
+                if (pid > 1 && !named((pid_t)pid, spare) && marked((pid_t)pid, marker) &&
+                    kill((pid_t)pid, SIGKILL) == 0 && !pidset_has(signalled, (pid_t)pid)) {
+                    pidset_add(signalled, (pid_t)pid);
+                    count++;
+                }
+                pid = 0;
+            }
+        }
+        close(fd);
         while (waitpid(-1, NULL, WNOHANG) > 0) {
         }
-        int n = descendants(self, spare, tree, GS_PROCTREE_MAX), left = 0;
-        for (int i = 0; i < n; i++) {
-            if (!marked(tree[i], marker)) {
+    } while (gs_proc_now_ms() < end);
+    return count;
+}
+
+/* Whether this process has no child at all, living or exited: reaps the
+ * exited ones first. */
+static int childless(void)
+{
+    pid_t r;
+    while ((r = waitpid(-1, NULL, WNOHANG)) > 0) {
+    }
+    return r < 0 && errno == ECHILD;
+}
+
+int gs_proctree_kill(const char *const *spare, const char *marker, int timeout_ms, int *left)
+{
+    long long deadline = gs_proc_now_ms() + timeout_ms;
+    pid_t self = getpid();
+    proc_entry_t *list = NULL;
+    long cap = 0;
+    pidset_t signalled, tree, spared;
+    int ended = 0, alive = 0;
+
+    *left = 0;
+    if (pidset_init(&signalled) != 0) {
+        return -ENOMEM;
+    }
+    tree.bits = spared.bits = NULL;
+    for (;;) {
+        int waiting = 0; /* exited children of ours not reaped yet */
+        childless();
+        long n = snapshot(&list, &cap);
+        free(tree.bits);
+        free(spared.bits);
+        if (n < 0 || pidset_init(&tree) != 0 || pidset_init(&spared) != 0) {
+            ended = -ENOMEM;
+            break;
+        }
+        mark_tree(list, n, self, spare, &tree, &spared);
+        alive = 0;
+        for (long i = 0; i < n; i++) {
+            const proc_entry_t *e = &list[i];
+            if (!pidset_has(&tree, e->pid) || e->pid == self) {
+                continue;
+            }
+            if (!running(e)) {
+                /* A zombie child of ours: its children came to us before it
+                 * died, and the next pass, after reaping it, sees them. */
+                waiting += e->ppid == self;
+                continue;
+            }
+            if (!marked(e->pid, marker)) {
                 continue; /* not the kind asked for: its children still count */
             }
-            left++;
-            int fd = gs_proc_pidfd_open(tree[i]);
+            alive++;
+            int fd = gs_proc_pidfd_open(e->pid);
             int usable = fd >= 0 || errno == ENOSYS; /* no pidfds: by PID */
             /* Checked again once the pidfd holds the process: a PID reused
              * between the scan and the signal is never hit. */
-            pid_t ppid = (pid_t)gs_proctree_stat_field(tree[i], GS_STAT_PPID);
-            if (usable && (ppid == self || listed(tree, n, ppid)) &&
-                gs_proc_signal(tree[i], fd, SIGKILL) == 0 && !listed(signalled, ended, tree[i]) &&
-                ended < GS_PROCTREE_MAX) {
-                signalled[ended++] = tree[i];
+            pid_t ppid = (pid_t)gs_proctree_stat_field(e->pid, GS_STAT_PPID);
+            if (usable && pidset_has(&tree, ppid) && gs_proc_signal(e->pid, fd, SIGKILL) == 0 &&
+                !pidset_has(&signalled, e->pid)) {
+                pidset_add(&signalled, e->pid);
+                ended++;
             }
             if (fd >= 0) {
                 close(fd);
             }
         }
-        if (left == 0 || gs_proc_now_ms() >= deadline) {
-            return ended;
+        /* Done when a whole pass found nothing running and no exited child
+         * to reap; for the whole tree (no marker, nothing spared), only when
+         * no child is left at all, which no race between passes can fake. */
+        if (alive == 0 && waiting == 0 && (spare != NULL || marker != NULL || childless())) {
+            break;
         }
-        usleep(2000); /* the killed ones' children come back to us */
+        if (gs_proc_now_ms() >= deadline) {
+            *left = alive > 0 ? alive : 1;
+            break;
+        }
+        int fast = kill_children(20, spare, marker, &signalled);
+        if (fast < 0) {
+            usleep(alive > 0 ? 2000 : 200); /* the killed ones' children come back to us */
+        } else {
+            ended += fast;
+        }
     }
+    free(list);
+    free(tree.bits);
+    free(spared.bits);
+    free(signalled.bits);
+    return ended;
 }
 
 /* Whether a child of ours named in names (NULL-terminated) is left. */

@@ -67,5 +67,29 @@ check "  ... and exits with the job: $ms ms against $base_ms ms without (it wait
     [ $((ms - base_ms)) -lt 1500 ]
 check "  ... nothing left, not even a zombie" [ -z "$(grep '^left: ' "$OUT")" ] ||
     grep '^left: ' "$OUT" | diag
+# What a rank leaves that hides from a pass over /proc (issue 37): a fork
+# chain with no pause between hops, and a thread group whose leader has
+# exited (state Z) while a thread and its child run on. On this machine's
+# /proc, not in a namespace that would end them anyway.
+H=$B/tests/progs/hostile_user
+for name in gsleft-chain gsleft-leader; do
+    what="leader $name 60"
+    [ $name = gsleft-chain ] && what="chain $name 60 $TEST_TMP/hops"
+    rm -f "$TEST_TMP/hops"
+    t0=$(date +%s%N)
+    gsrun_fake 1 -np 2 sh -c "setsid $H $what </dev/null >/dev/null 2>&1 & sleep 0.3; exit 0" >"$OUT" 2>"$ERR"
+    rc=$?
+    ms=$((($(date +%s%N) - t0) / 1000000))
+    a=$(cat "$TEST_TMP/hops" 2>/dev/null)
+    sleep 0.3
+    b=$(cat "$TEST_TMP/hops" 2>/dev/null)
+    live=$(ps -eo stat=,nlwp=,comm= | awk -v n=$name '$3 == n && ($1 !~ /^Z/ || $2 > 1)' | wc -l)
+    check "ranks that leave a '${what%% *}': status $rc (0) in $ms ms, gsrun ends them and says so" eval \
+        '[ $rc -eq 0 ] && grep -q "gsrun: ended [0-9]* process.* the job.s ranks left running" "$ERR" && ! grep -q "still running" "$ERR"' ||
+        diag "$ERR"
+    check "  ... none of them left running ($live${a:+; chain hops $a, 0.3 s later $b})" \
+        [ "$live" -eq 0 -a "$a" = "$b" ]
+    pkill -9 -x $name 2>/dev/null
+done
 check_clean "non-reaping PID 1"
 finish

@@ -14,14 +14,30 @@
  *   hostile_user hello PATH LINE   send LINE and a newline, half-close, print the
  *                                  answer (5 s at most)
  *
+ * Processes that try to outlive the end of their job (issue 37), each named
+ * NAME (its comm, which the tests look for) and gone by itself after S
+ * seconds should nothing end it:
+ *   hostile_user chain NAME S FILE fork and exit in a loop, no pause between hops;
+ *                                  the hop count in FILE every 256 hops (no
+ *                                  process list sees a hop: each lives microseconds)
+ *   hostile_user leader NAME S     a thread forks a child and both sleep while the
+ *                                  main thread exits: the process reads state Z
+ *   hostile_user bomb NAME N S     a fork bomb up to N processes of this user
+ *                                  (RLIMIT_NPROC N); a process whose fork fails
+ *                                  tries again after 10 ms, so that a 2-core test
+ *                                  machine stays usable while it is full
+ *
  * Built with `make check`; never installed. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -186,8 +202,94 @@ static int hello(const char *path, const char *line)
     return 0;
 }
 
+static long long deadline_ms;
+
+static long long now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void named(const char *name, int seconds)
+{
+    prctl(PR_SET_NAME, name);
+    deadline_ms = now_ms() + seconds * 1000LL;
+}
+
+static int chain(const char *file)
+{
+    long long hops = 0;
+    int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        return fail(file);
+    }
+    while (now_ms() < deadline_ms) {
+        if ((++hops & 255) == 0) {
+            char text[32];
+            int n = snprintf(text, sizeof(text), "%020lld\n", hops);
+            if (pwrite(fd, text, (size_t)n, 0) != n) {
+                return fail(file);
+            }
+        }
+        pid_t next = fork();
+        if (next > 0) {
+            _exit(0);
+        }
+        if (next < 0) {
+            usleep(1000);
+        }
+    }
+    return 0;
+}
+
+static void *fork_and_sleep(void *arg)
+{
+    (void)arg;
+    fork(); /* both, parent thread and child, sleep out the time */
+    while (now_ms() < deadline_ms) {
+        usleep(100000);
+    }
+    _exit(0);
+}
+
+static int leader(void)
+{
+    pthread_t t;
+    if (pthread_create(&t, NULL, fork_and_sleep, NULL) != 0) {
+        return fail("pthread_create");
+    }
+    pthread_exit(NULL);
+}
+
+static int bomb(long n)
+{
+    struct rlimit r = {(rlim_t)n, (rlim_t)n};
+    if (setrlimit(RLIMIT_NPROC, &r) != 0) {
+        return fail("setrlimit");
+    }
+    while (now_ms() < deadline_ms) {
+        if (fork() < 0) {
+            usleep(10000);
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 5 && strcmp(argv[1], "chain") == 0) {
+        named(argv[2], atoi(argv[3]));
+        return chain(argv[4]);
+    }
+    if (argc == 4 && strcmp(argv[1], "leader") == 0) {
+        named(argv[2], atoi(argv[3]));
+        return leader();
+    }
+    if (argc == 5 && strcmp(argv[1], "bomb") == 0) {
+        named(argv[2], atoi(argv[4]));
+        return bomb(atol(argv[3]));
+    }
     if (argc == 4 && strcmp(argv[1], "deep") == 0) {
         return deep(argv[2], atol(argv[3]));
     }

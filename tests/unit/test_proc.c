@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,22 +257,119 @@ static void test_proctree_kill(void **state)
     assert_int_equal(gs_proctree_stat_field(spared, 3) != -1, 1);
     static const char *const spare[] = {"gsrun-agent", NULL};
     /* Only what carries the marker in its environment (a rank's variable). */
-    assert_int_equal(gs_proctree_kill(spare, "GS_TEST_NO_SUCH_VARIABLE=", 200), 0);
+    int left = -1;
+    assert_int_equal(gs_proctree_kill(spare, "GS_TEST_NO_SUCH_VARIABLE=", 200, &left), 0);
+    assert_int_equal(left, 0);
     assert_true(gs_proctree_stat_field(esc, 3) != 'Z' && gs_proctree_stat_field(esc, 3) != -1);
-    assert_int_equal(gs_proctree_kill(spare, "PATH=", 1000), 1);
+    assert_int_equal(gs_proctree_kill(spare, "PATH=", 1000, &left), 1);
     assert_true(gs_proctree_stat_field(esc, 3) == -1 || gs_proctree_stat_field(esc, 3) == 'Z');
     assert_true(gs_proctree_stat_field(spared, 3) != 'Z' && gs_proctree_stat_field(spared, 3) != -1);
     assert_true(gs_proctree_stat_field(spared_child, 3) != 'Z');
     /* Without spares everything goes, and nothing is left to reap. */
     static const char *const agent[] = {"gsrun-agent", NULL};
     assert_int_equal(gs_proctree_reap(agent, 100), -ETIMEDOUT); /* it lives */
-    assert_int_equal(gs_proctree_kill(NULL, NULL, 1000), 2);
+    assert_int_equal(gs_proctree_kill(NULL, NULL, 1000, &left), 2);
     assert_int_equal(gs_proctree_reap(agent, 1000), 0);
     assert_int_equal(gs_proc_reap_all(1000), 0);
-    assert_int_equal(gs_proctree_kill(NULL, NULL, 1000), 0);
+    assert_int_equal(gs_proctree_kill(NULL, NULL, 1000, &left), 0);
+    assert_int_equal(left, 0);
     prctl(PR_SET_CHILD_SUBREAPER, 0);
     close(p[0]);
     close(p[1]);
+}
+
+/* A process that forks and exits in a loop, with no pause between hops: its
+ * next hop is ours (subreaper) before it dies, whatever one scan of /proc
+ * saw. Each hop gives up after 20 s, should the test fail. */
+static pid_t fork_chain(void)
+{
+    long long until = gs_proc_now_ms() + 20000;
+    pid_t pid = fork();
+    if (pid == 0) {
+        while (gs_proc_now_ms() < until) {
+            pid_t next = fork();
+            if (next > 0) {
+                _exit(0);
+            }
+            if (next < 0) {
+                usleep(1000);
+            }
+        }
+        _exit(0);
+    }
+    return pid;
+}
+
+static void *fork_and_sleep(void *arg)
+{
+    (void)arg;
+    if (fork() == 0) {
+        sleep(20);
+        _exit(0);
+    }
+    sleep(20);
+    return NULL;
+}
+
+/* Whether no child of ours is left, living or not (reaps those exited). */
+static int no_child_left(void)
+{
+    pid_t r;
+    while ((r = waitpid(-1, NULL, WNOHANG)) > 0) {
+    }
+    return r < 0 && errno == ECHILD;
+}
+
+static void test_proctree_kill_escapes(void **state)
+{
+    int left = -1;
+    (void)state;
+    assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+    /* A fork chain: five runs, each ended with nothing left. */
+    for (int run = 0; run < 5; run++) {
+        fork_chain();
+        usleep(20000);
+        assert_true(gs_proctree_kill(NULL, NULL, 3000, &left) >= 1);
+        assert_int_equal(left, 0);
+        assert_true(no_child_left());
+    }
+    /* A thread group whose leader has exited (state Z) while a thread runs
+     * and has forked a child: both are ended. */
+    pid_t group = fork();
+    if (group == 0) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, fork_and_sleep, NULL) != 0) {
+            _exit(1);
+        }
+        pthread_exit(NULL);
+    }
+    for (int i = 0; i < 200 && !(gs_proctree_stat_field(group, GS_STAT_STATE) == 'Z' &&
+                                   gs_proc_threads(NULL, group) > 1);
+         i++) {
+        usleep(10000);
+    }
+    assert_int_equal(gs_proctree_stat_field(group, GS_STAT_STATE), 'Z');
+    assert_int_equal(gs_proc_threads(NULL, group), 2);
+    usleep(50000); /* its thread's child is there */
+    assert_int_equal(gs_proctree_kill(NULL, NULL, 3000, &left), 2);
+    assert_int_equal(left, 0);
+    assert_true(no_child_left());
+    /* A small fork bomb: 2^9 processes in a tree nine deep, all ended. */
+    pid_t bomb = fork();
+    if (bomb == 0) {
+        for (int i = 0; i < 9; i++) {
+            if (fork() < 0) {
+                break;
+            }
+        }
+        sleep(20);
+        _exit(0);
+    }
+    usleep(300000);
+    assert_true(gs_proctree_kill(NULL, NULL, 5000, &left) >= 500);
+    assert_int_equal(left, 0);
+    assert_true(no_child_left());
+    prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
 
 int main(void)
@@ -281,6 +379,7 @@ int main(void)
         cmocka_unit_test(test_stop_child_escalates), cmocka_unit_test(test_signal_and_alive),
         cmocka_unit_test(test_reap_all),        cmocka_unit_test(test_env_build),
         cmocka_unit_test(test_reads_are_bounded), cmocka_unit_test(test_text_rstrip), cmocka_unit_test(test_stat_fields), cmocka_unit_test(test_proctree_kill),
+        cmocka_unit_test(test_proctree_kill_escapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
