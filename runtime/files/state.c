@@ -9,12 +9,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/core/proc.h"
 #include "runtime/files/rundir.h"
 #include "runtime/core/limits.h"
+#include "runtime/wire/protocol.h"
+
+/* How often a rank waiting for the state looks whether the agent is gone. */
+#define GS_STATE_PROBE_MS 20
 
 /* --- the rows ------------------------------------------------------------ */
 
@@ -280,11 +285,30 @@ int gs_state_read(const char *dir, gs_state_t *st, gs_error_t *err)
     return rc;
 }
 
+/* Whether the agent of node dir has gone without a state: the dir removed
+ * (its teardown's last step), or its socket there and no one holding the
+ * dir's lock (the agent takes it before it listens; a killed agent's lock
+ * goes with it and its guard). */
+static int agent_gone(const char *dir)
+{
+    char sock[GS_PATH_MAX];
+    struct stat st;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        return errno == ENOENT;
+    }
+    snprintf(sock, sizeof(sock), "%s/%s", dir, GS_PROTO_SOCKET);
+    int gone = lstat(sock, &st) == 0 && S_ISSOCK(st.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0;
+    close(fd); /* and with it the lock, if we took it */
+    return gone;
+}
+
 int gs_state_wait(const char *dir, long long deadline_ms, int abort_fd, gs_error_t *err)
 {
     char path[GS_PATH_MAX];
     struct stat st;
     int wait_ms = 1;
+    long long next_probe = gs_proc_now_ms() + GS_STATE_PROBE_MS;
 
     snprintf(path, sizeof(path), "%s/%s", dir, GS_STATE_FILE);
     /* Looked for at growing intervals (1 to 4 ms), not through inotify:
@@ -292,10 +316,19 @@ int gs_state_wait(const char *dir, long long deadline_ms, int abort_fd, gs_error
      * measured), which a rank would pay before its exec, and the Open MPI
      * component's ranks one after the other. */
     while (lstat(path, &st) != 0) {
-        long long left = deadline_ms - gs_proc_now_ms();
+        long long now = gs_proc_now_ms(), left = deadline_ms - now;
         if (left <= 0) {
             return gs_error_set(err, ETIMEDOUT,
                                 "the node agent did not report within the time limit");
+        }
+        if (now >= next_probe) {
+            next_probe = now + GS_STATE_PROBE_MS;
+            if (agent_gone(dir) && lstat(path, &st) != 0) {
+                return gs_error_set(err, ECHILD,
+                                    "the node agent ended before it reported (killed, or it "
+                                    "failed: its log is in %s); the job cannot use MPS here",
+                                    dir);
+            }
         }
         struct pollfd p = {abort_fd, POLLIN, 0};
         int pr = poll(&p, abort_fd >= 0 ? 1 : 0, left < wait_ms ? (int)left : wait_ms);

@@ -65,7 +65,9 @@ int gs_state_write(const char *dir, const gs_state_t *st, gs_error_t *err);
 int gs_state_read(const char *dir, gs_state_t *st, gs_error_t *err);
 
 /* Waits until dir/state exists or the deadline passes (-ETIMEDOUT). If
- * abort_fd >= 0, its becoming readable also ends the wait (-EPIPE). */
+ * abort_fd >= 0, its becoming readable also ends the wait (-EPIPE). An
+ * agent that is gone without a state ends it at once (-ECHILD, err says
+ * so): dir removed, or its socket there and its lock free. */
 int gs_state_wait(const char *dir, long long deadline_ms, int abort_fd, gs_error_t *err);
 
 /* The server entry of a local rank, or NULL. */

@@ -22,6 +22,10 @@ ended_within() { # ended_within SECONDS: waits for $JOB; sets RC
     RC=$?
     return 0
 }
+procs_of() { # the live processes of this test whose exe is $1
+    local p
+    for p in $(leftover_procs); do [ "$(readlink /proc/$p/exe 2>/dev/null)" = "$1" ] && echo "$p"; done
+}
 wait_clean() { # until nothing of ours is left, at most 5 s
     for _ in $(seq 50); do [ -z "$(leftover_procs)" ] && [ -z "$(ls -A "$TMPDIR")" ] && break; sleep 0.1; done
 }
@@ -73,10 +77,41 @@ wait_clean
 check_clean "grandchild"
 # Several MPS servers on the GPU (one client each: 3 servers; two each: 2):
 # every kill that ends a one-server job ends these too, nothing left.
-procs_of() { # the live processes of this test whose exe is $1
-    local p
-    for p in $(leftover_procs); do [ "$(readlink /proc/$p/exe 2>/dev/null)" = "$1" ] && echo "$p"; done
-}
+# The agent killed while MPS still starts (issue 37): the node's ranks,
+# which wait for its state, learn at once that it is gone (its lock free,
+# its socket there, or its dir removed) and the job ends as a failed
+# agent's job ends, not after the 40 s of the timeout. Under gsrun (whose
+# early agent the ranks tell their number) and under gsrun exec (whose
+# first rank starts it).
+for front in gsrun exec; do
+    for sig in TERM KILL; do
+        if [ $front = gsrun ]; then
+            FAKE_MPS_START_DELAY_MS=2500 gsrun_fake_exec 1 -np 7 "$PROG" >"$OUT" 2>"$ERR" &
+        else
+            (export LD_LIBRARY_PATH=$FAKE_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} FAKE_NVML_GPUS=1 FAKE_MPS_START_DELAY_MS=2500
+                exec mpirun -np 7 "$GSRUN" exec --mps=on --mps-control="$FAKE_CONTROL" "$PROG" >"$OUT" 2>"$ERR") &
+        fi
+        JOB=$!
+        victim=
+        for _ in $(seq 100); do
+            victim=$(procs_of "$B/launcher/gsrun-agent" | head -1)
+            [ -n "$victim" ] && break
+            sleep 0.05
+        done
+        sleep 0.5
+        t0=$(date +%s%N)
+        [ -n "$victim" ] && kill -$sig "$victim"
+        ended_within 20
+        ms=$((($(date +%s%N) - t0) / 1000000))
+        check "$front: SIG$sig to the agent while MPS starts: the job ends in $ms ms (under 8000), status ${RC:-none} (not 0)" \
+            [ -n "$victim" -a $ms -lt 8000 -a "${RC:-0}" -ne 0 ] || diag "$ERR"
+        check "  ... no rank ran" [ "$(grep -c '^rank=' "$OUT")" -eq 0 ]
+        wait_clean
+        rmdir "$TMPDIR"/gsrun-* 2>/dev/null # gsrun exec's private base stays (empty) by design
+        check_clean "$front: SIG$sig to the agent while MPS starts"
+    done
+done
+
 for per in 1 2; do
     n=$(((3 + per - 1) / per))
     for how in gsrun-TERM gsrun-KILL mpirun-KILL agent-KILL rank-KILL; do

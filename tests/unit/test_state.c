@@ -5,15 +5,19 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "runtime/core/proc.h"
 #include "runtime/files/rundir.h"
+#include "runtime/core/unixsock.h"
 #include "runtime/files/state.h"
+#include "runtime/wire/protocol.h"
 
 static gs_state_t sample(void)
 {
@@ -121,6 +125,34 @@ static void test_write_read_wait(void **state)
     gs_rundir_remove(dir2);
 }
 
+/* A rank waiting for an agent that is gone learns it at once (issue 37):
+ * its socket there and its lock free, or the dir removed; an agent that
+ * holds the lock is waited for. */
+static void test_wait_agent_gone(void **state)
+{
+    char dir[] = "/tmp/gs_test_state3.XXXXXX", sock[64];
+    gs_error_t err;
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(sock, sizeof(sock), "%s/" GS_PROTO_SOCKET, dir);
+    int lfd = gs_unixsock_listen(sock, &err);
+    assert_true(lfd >= 0);
+    int held = open(dir, O_RDONLY | O_DIRECTORY);
+    assert_int_equal(flock(held, LOCK_EX | LOCK_NB), 0);
+    long long t0 = gs_proc_now_ms();
+    assert_int_equal(gs_state_wait(dir, t0 + 300, -1, &err), -ETIMEDOUT); /* it lives */
+    close(held); /* the agent is killed: its lock goes */
+    t0 = gs_proc_now_ms();
+    assert_int_equal(gs_state_wait(dir, t0 + 5000, -1, &err), -ECHILD);
+    assert_true(gs_proc_now_ms() - t0 < 1000);
+    assert_non_null(strstr(err.text, "ended before it reported"));
+    close(lfd);
+    gs_rundir_remove(dir);
+    t0 = gs_proc_now_ms(); /* its teardown removed the dir */
+    assert_int_equal(gs_state_wait(dir, t0 + 5000, -1, &err), -ECHILD);
+    assert_true(gs_proc_now_ms() - t0 < 1000);
+}
+
 /* Servers: a GPU with several has one entry per server, each saying its
  * GPU, its number, how many the GPU has and the GPU's ranks. */
 static void test_servers_round_trip(void **state)
@@ -186,6 +218,7 @@ int main(void)
         cmocka_unit_test(test_roundtrip),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_write_read_wait),
+        cmocka_unit_test(test_wait_agent_gone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
