@@ -43,6 +43,7 @@
 #include "runtime/files/rundir.h"
 #include "runtime/files/rundir_root.h"
 #include "runtime/core/limits.h"
+#include "runtime/core/text.h"
 
 typedef struct {
     const char *cmd;
@@ -91,9 +92,10 @@ static int parse(int argc, char **argv, batch_opts_t *o, gs_error_t *err)
             fputs(usage, stdout);
             exit(0);
         }
+        char shown[128];
         if (strncmp(a, "--", 2) != 0 || val == NULL) {
             return gs_error_set(err, EINVAL, "%s: unexpected argument '%s' (see gsrun %s --help)",
-                                o->cmd, a, o->cmd);
+                                o->cmd, gs_text_printable(a, shown, sizeof(shown)), o->cmd);
         }
         const char *name = a + 2;
         n -= 2;
@@ -116,15 +118,25 @@ static int parse(int argc, char **argv, batch_opts_t *o, gs_error_t *err)
             }
         }
         if (!known) {
-            return gs_error_set(err, EINVAL, "%s: unknown option '%.*s' (see gsrun %s --help)",
-                                o->cmd, (int)(n + 2), a, o->cmd);
+            char opt[128];
+            snprintf(opt, sizeof(opt), "%.*s", (int)(n + 2), a);
+            return gs_error_set(err, EINVAL, "%s: unknown option '%s' (see gsrun %s --help)",
+                                o->cmd, gs_text_printable(opt, shown, sizeof(shown)), o->cmd);
         }
         if (eq == NULL) {
             i++;
         }
     }
-    if (o->dir != NULL && o->dir[0] != '/') {
-        return gs_error_set(err, EINVAL, "--dir must be an absolute path, not '%s'", o->dir);
+    if (o->dir != NULL) {
+        /* Root makes this directory: a name no shell or log line shows
+         * as it is (a newline, an escape) is refused before anything. */
+        char shown[128];
+        if (o->dir[0] != '/' || gs_text_has_control(o->dir)) {
+            return gs_error_set(err, EINVAL,
+                                "--dir '%s' is not usable: give an absolute path without control "
+                                "characters",
+                                gs_text_printable(o->dir, shown, sizeof(shown)));
+        }
     }
     return 0;
 }
@@ -269,6 +281,11 @@ static int prolog(batch_opts_t *o, const char *name)
             snprintf(stem, sizeof(stem), "/tmp/gsrun-%u", (unsigned)getuid());
             if (gs_provision_user_base_any(stem, own, sizeof(own), taken, sizeof(taken), &err) !=
                 0) {
+                /* The base is fixed (TMPDIR does not move it): --dir does. */
+                size_t n = strlen(err.text);
+                snprintf(err.text + n, sizeof(err.text) - n,
+                         "; give the prolog, task prolog and epilog --dir DIR, a private "
+                         "directory of yours");
                 return unusable_dir(o, &err);
             }
             if (taken[0] != '\0') {

@@ -115,7 +115,7 @@ int gs_exec_main(int argc, char **argv)
 {
     gs_config_t cfg;
     gs_error_t err;
-    char key[512], name[160], base[512], job_dir[700], shim[GS_PATH_MAX];
+    char key[512], name[160], shim[GS_PATH_MAX];
     const char *source = NULL;
     int first = 0;
 
@@ -133,20 +133,14 @@ int gs_exec_main(int argc, char **argv)
         return run_plain(prog);
     }
     /* The user's private base in this node's TMPDIR (as gsrun's own job
-     * dirs): checked, so that no other user can have made it first. */
-    char want[300], taken[GS_ERROR_LEN];
+     * dirs): the shim's node leader chooses it (another user may have
+     * taken the name), the other ranks find it (gs_provision_exec_job_dir). */
+    char want[300];
     snprintf(want, sizeof(want), "%s/gsrun-%u", gs_rundir_tmpdir(), (unsigned)getuid());
-    taken[0] = '\0';
-    if (gs_jobkey_get(key, sizeof(key), &source) != 0 ||
-        gs_provision_user_base_any(want, base, sizeof(base), taken, sizeof(taken), &err) != 0 ||
-        (gs_jobkey_dir_name(key, name, sizeof(name)),
-         (size_t)snprintf(job_dir, sizeof(job_dir), "%s/%s", base, name) >= sizeof(job_dir)) ||
-        gs_rundir_ensure(job_dir, &err) != 0) {
-        if (source == NULL) {
-            snprintf(err.text, sizeof(err.text),
-                     "cannot name this job: no launcher variable "
-                     "names it and /proc/<parent>/stat cannot be read; set GSRUN_JOB_KEY");
-        }
+    if (gs_jobkey_get(key, sizeof(key), &source) != 0) {
+        snprintf(err.text, sizeof(err.text),
+                 "cannot name this job: no launcher variable "
+                 "names it and /proc/<parent>/stat cannot be read; set GSRUN_JOB_KEY");
         if (cfg.mps == GS_MPS_ON) {
             fprintf(stderr, "gsrun exec: error: %s\n", err.text);
             return GS_EXIT_RUNDIR;
@@ -156,16 +150,16 @@ int gs_exec_main(int argc, char **argv)
         }
         return run_plain(prog);
     }
-    if (taken[0] != '\0' && speaks_for_node()) {
-        /* Another user took the usual name: said once per node. */
-        fprintf(stderr, "gsrun exec: warning: %s; using %s instead\n", taken, base);
-    }
+    gs_jobkey_dir_name(key, name, sizeof(name));
     if (cfg.verbose && speaks_for_node()) {
-        fprintf(stderr, "gsrun exec: job key %s (from %s), run dir %s\n", key, source, job_dir);
+        fprintf(stderr, "gsrun exec: job key %s (from %s), run dir %s/%s or a private base beside "
+                        "it\n",
+                key, source, want, name);
     }
     /* The shim reads its settings and the job dir from the environment, as
      * under gsrun; nothing of an outer gsrun's may leak in. */
-    if (gs_config_export_env(&cfg, &err) != 0 || setenv("GSRUN_JOB_DIR", job_dir, 1) != 0 ||
+    if (gs_config_export_env(&cfg, &err) != 0 || setenv("GSRUN_EXEC_BASE", want, 1) != 0 ||
+        setenv("GSRUN_EXEC_JOB", name, 1) != 0 || unsetenv("GSRUN_JOB_DIR") != 0 ||
         gs_helper_path("gsrun-shim", shim, sizeof(shim), &err) != 0) {
         fprintf(stderr, "gsrun exec: error: %s\n", err.text);
         return GS_EXIT_SETUP;

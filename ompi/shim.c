@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "pmix/discover.h"
+#include "runtime/batch/provision.h"
 #include "runtime/rank/clientenv.h"
 #include "runtime/core/config.h"
 #include "runtime/rank/node.h"
@@ -44,6 +45,9 @@ static int fail_rank(int rank, int code, const char *node, const char *msg)
     return code;
 }
 
+/* Open MPI 4's mpirun status for a rank its daemon could not start. */
+#define GS_EXIT_ORTE_NOSTART 131
+
 /* Splits a fork agent value at spaces, as Open MPI does. */
 static int split_words(char *s, char **out, int max)
 {
@@ -53,6 +57,41 @@ static int split_words(char *s, char **out, int max)
         out[n++] = w;
     }
     return n;
+}
+
+/* Execs the program (through the user's own fork agent, chain, if any)
+ * with its arguments unchanged; returns only on failure. */
+static int exec_program(char **argv, int argc, int first, char *chain, const char *node)
+{
+    char **exec_argv = argv + first;
+    char *words[64 + 1024];
+    if (chain[0] != '\0') {
+        /* The user's own fork agent runs between us and the program. */
+        int n = split_words(chain, words, 64);
+        int m = 0;
+        for (int i = first; i < argc && m < 1023; i++) {
+            words[n + m++] = argv[i];
+        }
+        words[n + m] = NULL;
+        exec_argv = words;
+    }
+    execvp(exec_argv[0], exec_argv);
+    /* Open MPI also runs a bare program name found in the working
+     * directory; so must the rank it hands to us. */
+    if (errno == ENOENT && strchr(exec_argv[0], '/') == NULL && access(exec_argv[0], X_OK) == 0) {
+        char local[GS_PATH_MAX];
+        snprintf(local, sizeof(local), "./%s", exec_argv[0]);
+        execv(local, exec_argv);
+    }
+    int e = errno;
+    fprintf(stderr, "gsrun: node %s: cannot run '%s': %s\n", node, exec_argv[0], strerror(e));
+    /* Where Open MPI 4's daemon (orted) would have started the rank, the
+     * job ends as it ends for a rank orted cannot start (a directory, a
+     * file the kernel cannot run): mpirun's 131, as without gsrun. */
+    if (getenv("OMPI_MCA_orte_local_daemon_uri") != NULL) {
+        return GS_EXIT_ORTE_NOSTART;
+    }
+    return e == ENOENT ? GS_EXIT_NOTFOUND : GS_EXIT_NOEXEC;
 }
 
 int main(int argc, char **argv)
@@ -84,7 +123,8 @@ int main(int argc, char **argv)
     if (getenv("GSRUN_FORK_AGENT") != NULL) {
         snprintf(chain, sizeof(chain), "%s", getenv("GSRUN_FORK_AGENT"));
     }
-    if (job_dir == NULL || job_dir[0] != '/') {
+    const char *exec_base = getenv("GSRUN_EXEC_BASE"), *exec_job = getenv("GSRUN_EXEC_JOB");
+    if ((job_dir == NULL || job_dir[0] != '/') && (exec_base == NULL || exec_job == NULL)) {
         fprintf(stderr, "gsrun-shim: GSRUN_JOB_DIR is not set; gsrun-shim is started by gsrun, "
                         "not on its own\n");
         return GS_EXIT_USAGE;
@@ -95,6 +135,31 @@ int main(int argc, char **argv)
         return drc == -EINVAL && gs_discover_check_env(NULL) != 0 ? GS_EXIT_USAGE : GS_EXIT_SETUP;
     }
     leader = loc.local_rank == 0;
+    if (job_dir == NULL || job_dir[0] != '/') {
+        /* gsrun exec: the node's ranks agree on the job dir. */
+        static char agreed[GS_PATH_MAX];
+        char taken[GS_ERROR_LEN];
+        if (gs_provision_exec_job_dir(exec_base, exec_job, leader, cfg.timeout_s * 1000, agreed,
+                                      sizeof(agreed), taken, sizeof(taken), &err) != 0) {
+            char why[GS_ERROR_LEN + 96];
+            snprintf(why, sizeof(why), "%s; give the job a private TMPDIR (the base is "
+                     "$TMPDIR/gsrun-<uid>)", err.text);
+            if (cfg.mps == GS_MPS_ON) {
+                return fail_node(leader, GS_EXIT_RUNDIR, node, why);
+            }
+            if (leader) {
+                fprintf(stderr, "gsrun exec: warning: %s; running without MPS\n", why);
+            }
+            unsetenv("GSRUN_EXEC_BASE");
+            unsetenv("GSRUN_EXEC_JOB");
+            return exec_program(argv, argc, first, chain, node);
+        }
+        if (taken[0] != '\0' && leader) {
+            fprintf(stderr, "gsrun exec: warning: %s; using %.*s instead\n", taken,
+                    (int)(strrchr(agreed, '/') - agreed), agreed);
+        }
+        job_dir = agreed;
+    }
     gs_task_rank_t rank = {.cfg = &cfg,
                            .job_dir = job_dir,
                            .local_rank = loc.local_rank,
@@ -112,26 +177,5 @@ int main(int argc, char **argv)
         return fail_rank(loc.local_rank, GS_EXIT_SETUP, node, err.text);
     }
 
-    char **exec_argv = argv + first;
-    char *words[64 + 1024];
-    if (chain[0] != '\0') {
-        /* The user's own fork agent runs between us and the program. */
-        int n = split_words(chain, words, 64);
-        int m = 0;
-        for (int i = first; i < argc && m < 1023; i++) {
-            words[n + m++] = argv[i];
-        }
-        words[n + m] = NULL;
-        exec_argv = words;
-    }
-    execvp(exec_argv[0], exec_argv);
-    /* Open MPI also runs a bare program name found in the working
-     * directory; so must the rank it hands to us. */
-    if (errno == ENOENT && strchr(exec_argv[0], '/') == NULL && access(exec_argv[0], X_OK) == 0) {
-        char local[GS_PATH_MAX];
-        snprintf(local, sizeof(local), "./%s", exec_argv[0]);
-        execv(local, exec_argv);
-    }
-    fprintf(stderr, "gsrun: node %s: cannot run '%s': %s\n", node, exec_argv[0], strerror(errno));
-    return errno == ENOENT ? GS_EXIT_NOTFOUND : GS_EXIT_NOEXEC;
+    return exec_program(argv, argc, first, chain, node);
 }

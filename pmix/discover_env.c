@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/core/text.h"
+
 static int env_int(const char *name, int *out)
 {
     const char *v = getenv(name);
@@ -139,8 +141,9 @@ int gs_discover_check_env(gs_error_t *err)
 {
     const char *how = getenv("GSRUN_DISCOVERY");
     if (how != NULL && strcmp(how, "env") != 0 && strcmp(how, "pmix") != 0) {
+        char shown[64];
         return gs_error_set(err, EINVAL, "GSRUN_DISCOVERY: invalid value '%s'; accepted: env, pmix",
-                            how);
+                            gs_text_printable(how, shown, sizeof(shown)));
     }
     return 0;
 }

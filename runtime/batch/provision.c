@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/core/limits.h"
@@ -26,10 +27,11 @@
 int gs_provision_job_name(const char *job, char *out, size_t len, gs_error_t *err)
 {
     if (job == NULL || strlen(job) + 4 > 64 || !gs_rundir_root_name_ok(job)) {
+        char shown[80];
         return gs_error_set(err, EINVAL,
                             "job id '%s' is not usable: give --job with letters, digits, '.', "
                             "'_' or '-' (Slurm sets SLURM_JOB_ID)",
-                            job ? job : "");
+                            gs_text_printable(job ? job : "", shown, sizeof(shown)));
     }
     snprintf(out, len, "job-%s", job);
     return 0;
@@ -60,6 +62,16 @@ int gs_provision_user_base(const char *dir, char *out, size_t len, gs_error_t *e
     return gs_rundir_ensure(out, err);
 }
 
+/* The name tried k-th: dir, then dir.1 ... dir.N. */
+static int base_name(const char *dir, int k, char *out, size_t len, gs_error_t *err)
+{
+    if ((size_t)(k == 0 ? snprintf(out, len, "%s", dir) : snprintf(out, len, "%s.%d", dir, k)) >=
+        len) {
+        return gs_error_set(err, ENAMETOOLONG, "'%s' is too long for a run directory", dir);
+    }
+    return 0;
+}
+
 int gs_provision_user_base_any(const char *dir, char *out, size_t len, char *taken,
                                size_t taken_len, gs_error_t *err)
 {
@@ -67,12 +79,18 @@ int gs_provision_user_base_any(const char *dir, char *out, size_t len, char *tak
     int rc = 0;
     taken[0] = '\0';
     for (int k = 0; k <= GS_PROVISION_BASE_TRIES; k++) {
-        if ((size_t)(k == 0 ? snprintf(name, sizeof(name), "%s", dir)
-                            : snprintf(name, sizeof(name), "%s.%d", dir, k)) >= sizeof(name)) {
-            return gs_error_set(err, ENAMETOOLONG, "'%s' is too long for a run directory", dir);
+        if ((rc = base_name(dir, k, name, sizeof(name), err)) != 0) {
+            return rc;
         }
-        rc = gs_provision_user_base(name, out, len, err);
-        if (rc != -EPERM && rc != -ENOTDIR) {
+        /* A name another user removes between our mkdir (EEXIST) and our
+         * look at it (ENOENT) is tried again, a few times. */
+        for (int again = 0; again < 4; again++) {
+            rc = gs_provision_user_base(name, out, len, err);
+            if (rc != -ENOENT) {
+                break;
+            }
+        }
+        if (rc != -EPERM && rc != -ENOTDIR && rc != -ENOENT) {
             return rc; /* ours, or a failure another name would not cure */
         }
         if (k == 0) {
@@ -80,9 +98,84 @@ int gs_provision_user_base_any(const char *dir, char *out, size_t len, char *tak
         }
     }
     return gs_error_set(err, EPERM,
-                        "%s, and so are %s.1 to %s.%d (taken by other users); set TMPDIR to a "
-                        "private directory",
-                        taken, dir, dir, GS_PROVISION_BASE_TRIES);
+                        "%s, and so are %s.1 to %s.%d (taken by other users)", taken, dir, dir,
+                        GS_PROVISION_BASE_TRIES);
+}
+
+/* Whether path is a directory of ours that no one else can enter. */
+static int ours(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+           (st.st_mode & 077) == 0;
+}
+
+/* A rank that is not the node's first: the job dir the first one made, in
+ * the first of the candidate bases that holds it (no other user can make a
+ * directory that is ours). -EAGAIN while none does; -EPERM once every
+ * candidate is another user's (the first rank cannot have made one). */
+static int find_job_dir(const char *dir, const char *job, char *out, size_t len, gs_error_t *err)
+{
+    char name[512];
+    int others = 0, rc;
+    for (int k = 0; k <= GS_PROVISION_BASE_TRIES; k++) {
+        struct stat st;
+        if ((rc = base_name(dir, k, name, sizeof(name), err)) != 0) {
+            return rc;
+        }
+        if (ours(name)) {
+            if ((size_t)snprintf(out, len, "%s/%s", name, job) >= len) {
+                return gs_error_set(err, ENAMETOOLONG, "'%s/%s' is too long", name, job);
+            }
+            if (ours(out)) {
+                return 0;
+            }
+        } else if (lstat(name, &st) == 0) {
+            others++;
+        }
+    }
+    if (others > GS_PROVISION_BASE_TRIES) {
+        return gs_error_set(err, EPERM,
+                            "'%s' and %s.1 to %s.%d are taken by other users", dir, dir, dir,
+                            GS_PROVISION_BASE_TRIES);
+    }
+    return -EAGAIN;
+}
+
+int gs_provision_exec_job_dir(const char *dir, const char *job, int first, int timeout_ms,
+                              char *out, size_t len, char *taken, size_t taken_len,
+                              gs_error_t *err)
+{
+    char base[512];
+    int rc;
+    taken[0] = '\0';
+    if (!gs_rundir_root_name_ok(job)) {
+        return gs_error_set(err, EINVAL, "'%s' is not a usable job dir name", job);
+    }
+    if (first) {
+        if ((rc = gs_provision_user_base_any(dir, base, sizeof(base), taken, taken_len, err)) != 0) {
+            return rc;
+        }
+        if ((size_t)snprintf(out, len, "%s/%s", base, job) >= len) {
+            return gs_error_set(err, ENAMETOOLONG, "'%s/%s' is too long", base, job);
+        }
+        return gs_rundir_ensure(out, err);
+    }
+    /* Found, never chosen: whatever another user does to the names
+     * meanwhile, the rank goes where the first rank went. */
+    long long deadline = gs_proc_now_ms() + timeout_ms;
+    int wait_ms = 1;
+    while ((rc = find_job_dir(dir, job, out, len, err)) == -EAGAIN) {
+        if (gs_proc_now_ms() >= deadline) {
+            return gs_error_set(err, ETIMEDOUT,
+                                "the node's first rank made no run directory for this job in "
+                                "'%s' or %s.1 to %s.%d within %d s",
+                                dir, dir, dir, GS_PROVISION_BASE_TRIES, timeout_ms / 1000);
+        }
+        usleep((useconds_t)wait_ms * 1000);
+        wait_ms = wait_ms < 4 ? wait_ms * 2 : 4;
+    }
+    return rc;
 }
 
 int gs_provision_make_dir(const char *base, const char *name, uid_t uid, gid_t gid, char *out,

@@ -31,12 +31,11 @@ int gs_provision_user_base(const char *dir, char *out, size_t len, gs_error_t *e
  * took first: <base>.1 to <base>.N. */
 #define GS_PROVISION_BASE_TRIES 16
 
-/* The same for a base every rank of a job on a node must find without
- * talking to the others (the rank prefix, gsrun exec): dir, else, when
+/* The same where another user may have taken the name: dir, else, when
  * another user took that name first (a link, a file, a directory not ours
- * or not private), the first of dir.1 ... dir.N that is ours or can be
- * made; every rank tries them in the same order, so they agree. *taken
- * gets why dir itself was refused ("" when it was used). */
+ * or not private, one that vanished as we looked), the first of dir.1 ...
+ * dir.N that is ours or can be made. *taken gets why dir itself was
+ * refused ("" when it was used). */
 int gs_provision_user_base_any(const char *dir, char *out, size_t len, char *taken,
                                size_t taken_len, gs_error_t *err);
 
@@ -45,6 +44,17 @@ int gs_provision_user_base_any(const char *dir, char *out, size_t len, char *tak
  * as the user in the user's own base (gs_provision_user_base). A dir that
  * already is the user's is kept; a name someone else took is refused (user)
  * or replaced (root). */
+/* gsrun exec's job dir on this node, where every rank of the node agrees
+ * on it whatever other users do to the names in the shared directory at
+ * the same time: the node's first rank (first) chooses the base as
+ * gs_provision_user_base_any does and makes <base>/<job>; every other
+ * rank waits (up to timeout_ms) until one of the candidate bases that is
+ * its own holds that job dir, which only the first rank makes. -EPERM at
+ * once when every candidate is another user's. */
+int gs_provision_exec_job_dir(const char *dir, const char *job, int first, int timeout_ms,
+                              char *out, size_t len, char *taken, size_t taken_len,
+                              gs_error_t *err);
+
 int gs_provision_make_dir(const char *base, const char *name, uid_t uid, gid_t gid, char *out,
                           size_t len, gs_error_t *err);
 

@@ -3,6 +3,7 @@
 
 #include "runtime/core/config.h"
 #include "runtime/core/limits.h"
+#include "runtime/core/text.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -360,18 +361,6 @@ const gs_config_key_t *gs_config_key(const char *option)
     return NULL;
 }
 
-/* Values end up in command lines, file names and MPS control commands, so
- * control characters are never accepted. */
-static int has_control_chars(const char *s)
-{
-    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
-        if (*p < 0x20 || *p == 0x7f) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
 int gs_config_set(gs_config_t *cfg, const char *option, const char *value, const char *origin,
                   gs_error_t *err)
 {
@@ -388,7 +377,9 @@ int gs_config_set(gs_config_t *cfg, const char *option, const char *value, const
         return gs_error_set(err, EINVAL, "%s: value is longer than %d characters; accepted: %s",
                             origin, GS_MAX_VALUE_LEN - 1, key->accepted);
     }
-    if (has_control_chars(value)) {
+    /* Values end up in command lines, file names and MPS control commands,
+     * so control characters are never accepted. */
+    if (gs_text_has_control(value)) {
         return gs_error_set(err, EINVAL, "%s: value contains control characters; accepted: %s",
                             origin, key->accepted);
     }

@@ -13,3 +13,25 @@ size_t gs_text_rstrip(char *s, const char *chars)
     }
     return n;
 }
+
+char *gs_text_printable(const char *in, char *out, size_t len)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)in; *p != '\0' && n + 1 < len; p++) {
+        out[n++] = *p < 0x20 || *p == 0x7f ? '?' : (char)*p;
+    }
+    if (len > 0) {
+        out[n] = '\0';
+    }
+    return out;
+}
+
+int gs_text_has_control(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+        if (*p < 0x20 || *p == 0x7f) {
+            return 1;
+        }
+    }
+    return 0;
+}

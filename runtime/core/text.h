@@ -10,4 +10,13 @@
  * length. */
 size_t gs_text_rstrip(char *s, const char *chars);
 
+/* Whether s holds a control byte (below 0x20, or 0x7f). */
+int gs_text_has_control(const char *s);
+
+/* A copy of in for an error line, into out (truncated to len): every
+ * control byte (a newline, an escape sequence's ESC) as '?', so that what a
+ * user or another user put in a value cannot move the cursor, clear a
+ * terminal or forge a line. Returns out. */
+char *gs_text_printable(const char *in, char *out, size_t len);
+
 #endif

@@ -317,6 +317,20 @@ check "  ... root's epilog: status $rc (0), that process, the agent and the keep
     { diag "$ERR"; ls -la "$BASE" | diag; }
 check "  ... and said so" grep -q "process.* of the job's agent ended by root" "$ERR" || diag "$ERR"
 
+# Names no terminal or log line shows as they are (issue 37): refused
+# before anything is made, and the error line carries no control byte.
+"$G" prolog --job 794 --user nobody --dir $'/run/gs-x\ny' $CTL >"$OUT" 2>"$ERR"
+rc=$?
+check "--dir with a newline: status $rc (2), one line, nothing made" \
+    eval '[ $rc -eq 2 ] && [ "$(wc -l <"$ERR")" -eq 1 ] && ! ls -d /run/gs-x* 2>/dev/null | grep -q .' || diag "$ERR"
+"$G" prolog --job $'79\n5' --user nobody --dir "$BASE" $CTL >"$OUT" 2>"$ERR"
+rc=$?
+check "--job with a newline: status $rc (2), one line" [ $rc -eq 2 -a "$(wc -l <"$ERR")" -eq 1 ] || diag "$ERR"
+GSRUN_DISCOVERY=$'a\e[2Jb' "$G" -np 1 true >"$OUT" 2>"$ERR"
+rc=$?
+check "GSRUN_DISCOVERY with an escape sequence: status $rc (2), the line without the ESC byte" \
+    eval '[ $rc -eq 2 ] && [ -s "$ERR" ] && ! grep -q $'"'"'\e'"'"' "$ERR"' || diag "$ERR"
+
 for j in 779 782; do "$G" epilog --job $j --dir "$BASE" 2>>"$ERR"; done
 check "every epilog done: nothing left in the base" [ -z "$(ls -A "$BASE")" ] || ls -la "$BASE" | diag
 rm -rf "$BASE"

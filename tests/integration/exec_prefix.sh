@@ -81,6 +81,50 @@ if [ "$(id -u)" = 0 ] && getent passwd nobody >/dev/null; then
     done
     rm -rf "$base" "$base.1"
     check_clean "a user's base taken by another user"
+
+    # Issue 37: nobody holds $base and makes and removes $base.1 in a loop
+    # while 20 jobs start, so that a rank looking at $base.1 may find it
+    # nobody's, absent, or gone between two looks. The node's first rank
+    # chooses, the others find where it went: no job fails or waits out a
+    # timeout, every job's ranks share one pipe dir.
+    chmod 755 "$TEST_TMP"
+    chmod 1777 "$TMPDIR"
+    mkdir -m 700 "$base" && chown nobody "$base"
+    setpriv --reuid=65534 --regid=65534 --clear-groups \
+        sh -c "while :; do mkdir '$base.1' 2>/dev/null; rmdir '$base.1' 2>/dev/null; done" &
+    flapper=$!
+    bad=0 slow=0 split=0 worst=0
+    for i in $(seq 20); do
+        t0=$(date +%s%N)
+        mpirun -np 4 "$GSRUN" exec --mps=auto -- "$PROG" >"$OUT" 2>"$ERR"
+        rc=$?
+        ms=$((($(date +%s%N) - t0) / 1000000))
+        [ $ms -gt $worst ] && worst=$ms
+        [ $rc -ne 0 ] && bad=$((bad + 1)) && diag "$ERR"
+        [ $ms -gt 20000 ] && slow=$((slow + 1))
+        [ "$(grep -o 'mps=1 pipe=[^ ]*' "$OUT" | sort -u | wc -l)" -eq 1 ] &&
+            [ "$(grep -c 'mps=1 pipe=' "$OUT")" -eq 4 ] || { split=$((split + 1)) && diag "$OUT"; }
+    done
+    kill $flapper 2>/dev/null
+    wait $flapper 2>/dev/null
+    check "20 jobs while nobody flaps $base.1: $bad failed, $split with ranks apart or without MPS, slowest $worst ms" \
+        [ $bad -eq 0 -a $split -eq 0 -a $slow -eq 0 ]
+    rmdir "$base.1" 2>/dev/null
+    for _ in $(seq 100); do [ -z "$(leftover_procs)" ] && break; sleep 0.05; done
+    # Every name nobody's: under --mps=on the job fails at once, one line.
+    for k in $(seq 16); do mkdir -m 700 "$base.$k" && chown nobody "$base.$k"; done
+    t0=$(date +%s%N)
+    mpirun -np 4 "$GSRUN" exec --mps=on -- "$PROG" >"$OUT" 2>"$ERR"
+    rc=$?
+    ms=$((($(date +%s%N) - t0) / 1000000))
+    check "every name taken, --mps=on: status $rc (71) in $ms ms (under 10000), one error line, no rank ran" \
+        [ $rc -eq 71 -a $ms -lt 10000 -a "$(grep -c 'error: ' "$ERR")" -eq 1 -a ! -s "$OUT" ] || diag "$ERR"
+    mpirun -np 4 "$GSRUN" exec -- "$PROG" >"$OUT" 2>"$ERR"
+    rc=$?
+    check "  ... under auto: status $rc (0), the ranks run without MPS, one warning" \
+        [ $rc -eq 0 -a "$(grep -c 'mps=- ' "$OUT")" -eq 4 -a "$(grep -c 'warning: ' "$ERR")" -eq 1 ] || diag "$OUT" "$ERR"
+    rm -rf "$base" "$base".*
+    check_clean "a user's base fought over by another user"
 fi
 
 # The prefix as the site's (or user's) fork agent: plain mpirun, nothing in

@@ -18,6 +18,17 @@ for args in "" "--exit 1 3" "--exit 0 66" "--kill 1" "--segv 2"; do
     check "rank_report ${args:-(all succeed)}: gsrun $gs, gsrun --mps=off $gsoff, mpirun $plain" [ $? -eq 0 ]
     check_clean "rank_report ${args:-ok}"
 done
+# A program no rank can run: a directory (mpirun's own check passes it, the
+# exec fails), a file without the execute bit, a missing one.
+touch "$TEST_TMP/noexec"
+for what in dir noexec missing; do
+    prog=$TEST_TMP/$what
+    [ $what = dir ] && prog=$TEST_TMP
+    plain=$(status_of mpirun -np 2 "$prog")
+    gs=$(status_of gsrun_fake 1 -np 2 "$prog")
+    check "a program that is $what: gsrun $gs, mpirun $plain" [ "$gs" = "$plain" ]
+    check_clean "a program that cannot run"
+done
 # Output of every rank comes through, stdout and stderr apart.
 gsrun_fake 1 -np 4 "$PROG" >"$OUT" 2>"$ERR"
 check "all 4 ranks' output on stdout" [ "$(grep -c '^rank=' "$OUT")" -eq 4 ]
