@@ -483,7 +483,7 @@ static int task_env(const gs_config_t *cfg, const char *node_dir, gs_state_t *st
         }
     }
     gs_state_from_plan(stp, &plan); /* the servers' UUIDs and dirs stay the agent's */
-    if ((rc = gs_clientenv_build(stp, -1, local_rank, local_size, env, err)) != 0) {
+    if ((rc = gs_clientenv_build(stp, -1, local_rank, local_size, cfg, env, err)) != 0) {
         return rc;
     }
     *on = 1;

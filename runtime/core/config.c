@@ -263,6 +263,18 @@ static void fmt_clients(const gs_config_t *c, char *b, size_t n)
         snprintf(b, n, "auto");
     }
 }
+static int set_priority(gs_config_t *c, const char *v)
+{
+    if (strcmp(v, "normal") != 0 && strcmp(v, "low") != 0) {
+        return -EINVAL;
+    }
+    c->priority_low = strcmp(v, "low") == 0;
+    return 0;
+}
+static void fmt_priority(const gs_config_t *c, char *b, size_t n)
+{
+    snprintf(b, n, "%s", c->priority_low ? "low" : "normal");
+}
 static int set_launcher(gs_config_t *c, const char *v)
 {
     snprintf(c->launcher, sizeof(c->launcher), "%s", v);
@@ -330,6 +342,11 @@ const gs_config_key_t gs_config_keys[] = {
      "clients_per_server", ALL_FRONTS, 1, set_clients, fmt_clients, "auto|N",
      "ranks one MPS server takes; a GPU with more gets several servers. auto: the driver's "
      "limit (48 up to CUDA 13.0, 60 from 13.1)",
+     0},
+    {"mps-priority", "GSRUN_MPS_PRIORITY", "normal or low", "priority", ALL_FRONTS, 1,
+     set_priority, fmt_priority, "normal|low",
+     "the ranks' priority on their MPS server (CUDA_MPS_CLIENT_PRIORITY 0 or 1): low lets "
+     "the work of other jobs on the same server go first (default normal)",
      0},
     {"launcher", "GSRUN_LAUNCHER", "the path or name of an Open MPI mpirun", NULL, GS_FRONT_GSRUN,
      1, set_launcher, fmt_launcher, "PATH",

@@ -35,6 +35,7 @@ typedef struct {
     int gpu_bind;                /* give each rank its own GPU when MPS is off */
     long long mem_limit_mb;      /* MPS pinned device memory per client, 0: none */
     int clients_per_server;      /* ranks one MPS server takes, 0: the driver's limit */
+    int priority_low;            /* CUDA_MPS_CLIENT_PRIORITY 1 (below normal) for the ranks */
     int dry_run;
     int verbose;
     int prestart;     /* start each daemon's server before any rank (tuning) */

@@ -29,7 +29,7 @@ static int add_int(gs_clientenv_t *env, const char *name, int v)
 }
 
 int gs_clientenv_build(const gs_state_t *st, int rank_gpu, int local_rank, int local_size,
-                       gs_clientenv_t *env, gs_error_t *err)
+                       const gs_config_t *cfg, gs_clientenv_t *env, gs_error_t *err)
 {
     int rc = 0;
     memset(env, 0, sizeof(*env));
@@ -77,6 +77,8 @@ int gs_clientenv_build(const gs_state_t *st, int rank_gpu, int local_rank, int l
     } else {
         env->unset[env->nunset++] = "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE";
     }
+    /* Client priority (driver 550 and later): a job's own, not the node's. */
+    rc |= add(env, "CUDA_MPS_CLIENT_PRIORITY", cfg->priority_low ? "1" : "0");
     if (st->mem_limit_mb > 0) {
         char lim[48];
         /* Device 0: the rank's only device (see CUDA_VISIBLE_DEVICES). */

@@ -5,6 +5,7 @@
 #define GS_CLIENTENV_H
 
 #include "runtime/core/gs_error.h"
+#include "runtime/core/config.h"
 #include "runtime/files/state.h"
 
 #define GS_CLIENTENV_MAX 16
@@ -20,9 +21,9 @@ typedef struct {
  * the GPU the agent gave the rank (rank_gpu, an index into st's GPUs; -1:
  * none, the rank's block). With MPS on the rank sees its GPU as device 0: the daemon was started
  * with only that GPU visible, and MPS remaps a client's CUDA_VISIBLE_DEVICES relative to the
- * server's. */
+ * server's. cfg: the rank's own settings (its priority on the server). */
 int gs_clientenv_build(const gs_state_t *st, int rank_gpu, int local_rank, int local_size,
-                       gs_clientenv_t *env, gs_error_t *err);
+                       const gs_config_t *cfg, gs_clientenv_t *env, gs_error_t *err);
 
 /* Applies the changes to this process (setenv/unsetenv). */
 int gs_clientenv_apply(const gs_clientenv_t *env, gs_error_t *err);

@@ -32,7 +32,7 @@ int gs_task_join(const gs_node_req_t *req, gs_state_t *st, gs_clientenv_t *env, 
         gpu = -1;
         snprintf(st->message, sizeof(st->message), "warning: %s; running without MPS", err->text);
     }
-    if (gs_clientenv_build(st, gpu, req->local_rank, req->local_size, env, err) != 0) {
+    if (gs_clientenv_build(st, gpu, req->local_rank, req->local_size, req->cfg, env, err) != 0) {
         return GS_EXIT_SETUP;
     }
     return 0;

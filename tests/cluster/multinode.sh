@@ -47,7 +47,7 @@ for h in $HOSTS; do
     check "  ... $h: 4 ranks, local ranks 0-3 of 4" [ "$(echo "$lines" | grep -c 'local=[0-3]/4 ')" -eq 4 \
         -a "$(echo "$lines" | sed -n 's/.*local=\([0-9]*\).*/\1/p' | sort -u | wc -l)" -eq 4 ]
     check "  ... $h: MPS on, 50%, its own node's pipe dir in its /tmp, gsrun's memory limit" \
-        [ "$(echo "$lines" | grep -c "mps=1 pipe=/tmp/gsrun\.[A-Za-z0-9]*/$h/g0 .* pct=50 .*memlimit=0=1024MB$")" -eq 4 ]
+        [ "$(echo "$lines" | grep -c "mps=1 pipe=/tmp/gsrun\.[A-Za-z0-9]*/$h/g0 .* pct=50 .*memlimit=0=1024MB ")" -eq 4 ]
     check "  ... $h: exactly one MPS control daemon" \
         [ "$(grep -c "node $h: GPU 0 (.*MPS control daemon [0-9]* on" $J/ok.err)" -eq 1 ]
     check "  ... summary names $h" grep -q "gsrun: node $h: served 4 of 4 ranks; stopping MPS: every rank has exited" $J/ok.err

@@ -109,8 +109,8 @@ if [ "$(id -u)" = 0 ] && getent passwd nobody >/dev/null; then
     wait $flapper 2>/dev/null
     check "20 jobs while nobody flaps $base.1: $bad failed, $split with ranks apart or without MPS, slowest $worst ms" \
         [ $bad -eq 0 -a $split -eq 0 -a $slow -eq 0 ]
-    rmdir "$base.1" 2>/dev/null
     for _ in $(seq 100); do [ -z "$(leftover_procs)" ] && break; sleep 0.05; done
+    rm -rf "$base".* # the bases of ours the jobs made (.1, .2, ...)
     # Every name nobody's: under --mps=on the job fails at once, one line.
     for k in $(seq 16); do mkdir -m 700 "$base.$k" && chown nobody "$base.$k"; done
     t0=$(date +%s%N)

@@ -98,11 +98,26 @@ FAKE_NVML_MIG="0:2" gsrun_fake 2 -np 3 --bind-to none "$PROG" >"$OUT" 2>"$ERR"
 check "3 ranks on 3 MIG/GPU devices: no MPS, each its own MIG instance or GPU" [ $? -eq 0 ]
 check_clean "MIG"
 
+# Client priority (issue 38): the job's ranks, by every spelling.
+gsrun_fake 1 -np 3 "$PROG" >"$OUT" 2>"$ERR"
+check "by default every rank's CUDA_MPS_CLIENT_PRIORITY is 0 (normal)" [ "$(grep -c 'mps=1 .* prio=0$' "$OUT")" -eq 3 ]
+gsrun_fake 1 --mps-priority=low -np 3 "$PROG" >"$OUT" 2>"$ERR"
+check "--mps-priority=low: every rank gets 1" [ "$(grep -c 'mps=1 .* prio=1$' "$OUT")" -eq 3 ]
+GSRUN_MPS_PRIORITY=low LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=1 \
+    mpirun -np 2 "$GSRUN" exec --mps-control="$FAKE_CONTROL" -- "$PROG" >"$OUT" 2>"$ERR"
+check "GSRUN_MPS_PRIORITY=low under gsrun exec: every rank gets 1" [ "$(grep -c 'mps=1 .* prio=1$' "$OUT")" -eq 2 ]
+for _ in $(seq 100); do [ -z "$(leftover_procs)" ] && break; sleep 0.05; done
+rm -rf "$TMPDIR"/gsrun-*
+gsrun_fake 1 --mps-priority=high -np 2 "$PROG" >"$OUT" 2>"$ERR"
+check "--mps-priority=high: status $? (2), one line naming the accepted values" \
+    eval '[ "$(grep -c "mps-priority: invalid value .high.; accepted: normal or low" "$ERR")" -eq 1 ]'
+check_clean "client priority"
+
 # Memory limit: each rank's MPS client limit, for its device 0.
 gsrun_fake 1 --mps-memory-limit=2G -np 3 "$PROG" >"$OUT" 2>"$ERR"
-check "--mps-memory-limit=2G: every rank gets 0=2048MB" [ "$(grep -c 'mps=1 .*memlimit=0=2048MB$' "$OUT")" -eq 3 ]
+check "--mps-memory-limit=2G: every rank gets 0=2048MB" [ "$(grep -c 'mps=1 .*memlimit=0=2048MB ' "$OUT")" -eq 3 ]
 GSRUN_MPS_MEMORY_LIMIT=512M gsrun_fake 1 -np 2 "$PROG" >"$OUT" 2>"$ERR"
-check "GSRUN_MPS_MEMORY_LIMIT=512M works like the option" [ "$(grep -c 'memlimit=0=512MB$' "$OUT")" -eq 2 ]
+check "GSRUN_MPS_MEMORY_LIMIT=512M works like the option" [ "$(grep -c 'memlimit=0=512MB ' "$OUT")" -eq 2 ]
 gsrun_fake 1 --mps-memory-limit=lots -np 2 "$PROG" >"$OUT" 2>"$ERR"
 [ $? -eq 2 ] && grep -q "mps-memory-limit: invalid value 'lots'; accepted: off, or a size" "$ERR"
 check "--mps-memory-limit=lots: status 2, message names the option and the accepted sizes" [ $? -eq 0 ]

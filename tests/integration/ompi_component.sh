@@ -82,7 +82,7 @@ rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
 [ $rc -eq 0 ] && [ $ms -lt 10000 ]
 check "4 GPUs, 8 bound ranks: status 0 in ${ms} ms (no wait for placement)" [ $? -eq 0 ]
-[ "$(grep -c 'mps=1 .*pct=100 .*gpuranks=2 .*memlimit=0=1024MB$' "$OUT")" -eq 8 ] &&
+[ "$(grep -c 'mps=1 .*pct=100 .*gpuranks=2 .*memlimit=0=1024MB ' "$OUT")" -eq 8 ] &&
     [ "$(grep -o 'uuid=[^ ]*' "$OUT" | sort -u | wc -l)" -eq 4 ]
 check "  ... blocks of 2 per GPU at 100 %, memory limit 1024 MiB each" [ $? -eq 0 ]
 check_clean "4 GPUs"

@@ -122,13 +122,15 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     printf("rank=%d size=%d local=%s/%s mps=%s pipe=%s log=%s pct=%s cvd=%s uuid=%s "
-           "gpuranks=%s control=%d slurm_gpus=%s jobdir=%s host=%s pid=%d cpus=%s memlimit=%s\n",
+           "gpuranks=%s control=%d slurm_gpus=%s jobdir=%s host=%s pid=%d cpus=%s memlimit=%s "
+           "prio=%s\n",
            rank, size, env("GSRUN_LOCAL_RANK"), env("GSRUN_LOCAL_SIZE"), env("GSRUN_MPS_ACTIVE"),
            env("CUDA_MPS_PIPE_DIRECTORY"), env("CUDA_MPS_LOG_DIRECTORY"),
            env("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), env("CUDA_VISIBLE_DEVICES"),
            env("GSRUN_GPU_UUID"), env("GSRUN_GPU_RANKS"), control_ok, env("GPU_DEVICE_ORDINAL"),
            env("GSRUN_JOB_DIR"),
-           host, (int)getpid(), cpus, env("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"));
+           host, (int)getpid(), cpus, env("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"),
+           env("CUDA_MPS_CLIENT_PRIORITY"));
     if (stamp) {
         printf("stamp=%lld,%lld\n", t_main, t_init);
     }

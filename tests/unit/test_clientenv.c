@@ -10,6 +10,8 @@
 
 #include "runtime/rank/clientenv.h"
 
+static gs_config_t cfg; /* the defaults (main) */
+
 static const char *find(const gs_clientenv_t *e, const char *name)
 {
     size_t n = strlen(name);
@@ -52,7 +54,7 @@ static void test_mps_on(void **state)
     gs_error_t err;
     (void)state;
     st = on_state();
-    assert_int_equal(gs_clientenv_build(&st, -1, 3, 16, &e, &err), 0);
+    assert_int_equal(gs_clientenv_build(&st, -1, 3, 16, &cfg, &e, &err), 0);
     assert_string_equal(find(&e, "CUDA_MPS_PIPE_DIRECTORY"), "/r/n/g0");
     assert_string_equal(find(&e, "CUDA_MPS_LOG_DIRECTORY"), "/r/n/g0.log");
     assert_string_equal(find(&e, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "25");
@@ -64,21 +66,27 @@ static void test_mps_on(void **state)
     assert_string_equal(find(&e, "GSRUN_LOCAL_SIZE"), "16");
     assert_string_equal(find(&e, "GSRUN_MPS_ACTIVE"), "1");
     assert_true(unsets(&e, "GSRUN_JOB_DIR"));
+    /* The job's priority on its server: normal unless it asked for low. */
+    assert_string_equal(find(&e, "CUDA_MPS_CLIENT_PRIORITY"), "0");
+    gs_config_t low = cfg;
+    assert_int_equal(gs_config_set(&low, "mps-priority", "low", "--mps-priority", &err), 0);
+    assert_int_equal(gs_clientenv_build(&st, -1, 3, 16, &low, &e, &err), 0);
+    assert_string_equal(find(&e, "CUDA_MPS_CLIENT_PRIORITY"), "1");
     /* Percentage off: an inherited value must not survive. */
-    assert_int_equal(gs_clientenv_build(&st, -1, 12, 16, &e, &err), 0);
+    assert_int_equal(gs_clientenv_build(&st, -1, 12, 16, &cfg, &e, &err), 0);
     assert_string_equal(find(&e, "CUDA_MPS_PIPE_DIRECTORY"), "/r/n/g1");
     assert_null(find(&e, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
     assert_true(unsets(&e, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
     /* A rank outside the plan is an error, not a guess. */
-    assert_true(gs_clientenv_build(&st, -1, 16, 17, &e, &err) < 0);
+    assert_true(gs_clientenv_build(&st, -1, 16, 17, &cfg, &e, &err) < 0);
     /* The agent's answer (placement by the rank's cores) wins over blocks. */
-    assert_int_equal(gs_clientenv_build(&st, 1, 3, 16, &e, &err), 0);
+    assert_int_equal(gs_clientenv_build(&st, 1, 3, 16, &cfg, &e, &err), 0);
     assert_string_equal(find(&e, "CUDA_MPS_PIPE_DIRECTORY"), "/r/n/g1");
     assert_string_equal(find(&e, "GSRUN_GPU_UUID"), "GPU-bbbb");
     assert_null(find(&e, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"));
     /* A memory limit is for device 0, the rank's only device. */
     st.mem_limit_mb = 4096;
-    assert_int_equal(gs_clientenv_build(&st, 1, 3, 16, &e, &err), 0);
+    assert_int_equal(gs_clientenv_build(&st, 1, 3, 16, &cfg, &e, &err), 0);
     assert_string_equal(find(&e, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "0=4096MB");
 }
 
@@ -90,7 +98,7 @@ static void test_mps_off(void **state)
     (void)state;
     memset(&st, 0, sizeof(st));
     st.kind = GS_STATE_OFF;
-    assert_int_equal(gs_clientenv_build(&st, -1, 1, 2, &e, &err), 0);
+    assert_int_equal(gs_clientenv_build(&st, -1, 1, 2, &cfg, &e, &err), 0);
     assert_string_equal(find(&e, "GSRUN_MPS_ACTIVE"), "0");
     assert_null(find(&e, "CUDA_MPS_PIPE_DIRECTORY"));
     assert_null(find(&e, "CUDA_VISIBLE_DEVICES"));
@@ -100,9 +108,9 @@ static void test_mps_off(void **state)
     snprintf(st.server[1].uuid, sizeof(st.server[1].uuid), "MIG-bbbb");
     st.server[0].nranks = st.server[1].nranks = 1;
     st.server[1].first_rank = 1;
-    assert_int_equal(gs_clientenv_build(&st, -1, 1, 2, &e, &err), 0);
+    assert_int_equal(gs_clientenv_build(&st, -1, 1, 2, &cfg, &e, &err), 0);
     assert_string_equal(find(&e, "CUDA_VISIBLE_DEVICES"), "MIG-bbbb");
-    assert_int_equal(gs_clientenv_build(&st, 0, 1, 2, &e, &err), 0);
+    assert_int_equal(gs_clientenv_build(&st, 0, 1, 2, &cfg, &e, &err), 0);
     assert_string_equal(find(&e, "CUDA_VISIBLE_DEVICES"), "GPU-aaaa");
     assert_null(find(&e, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"));
 }
@@ -116,7 +124,7 @@ static void test_apply(void **state)
     st = on_state();
     setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "77", 1);
     setenv("GSRUN_JOB_DIR", "/x", 1);
-    assert_int_equal(gs_clientenv_build(&st, -1, 9, 16, &e, &err), 0);
+    assert_int_equal(gs_clientenv_build(&st, -1, 9, 16, &cfg, &e, &err), 0);
     assert_int_equal(gs_clientenv_apply(&e, &err), 0);
     assert_null(getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
     assert_null(getenv("GSRUN_JOB_DIR"));
@@ -131,5 +139,6 @@ int main(void)
         cmocka_unit_test(test_mps_off),
         cmocka_unit_test(test_apply),
     };
+    gs_config_init(&cfg);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

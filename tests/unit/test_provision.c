@@ -5,13 +5,16 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "runtime/rank/node.h"
 #include "runtime/batch/provision.h"
+#include "runtime/core/proc.h"
 #include "runtime/files/rundir.h"
 
 static const char *find(const gs_clientenv_t *env, const char *name)
@@ -122,7 +125,41 @@ static void test_user_base_any(void **state)
         assert_int_equal(symlink("/", path), 0);
     }
     assert_true(gs_provision_user_base_any(want, out, sizeof(out), taken, sizeof(taken), &err) < 0);
-    assert_non_null(strstr(err.text, "set TMPDIR to a private directory"));
+    assert_non_null(strstr(err.text, "(taken by other users)"));
+    /* gsrun exec's ranks: every name taken (links here, which are never
+     * ours): the first rank and the others fail at once. */
+    long long t0 = gs_proc_now_ms();
+    assert_int_equal(gs_provision_exec_job_dir(want, "exec-1", 1, 5000, out, sizeof(out), taken,
+                                               sizeof(taken), &err),
+                     -EPERM);
+    assert_int_equal(gs_provision_exec_job_dir(want, "exec-1", 0, 5000, out, sizeof(out), taken,
+                                               sizeof(taken), &err),
+                     -EPERM);
+    assert_true(gs_proc_now_ms() - t0 < 1000);
+    snprintf(path, sizeof(path), "%s.7", want);
+    assert_int_equal(unlink(path), 0);
+    /* A rank before the first: waits until the first rank has made the
+     * job dir (.7, the one name free), then goes where it went. */
+    pid_t first = fork();
+    if (first == 0) {
+        usleep(200 * 1000);
+        _exit(gs_provision_exec_job_dir(want, "exec-1", 1, 5000, out, sizeof(out), taken,
+                                        sizeof(taken), &err) == 0
+                  ? 0
+                  : 1);
+    }
+    assert_int_equal(gs_provision_exec_job_dir(want, "exec-1", 0, 5000, out, sizeof(out), taken,
+                                               sizeof(taken), &err),
+                     0);
+    snprintf(path, sizeof(path), "%s.7/exec-1", want);
+    assert_string_equal(out, path);
+    int st;
+    assert_int_equal(waitpid(first, &st, 0), first);
+    assert_int_equal(WEXITSTATUS(st), 0);
+    /* No first rank at all: the wait ends at its bound. */
+    assert_int_equal(gs_provision_exec_job_dir(want, "exec-2", 0, 300, out, sizeof(out), taken,
+                                               sizeof(taken), &err),
+                     -ETIMEDOUT);
     snprintf(path, sizeof(path), "rm -rf '%s'", dir);
     assert_int_equal(system(path), 0);
 }
