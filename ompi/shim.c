@@ -164,7 +164,8 @@ int main(int argc, char **argv)
                            .job_dir = job_dir,
                            .local_rank = loc.local_rank,
                            .local_size = loc.local_size,
-                           .launcher_pid = getppid()};
+                           .launcher_pid = getppid(),
+                           .program = argv[first]};
     int node_wide, code = gs_task_run_rank(&rank, &st, &env, &keep_fd, &node_wide, &err);
     if (code != 0) {
         return node_wide ? fail_node(leader, code, node, err.text)
@@ -172,6 +173,12 @@ int main(int argc, char **argv)
     }
     if (leader) {
         gs_node_print_plan(stderr, node, &st, loc.source, cfg.verbose);
+        if (env.uncoupled && cfg.verbose) {
+            fprintf(stderr,
+                    "gsrun: node %s: '%s' links no MPI library: each rank's share is 100 %% "
+                    "(--mps-percentage sets another)\n",
+                    node, argv[first]);
+        }
     }
     if (gs_clientenv_apply(&env, &err) != 0) {
         return fail_rank(loc.local_rank, GS_EXIT_SETUP, node, err.text);

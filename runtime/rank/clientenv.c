@@ -91,6 +91,24 @@ int gs_clientenv_build(const gs_state_t *st, int rank_gpu, int local_rank, int l
     return 0;
 }
 
+int gs_clientenv_put(gs_clientenv_t *env, const char *name, const char *value)
+{
+    size_t n = strlen(name);
+    for (int i = 0; i < env->nunset; i++) {
+        if (strcmp(env->unset[i], name) == 0) {
+            env->unset[i] = env->unset[--env->nunset];
+            break;
+        }
+    }
+    for (int i = 0; i < env->nset; i++) {
+        if (strncmp(env->set[i], name, n) == 0 && env->set[i][n] == '=') {
+            memmove(env->set[i], env->set[--env->nset], sizeof(env->set[0])); /* out; added below */
+            break;
+        }
+    }
+    return add(env, name, value);
+}
+
 int gs_clientenv_apply(const gs_clientenv_t *env, gs_error_t *err)
 {
     for (int i = 0; i < env->nunset; i++) {

@@ -12,6 +12,7 @@
 #include "runtime/core/proc.h"
 #include "runtime/files/rundir.h"
 #include "runtime/rank/helper.h"
+#include "runtime/rank/program.h"
 
 int gs_task_join(const gs_node_req_t *req, gs_state_t *st, gs_clientenv_t *env, int *keep_fd,
                  int *node_wide, gs_error_t *err)
@@ -65,7 +66,21 @@ int gs_task_run_rank(const gs_task_rank_t *rank, gs_state_t *st, gs_clientenv_t 
      * clock the timelines count from. */
     req.early_agent = getenv("GSRUN_EARLY_AGENT") != NULL;
     req.t0_ms = getenv("GSRUN_T0") != NULL ? atoll(getenv("GSRUN_T0")) : 0;
-    return gs_task_join(&req, st, env, keep_fd, node_wide, err);
+    int code = gs_task_join(&req, st, env, keep_fd, node_wide, err);
+    /* A program that links no MPI library runs on its own: the share for
+     * coupled ranks (200/n) only slows it (doc/tuning.md). The default only:
+     * a share the user set wins. */
+    char path[GS_PATH_MAX];
+    if (code == 0 && st->kind == GS_STATE_ON && rank->program != NULL &&
+        rank->cfg->pct_mode == GS_PCT_AUTO &&
+        gs_program_resolve(rank->program, path, sizeof(path)) == 0 &&
+        gs_program_links_mpi(path) == 0) {
+        if (gs_clientenv_put(env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "100") != 0) {
+            return GS_EXIT_SETUP;
+        }
+        env->uncoupled = 1;
+    }
+    return code;
 }
 
 int gs_task_step_name(unsigned long job, unsigned long step, char *out, size_t len)

@@ -31,6 +31,7 @@ typedef struct {
     pid_t launcher_pid;   /* the process whose end is the launcher's */
     int for_parent;       /* registers the caller's parent (a task prolog) */
     int report_rank0;     /* the agent reports on local rank 0's stderr */
+    const char *program;  /* what the rank execs (its default share), NULL: unknown */
 } gs_task_rank_t;
 
 /* The spine every rank-side front end shares: the node leader finds

@@ -113,6 +113,19 @@ check "--mps-priority=high: status $? (2), one line naming the accepted values" 
     eval '[ "$(grep -c "mps-priority: invalid value .high.; accepted: normal or low" "$ERR")" -eq 1 ]'
 check_clean "client priority"
 
+# A program that links no MPI library (issue 38): 100 % by default, said
+# with -v; an MPI program or a script keeps 200/n; a share set wins.
+gsrun_fake 1 -v -np 4 printenv CUDA_MPS_ACTIVE_THREAD_PERCENTAGE >"$OUT" 2>"$ERR"
+check "4 ranks of printenv (no MPI): each at 100 %" [ "$(grep -cx 100 "$OUT")" -eq 4 ] || diag "$OUT"
+check "  ... -v says why" grep -q "'printenv' links no MPI library: each rank's share is 100 %" "$ERR"
+gsrun_fake 1 -np 4 sh -c 'echo "pct=$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"' >"$OUT" 2>"$ERR"
+check "  ... a script: 50 % (200/4: unknown counts as coupled)" [ "$(grep -cx pct=50 "$OUT")" -eq 4 ]
+gsrun_fake 1 -np 4 "$PROG" >"$OUT" 2>"$ERR"
+check "  ... the MPI program: 50 %" [ "$(grep -c 'mps=1 .*pct=50 ' "$OUT")" -eq 4 ]
+gsrun_fake 1 --mps-percentage=30 -np 4 printenv CUDA_MPS_ACTIVE_THREAD_PERCENTAGE >"$OUT" 2>"$ERR"
+check "  ... --mps-percentage=30 wins: 30 %" [ "$(grep -cx 30 "$OUT")" -eq 4 ]
+check_clean "a program without MPI"
+
 # Memory limit: each rank's MPS client limit, for its device 0.
 gsrun_fake 1 --mps-memory-limit=2G -np 3 "$PROG" >"$OUT" 2>"$ERR"
 check "--mps-memory-limit=2G: every rank gets 0=2048MB" [ "$(grep -c 'mps=1 .*memlimit=0=2048MB ' "$OUT")" -eq 3 ]
