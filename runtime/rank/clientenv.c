@@ -91,22 +91,25 @@ int gs_clientenv_build(const gs_state_t *st, int rank_gpu, int local_rank, int l
     return 0;
 }
 
-int gs_clientenv_put(gs_clientenv_t *env, const char *name, const char *value)
+int gs_clientenv_unset(gs_clientenv_t *env, const char *name)
 {
     size_t n = strlen(name);
-    for (int i = 0; i < env->nunset; i++) {
-        if (strcmp(env->unset[i], name) == 0) {
-            env->unset[i] = env->unset[--env->nunset];
-            break;
-        }
-    }
     for (int i = 0; i < env->nset; i++) {
         if (strncmp(env->set[i], name, n) == 0 && env->set[i][n] == '=') {
-            memmove(env->set[i], env->set[--env->nset], sizeof(env->set[0])); /* out; added below */
+            memmove(env->set[i], env->set[--env->nset], sizeof(env->set[0]));
             break;
         }
     }
-    return add(env, name, value);
+    for (int i = 0; i < env->nunset; i++) {
+        if (strcmp(env->unset[i], name) == 0) {
+            return 0;
+        }
+    }
+    if (env->nunset >= GS_CLIENTENV_MAX) {
+        return -ENOSPC;
+    }
+    env->unset[env->nunset++] = name;
+    return 0;
 }
 
 int gs_clientenv_apply(const gs_clientenv_t *env, gs_error_t *err)

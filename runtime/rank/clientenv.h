@@ -15,7 +15,7 @@ typedef struct {
     char set[GS_CLIENTENV_MAX][320]; /* "NAME=VALUE" */
     int nunset;
     const char *unset[GS_CLIENTENV_MAX];
-    int uncoupled; /* the share is 100 %: the program links no MPI library */
+    int uncoupled; /* no share (100 %): the program links no MPI library */
 } gs_clientenv_t;
 
 /* Computes the changes for local_rank of local_size from the node state and
@@ -26,8 +26,9 @@ typedef struct {
 int gs_clientenv_build(const gs_state_t *st, int rank_gpu, int local_rank, int local_size,
                        const gs_config_t *cfg, gs_clientenv_t *env, gs_error_t *err);
 
-/* Sets name to value in env, replacing what env sets or unsets for it. */
-int gs_clientenv_put(gs_clientenv_t *env, const char *name, const char *value);
+/* Makes env unset name (a string that outlives env), instead of any value
+ * it set. 0 or -ENOSPC. */
+int gs_clientenv_unset(gs_clientenv_t *env, const char *name);
 
 /* Applies the changes to this process (setenv/unsetenv). */
 int gs_clientenv_apply(const gs_clientenv_t *env, gs_error_t *err);

@@ -75,7 +75,9 @@ int gs_task_run_rank(const gs_task_rank_t *rank, gs_state_t *st, gs_clientenv_t 
         rank->cfg->pct_mode == GS_PCT_AUTO &&
         gs_program_resolve(rank->program, path, sizeof(path)) == 0 &&
         gs_program_links_mpi(path) == 0) {
-        if (gs_clientenv_put(env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "100") != 0) {
+        /* Unset, as --mps-percentage=off: the whole GPU, and a context that
+         * holds no less memory than without MPS (design A13). */
+        if (gs_clientenv_unset(env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE") != 0) {
             return GS_EXIT_SETUP;
         }
         env->uncoupled = 1;

@@ -5,10 +5,10 @@
 #
 #   tests/gpu/uncoupled.sh [BUILD_DIR]
 #
-# N independent copies of examples/solo_jacobi (1024 x 1024, 1000 sweeps;
+# N independent copies of examples/solo_jacobi (2048 x 2048, 4000 sweeps;
 # it links no MPI library) under one gsrun, for N = 16 and 48 (one MPS
 # server's client limit), two runs each, side by side: gsrun's default
-# (100 % for a program without MPI), --mps-percentage=<200/N> (the share
+# (no share, 100 %, for a program without MPI), --mps-percentage=<200/N> (the share
 # the default gave before), --mps-percentage=off, and plain mpirun. Prints
 # the worst solve time of each and the ratios, then checks: every copy ran
 # and its checksum is the same; the default is within 1.2x of off; -v says
@@ -31,6 +31,7 @@ prog=$build/examples/solo_jacobi
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 G=$build/launcher/gsrun
 out=$(mktemp)
+size="--n 2048 --iters 4000" # about 0.03 s for one copy alone on an H200
 
 worst() { # worst N LAUNCH...: the largest solve time of N copies, or "fail"
     local n=$1
@@ -49,10 +50,10 @@ echo "# $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | hea
 for n in 16 48; do
     old=$(awk -v n=$n 'BEGIN { p = 200 / n; if (p > 100) p = 100; printf "%g", p }')
     for run in 1 2; do
-        d=$(worst $n "$G" -np $n --oversubscribe "$prog")
-        o=$(worst $n "$G" --mps-percentage=off -np $n --oversubscribe "$prog")
-        s=$(worst $n "$G" --mps-percentage=$old -np $n --oversubscribe "$prog")
-        p=$(worst $n mpirun -np $n --oversubscribe "$prog")
+        d=$(worst $n "$G" -np $n --oversubscribe "$prog" $size)
+        o=$(worst $n "$G" --mps-percentage=off -np $n --oversubscribe "$prog" $size)
+        s=$(worst $n "$G" --mps-percentage=$old -np $n --oversubscribe "$prog" $size)
+        p=$(worst $n mpirun -np $n --oversubscribe "$prog" $size)
         echo "# $n copies, run $run: worst solve (s): gsrun default $d, --mps-percentage=off $o, --mps-percentage=$old (the old default) $s, plain mpirun $p"
         if [ "$d" = fail ] || [ "$o" = fail ] || [ "$s" = fail ] || [ "$p" = fail ]; then
             notok "$n copies, run $run: a job failed"
@@ -71,8 +72,11 @@ grep -q "links no MPI library: each rank's share is 100 %" "$out.err" &&
 [ $? -eq 0 ] && [ "$(grep -c '^solo_jacobi: ' "$out")" -eq 4 ] &&
     ok "--mps-priority=low: 4 copies ran under MPS at CUDA_MPS_CLIENT_PRIORITY=1" ||
     { notok "--mps-priority=low"; cat "$out.err"; }
-sleep 1
-left=$(pgrep -c -f 'nvidia-cuda-mps' || true)
+for _ in $(seq 100); do
+    left=$(pgrep -c -x 'nvidia-cuda-mps' || true) # comm: 15 characters of the name
+    [ "${left:-0}" -eq 0 ] && break
+    sleep 0.1
+done
 [ "${left:-0}" -eq 0 ] && ok "no MPS process left" || notok "$left MPS processes left"
 rm -f "$out" "$out.err"
 echo "$pass passed, $fail failed"
