@@ -319,8 +319,9 @@ const gs_config_key_t gs_config_keys[] = {
     {"mps-percentage", "GSRUN_MPS_PERCENTAGE", "auto, off, or a number from 1 to 100", "percentage",
      ALL_FRONTS, 1, set_pct, fmt_pct, "auto|off|N",
      "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE per rank: auto is min(100, 200/n) for n ranks on an MPS "
-     "server, off leaves it unset (independent ranks, ensembles: use off; which fits which "
-     "job: doc/tuning.md), N is a number from 1 to 100",
+     "server (unset for a program that links no MPI library), off leaves it unset "
+     "(independent ranks, ensembles: use off; which fits which job: doc/tuning.md), N is a "
+     "number from 1 to 100",
      0},
     {"mps-control", "GSRUN_MPS_CONTROL", "the path of nvidia-cuda-mps-control", "control",
      ALL_FRONTS, 1, set_control, fmt_control, "PATH",
