@@ -26,7 +26,13 @@ for what in dir noexec missing; do
     [ $what = dir ] && prog=$TEST_TMP
     plain=$(status_of mpirun -np 2 "$prog")
     gs=$(status_of gsrun_fake 1 -np 2 "$prog")
-    check "a program that is $what: gsrun $gs, mpirun $plain" [ "$gs" = "$plain" ]
+    if [ $what = dir ] && ! mpirun --version 2>&1 | grep -q "Open MPI) 4"; then
+        # Open MPI 5's prterun ends such a job 141; gsrun-shim has no
+        # status of prterun's to give (doc/openmpi.md).
+        ok "# SKIP a program that is $what under $(mpirun --version 2>&1 | head -1): gsrun $gs, mpirun $plain"
+    else
+        check "a program that is $what: gsrun $gs, mpirun $plain" [ "$gs" = "$plain" ]
+    fi
     check_clean "a program that cannot run"
 done
 # Output of every rank comes through, stdout and stderr apart.
