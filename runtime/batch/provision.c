@@ -163,9 +163,18 @@ int gs_provision_exec_job_dir(const char *dir, const char *job, int first, int t
     }
     /* Found, never chosen: whatever another user does to the names
      * meanwhile, the rank goes where the first rank went. */
-    long long deadline = gs_proc_now_ms() + timeout_ms;
+    long long deadline = gs_proc_now_ms() + timeout_ms, taken_since = -1;
     int wait_ms = 1;
-    while ((rc = find_job_dir(dir, job, out, len, err)) == -EAGAIN) {
+    /* Every name another user's: once is not enough (the first rank's new
+     * base can look another's for a moment, as under fakeroot); 100 ms of
+     * it is. */
+    while ((rc = find_job_dir(dir, job, out, len, err)) == -EAGAIN ||
+           (rc == -EPERM && (taken_since < 0 || gs_proc_now_ms() - taken_since < 100))) {
+        if (rc == -EPERM && taken_since < 0) {
+            taken_since = gs_proc_now_ms();
+        } else if (rc == -EAGAIN) {
+            taken_since = -1;
+        }
         if (gs_proc_now_ms() >= deadline) {
             return gs_error_set(err, ETIMEDOUT,
                                 "the node's first rank made no run directory for this job in "

@@ -49,8 +49,8 @@ int gs_provision_user_base_any(const char *dir, char *out, size_t len, char *tak
  * the same time: the node's first rank (first) chooses the base as
  * gs_provision_user_base_any does and makes <base>/<job>; every other
  * rank waits (up to timeout_ms) until one of the candidate bases that is
- * its own holds that job dir, which only the first rank makes. -EPERM at
- * once when every candidate is another user's. */
+ * its own holds that job dir, which only the first rank makes. -EPERM
+ * once every candidate has been another user's for 100 ms. */
 int gs_provision_exec_job_dir(const char *dir, const char *job, int first, int timeout_ms,
                               char *out, size_t len, char *taken, size_t taken_len,
                               gs_error_t *err);
