@@ -59,8 +59,8 @@ wait_running() { # wait_running NAME N SECONDS: until N of them run
 escape() {
     local mode=$1 job=$2 user=$3 name=$4 n=$5 what=$6 cg=
     [ "$mode" = tree ] && cg=none
-    rm -f "$TEST_TMP/esc/pids" "$TEST_TMP/esc/hops" "$TEST_TMP/esc/cgroup"
-    GSRUN_CGROUP_ROOT=$cg FAKE_MPS_ESCAPE=$TEST_TMP/esc/pids FAKE_MPS_ESCAPE_EXEC="cat /proc/self/cgroup >$TEST_TMP/esc/cgroup; exec $H $what" \
+    rm -f "$TEST_TMP/esc/pids" "$TEST_TMP/esc/hops" "$TEST_TMP/esc/cgroup" "$TEST_TMP/esc/err"
+    GSRUN_CGROUP_ROOT=$cg FAKE_MPS_ESCAPE=$TEST_TMP/esc/pids FAKE_MPS_ESCAPE_EXEC="cat /proc/self/cgroup >$TEST_TMP/esc/cgroup; exec $H $what 2>$TEST_TMP/esc/err" \
         "$GSRUN" prolog --job "$job" --user "$user" --dir "$BASE" $CTL 2>"$ERR"
     local rc=$?
     wait_running "$name" "$n" 60
@@ -69,7 +69,8 @@ escape() {
     local where
     where=$(grep '^0::' "$TEST_TMP/esc/cgroup" 2>/dev/null)
     check "$mode: a job of $user's whose tree runs '${what%% *} ...': prolog $rc (0), $seen processes running (at least $n)" \
-        [ $rc -eq 0 -a "$seen" -ge "$n" ] || diag "$ERR"
+        [ $rc -eq 0 -a "$seen" -ge "$n" ] ||
+        { diag "$ERR" "$TEST_TMP/esc/err"; echo "# $user: $(ps -u "$user" -o stat=,comm= | sort | uniq -c | head -5 | tr '\n' ' ')"; }
     if [ "$mode" = cgroup ]; then
         check "  ... all in the job's cgroup ($where)" eval '[[ "$where" == */gsrun/job-$job.* ]]'
     else
