@@ -127,18 +127,7 @@ static int parse(int argc, char **argv, batch_opts_t *o, gs_error_t *err)
             i++;
         }
     }
-    if (o->dir != NULL) {
-        /* Root makes this directory: a name no shell or log line shows
-         * as it is (a newline, an escape) is refused before anything. */
-        char shown[128];
-        if (o->dir[0] != '/' || gs_text_has_control(o->dir)) {
-            return gs_error_set(err, EINVAL,
-                                "--dir '%s' is not usable: give an absolute path without control "
-                                "characters",
-                                gs_text_printable(o->dir, shown, sizeof(shown)));
-        }
-    }
-    return 0;
+    return o->dir != NULL ? gs_provision_dir_ok(o->dir, err) : 0;
 }
 
 /* A part of root's work done as the job's user, in a child (root's part in

@@ -37,6 +37,20 @@ int gs_provision_job_name(const char *job, char *out, size_t len, gs_error_t *er
     return 0;
 }
 
+int gs_provision_dir_ok(const char *dir, gs_error_t *err)
+{
+    char shown[128];
+    /* Root may make it: a name no shell or log line shows as it is (a
+     * newline, an escape) is refused before anything. */
+    if (dir[0] != '/' || gs_text_has_control(dir)) {
+        return gs_error_set(err, EINVAL,
+                            "--dir '%s' is not usable: give an absolute path without control "
+                            "characters",
+                            gs_text_printable(dir, shown, sizeof(shown)));
+    }
+    return 0;
+}
+
 int gs_provision_user_base(const char *dir, char *out, size_t len, gs_error_t *err)
 {
     int rc;

@@ -27,6 +27,10 @@ int gs_provision_job_name(const char *job, char *out, size_t len, gs_error_t *er
  * private directory (never one another user made first). */
 int gs_provision_user_base(const char *dir, char *out, size_t len, gs_error_t *err);
 
+/* Whether --dir's value can be a base: an absolute path without control
+ * bytes. 0, or -EINVAL with err saying why (the value shown with '?'). */
+int gs_provision_dir_ok(const char *dir, gs_error_t *err);
+
 /* Names tried after a user's base in a shared directory that another user
  * took first: <base>.1 to <base>.N. */
 #define GS_PROVISION_BASE_TRIES 16

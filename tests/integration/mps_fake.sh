@@ -122,8 +122,12 @@ check_clean "clients per server set"
 
 # Concurrent jobs of one user: separate daemons and directories.
 rm -f "$REC"
+# Each mpirun its own session dir base: four mpiruns that make the same
+# ompi.<host>.<uid> at once can fail in orte_init ("File exists", Open MPI
+# 4.1's session_dir.c), which is Open MPI's race, not gsrun's.
 for i in 1 2 3 4; do
-    FAKE_MPS_RECORD=$REC gsrun_fake 1 -np 3 "$PROG" --sleep 300 >"$OUT.$i" 2>&1 &
+    mkdir -p "$TEST_TMP/ompi/$i"
+    OMPI_MCA_orte_tmpdir_base=$TEST_TMP/ompi/$i FAKE_MPS_RECORD=$REC gsrun_fake 1 -np 3 "$PROG" --sleep 300 >"$OUT.$i" 2>&1 &
 done
 wait
 check "four concurrent jobs: four daemons" [ "$(grep -c '^start ' "$REC")" -eq 4 ]
