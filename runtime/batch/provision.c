@@ -119,9 +119,8 @@ int gs_provision_user_base_any(const char *dir, char *out, size_t len, char *tak
 /* Whether path is a directory of ours that no one else can enter. */
 static int ours(const char *path)
 {
-    struct stat st;
-    return lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
-           (st.st_mode & 077) == 0;
+    gs_error_t ignored;
+    return gs_rundir_check_own(path, &ignored) == 0;
 }
 
 /* A rank that is not the node's first: the job dir the first one made, in

@@ -133,6 +133,11 @@ static int pidset_init(pidset_t *s)
     return s->bits != NULL ? 0 : -ENOMEM;
 }
 
+static void pidset_clear(pidset_t *s)
+{
+    memset(s->bits, 0, (size_t)(s->max / 8 + 1));
+}
+
 static int pidset_has(const pidset_t *s, pid_t pid)
 {
     return pid > 0 && pid < s->max && (s->bits[pid / 8] & (1u << (pid % 8)));
@@ -274,20 +279,20 @@ int gs_proctree_kill(const char *const *spare, const char *marker, int timeout_m
     int ended = 0, alive = 0;
 
     *left = 0;
-    if (pidset_init(&signalled) != 0) {
-        return -ENOMEM;
+    tree.bits = spared.bits = signalled.bits = NULL;
+    if (pidset_init(&signalled) != 0 || pidset_init(&tree) != 0 || pidset_init(&spared) != 0) {
+        ended = -ENOMEM;
     }
-    tree.bits = spared.bits = NULL;
-    for (;;) {
+    while (ended >= 0) {
         int waiting = 0; /* exited children of ours not reaped yet */
         childless();
         long n = snapshot(&list, &cap);
-        free(tree.bits);
-        free(spared.bits);
-        if (n < 0 || pidset_init(&tree) != 0 || pidset_init(&spared) != 0) {
+        if (n < 0) {
             ended = -ENOMEM;
             break;
         }
+        pidset_clear(&tree);
+        pidset_clear(&spared);
         mark_tree(list, n, self, spare, &tree, &spared);
         alive = 0;
         for (long i = 0; i < n; i++) {

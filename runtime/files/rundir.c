@@ -67,7 +67,6 @@ int gs_rundir_create_job(const char *tmpdir, char *out, size_t outlen, gs_error_
 
 int gs_rundir_ensure(const char *dir, gs_error_t *err)
 {
-    struct stat st;
     if (mkdir(dir, 0700) == 0) {
         return 0;
     }
@@ -75,6 +74,12 @@ int gs_rundir_ensure(const char *dir, gs_error_t *err)
         return gs_error_set(err, errno, "cannot create run directory '%s': %s", dir,
                             strerror(errno));
     }
+    return gs_rundir_check_own(dir, err);
+}
+
+int gs_rundir_check_own(const char *dir, gs_error_t *err)
+{
+    struct stat st;
     if (lstat(dir, &st) != 0) {
         return gs_error_set(err, errno, "run directory '%s': %s", dir, strerror(errno));
     }

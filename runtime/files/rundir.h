@@ -31,6 +31,10 @@ int gs_rundir_create_job(const char *tmpdir, char *out, size_t outlen, gs_error_
 /* Creates dir with mode 0700, or accepts it if it exists and is a directory
  * owned by us with no group or other access; refuses symlinks. */
 int gs_rundir_ensure(const char *dir, gs_error_t *err);
+/* Whether dir is a directory of ours that no one else can enter (what
+ * gs_rundir_ensure accepts when dir exists): 0, or -errno with err saying
+ * why (-ENOENT: none there; -ENOTDIR; -EPERM: another's, or open to others). */
+int gs_rundir_check_own(const char *dir, gs_error_t *err);
 
 /* Opens dir (no link) and takes its exclusive flock, waiting up to
  * timeout_ms (polled every 5 ms). Returns the locked descriptor (close it
