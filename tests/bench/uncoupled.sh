@@ -3,7 +3,7 @@
 # covers: runtime/rank/program.c, runtime/rank/task.c (the default share of a
 # program without MPI), runtime/rank/clientenv.c (client priority), on the GPU
 #
-#   tests/gpu/uncoupled.sh [BUILD_DIR]
+#   tests/bench/uncoupled.sh [BUILD_DIR]
 #
 # N independent copies of examples/solo_jacobi (2048 x 2048, 4000 sweeps;
 # it links no MPI library) under one gsrun, for N = 16 and 48 (one MPS
