@@ -268,7 +268,7 @@ static int prolog(batch_opts_t *o, const char *name)
         const char *base = o->dir;
         if (base == NULL) {
             snprintf(stem, sizeof(stem), "/tmp/gsrun-%u", (unsigned)getuid());
-            if (gs_provision_user_base_any(stem, own, sizeof(own), taken, sizeof(taken), &err) !=
+            if (gs_rundir_user_base_any(stem, own, sizeof(own), taken, sizeof(taken), &err) !=
                 0) {
                 /* The base is fixed (TMPDIR does not move it): --dir does. */
                 size_t n = strlen(err.text);
@@ -364,7 +364,7 @@ static int find_in_base(const char *base, const char *name, char *job_dir, size_
 static int find_job_dir(batch_opts_t *o, const char *name, char *job_dir, size_t len, int *roots,
                         gs_error_t *err)
 {
-    char bases[2 + GS_PROVISION_BASE_TRIES][64];
+    char bases[2 + GS_RUNDIR_BASE_TRIES][64];
     int n = 0;
 
     if (o->dir != NULL) {
@@ -372,10 +372,10 @@ static int find_job_dir(batch_opts_t *o, const char *name, char *job_dir, size_t
     }
     snprintf(bases[n++], sizeof(bases[0]), "%s", GS_ROOT_RUNDIR);
     /* Our own base, or the name the prolog took when another user had made
-     * ours first (gs_provision_user_base_any's order); another user's is
+     * ours first (gs_rundir_user_base_any's order); another user's is
      * passed over, never used. */
     snprintf(bases[n++], sizeof(bases[0]), "/tmp/gsrun-%u", (unsigned)getuid());
-    for (int k = 1; k <= GS_PROVISION_BASE_TRIES; k++) {
+    for (int k = 1; k <= GS_RUNDIR_BASE_TRIES; k++) {
         snprintf(bases[n++], sizeof(bases[0]), "/tmp/gsrun-%u.%d", (unsigned)getuid(), k);
     }
     int first_rc = 0;

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "pmix/discover.h"
+#include "runtime/wire/agentcmd.h"
 #include "runtime/rank/helper.h"
 #include "launcher/commands.h"
 #include "launcher/launchers.h"
@@ -221,8 +222,12 @@ static int run_job(const gs_opts_t *o, char *launcher, char **cmd, const char *a
      * carries a rank's variable; the launcher's own helpers (which may come
      * to us too, and end by themselves) do not. */
     static const char *const agents[] = {"gsrun-agent", "gsrun-guard", NULL};
+    /* The user's shared MPS (--mps-share=node) outlives the job: never
+     * ended or waited for here. */
+    static const char *const spare[] = {"gsrun-agent", "gsrun-guard", GS_AGENT_SHARED_COMM,
+                                        NULL};
     int running;
-    int ended = gs_proctree_kill(agents, "GSRUN_LOCAL_RANK=", GS_LEFTOVER_KILL_MS, &running);
+    int ended = gs_proctree_kill(spare, "GSRUN_LOCAL_RANK=", GS_LEFTOVER_KILL_MS, &running);
     if (ended > 0) {
         fprintf(stderr, "gsrun: ended %d process%s the job's ranks left running\n", ended,
                 ended == 1 ? "" : "es");

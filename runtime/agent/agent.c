@@ -8,6 +8,8 @@
  *   per job   DISCOVERING > PLANNING > STARTING > SERVING > STOPPING > DONE
  *   early     DISCOVERING > PRESTARTING > SIZING > PLANNING > STARTING > SERVING > ...
  *   job-long  DISCOVERING > STARTING > HOLDING > STOPPING > DONE
+ *   shared    DISCOVERING > STARTING > HOLDING > STOPPING > DONE (a user's MPS
+ *             leased to the user's jobs' agents, --mps-share=node: agent_share.c)
  *
  * and a node-wide error goes to FAILED (report, wait for the launcher). */
 #include "gs_autoconf.h"
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "runtime/agent/agent_int.h"
@@ -93,8 +96,11 @@ static gs_agent_state_t discovering(gs_agent_t *a)
     if (a->mode == GS_MODE_EARLY) {
         tell_starter(a, 0); /* now gsrun may start mpirun */
     }
+    /* The shared agent serves jobs that may see other GPUs than the one
+     * that started it: every GPU, each leased by its UUID. */
     if (gs_gpu_discover(&a->gpus, &err) != 0 ||
-        gs_gpu_filter_visible(&a->gpus, getenv("CUDA_VISIBLE_DEVICES"), &err) != 0) {
+        (a->mode != GS_MODE_SHARED &&
+         gs_gpu_filter_visible(&a->gpus, getenv("CUDA_VISIBLE_DEVICES"), &err) != 0)) {
         snprintf(a->gpus.reason, sizeof(a->gpus.reason), "%s", err.text);
         a->gpus.count = 0;
     }
@@ -112,6 +118,7 @@ static gs_agent_state_t discovering(gs_agent_t *a)
         gs_report_mark(&a->report, "discovered");
         return GS_AGENT_PRESTARTING;
     case GS_MODE_JOB_LONG:
+    case GS_MODE_SHARED:
         return GS_AGENT_STARTING;
     default:
         return GS_AGENT_PLANNING;
@@ -134,7 +141,9 @@ static int any_exclusive(const gs_gpu_list_t *gpus)
  * the servers wait for the plan. */
 static gs_agent_state_t prestarting(gs_agent_t *a)
 {
-    if (a->o->cfg.mps != GS_MPS_OFF && a->gpus.count > 0 && a->have_control) {
+    /* With --mps-share=node the servers are leased once the plan is known. */
+    if (a->o->cfg.mps != GS_MPS_OFF && !a->o->cfg.share_node && a->gpus.count > 0 &&
+        a->have_control) {
         int n = a->gpus.count < GS_MAX_GPUS ? a->gpus.count : GS_MAX_GPUS;
         a->daemons.prestart = a->o->cfg.prestart && !any_exclusive(&a->gpus);
         a->early_rc = gs_daemons_start(&a->daemons, &a->gpus, n, &a->early_err);
@@ -281,6 +290,28 @@ static gs_agent_state_t provisioning(gs_agent_t *a)
     return GS_AGENT_HOLDING;
 }
 
+/* The shared agent: no server until a job leases one (a lease names its
+ * GPUs and clients); the state says the socket, or why there is no MPS. */
+static gs_agent_state_t sharing(gs_agent_t *a)
+{
+    memset(&a->plan, 0, sizeof(a->plan));
+    if (a->gpus.count == 0) {
+        snprintf(a->plan.reason, sizeof(a->plan.reason), "no NVIDIA GPU found on this node (%s)",
+                 a->gpus.reason);
+        return fail(a, GS_EXIT_UNAVAILABLE, a->plan.reason, 1);
+    }
+    if (!a->have_control) {
+        return fail(a, GS_EXIT_UNAVAILABLE, a->control_error, 1);
+    }
+    a->plan.use_mps = 1;
+    a->plan.clients_per_server =
+        gs_policy_clients_per_server(a->o->cfg.clients_per_server, a->gpus.cuda_version);
+    gs_agent_share_open(a);
+    gs_agent_publish_on(a);
+    gs_agent_write_status(a);
+    return GS_AGENT_HOLDING;
+}
+
 /* The rank table and the placer: with MPS the plan's servers and their
  * blocks; without, one GPU per rank (gpu-bind) or none. NULL, or why not. */
 static const char *init_ranks(gs_agent_t *a, int mps_on, gs_error_t *err)
@@ -356,9 +387,14 @@ static gs_agent_state_t starting(gs_agent_t *a)
     if (a->mode == GS_MODE_JOB_LONG) {
         return provisioning(a);
     }
+    if (a->mode == GS_MODE_SHARED) {
+        return sharing(a);
+    }
     if (a->early_rc != 0) {
         rc = a->early_rc; /* MPS was tried before the ranks came, and failed */
         err = a->early_err;
+    } else if (a->plan.use_mps && cfg->share_node) {
+        rc = gs_agent_share_join(a, &err); /* the user's servers on this node */
     } else if (a->plan.use_mps) {
         rc = gs_daemons_start(&a->daemons, &a->servers, a->plan.nservers, &err);
     }
@@ -394,6 +430,10 @@ static gs_agent_state_t serving(gs_agent_t *a)
 
 static gs_agent_state_t holding(gs_agent_t *a)
 {
+    if (a->mode == GS_MODE_SHARED) {
+        gs_agent_share_hold(a); /* until the last lease and its linger */
+        return GS_AGENT_STOPPING;
+    }
     gs_agent_hold(a); /* a step's requests for servers are served meanwhile */
     return GS_AGENT_STOPPING;
 }
@@ -401,8 +441,12 @@ static gs_agent_state_t holding(gs_agent_t *a)
 static gs_agent_state_t stopping(gs_agent_t *a)
 {
     gs_agent_confirm_pending(a); /* not every rank came */
+    if (a->mode == GS_MODE_SHARED) {
+        gs_agent_share_close(a);
+    }
+    gs_agent_share_leave(a); /* a job's lease: the shared agent stops its servers */
     gs_daemons_stop_from(&a->daemons, 0, gs_agent_rank_of_pid, a);
-    if (a->mode != GS_MODE_JOB_LONG) {
+    if (a->mode != GS_MODE_JOB_LONG && a->mode != GS_MODE_SHARED) {
         gs_report_mark(&a->report, "mps stopped");
         if (a->o->cfg.verbose >= 2) {
             gs_report_add(&a->report, 0, "timeline (ms after gsrun started): %s",
@@ -441,13 +485,18 @@ int gs_agent_main(const gs_agent_opts_t *o)
     }
     a->o = o;
     a->mode = o->args.mode;
+    if (a->mode == GS_MODE_SHARED) {
+        /* Not one job's agent: a launcher that waits for its job's agents
+         * (and ends what its ranks left) knows it by this name. */
+        prctl(PR_SET_NAME, GS_AGENT_SHARED_COMM);
+    }
     a->local_size = o->args.local_size;
     a->watch_pid = o->args.watch_pid;
     a->ready_fd = o->args.ready_fd;
     a->stop_from = -1;
     a->t_start = gs_proc_now_ms();
     a->started_ms = gs_proc_wall_ms();
-    a->listen_fd = a->sig_fd = a->watch_fd = a->gsrun_fd = -1;
+    a->listen_fd = a->sig_fd = a->watch_fd = a->gsrun_fd = a->share_fd = -1;
     a->guard.fd = -1;
     gs_agent_init_report(a);
     gs_report_mark(&a->report, "agent");

@@ -16,6 +16,7 @@
 #ifndef GS_AGENT_INT_H
 #define GS_AGENT_INT_H
 
+#include <poll.h>
 #include <sys/types.h>
 
 #include "runtime/agent/agent.h"
@@ -43,6 +44,19 @@ typedef enum {
     GS_AGENT_DONE,        /* directories removed, report delivered, guard released */
     GS_AGENT_NSTATES
 } gs_agent_state_t;
+
+/* --mps-share=node: a job agent's lease on the user's shared agent, as the
+ * shared agent keeps it (agent_share.c). */
+#define GS_AGENT_LEASES_MAX 64
+typedef struct {
+    int fd; /* the job agent's connection: the lease ends with it */
+    pid_t pid;
+    char job[96];
+    int linger_s;
+    int n;
+    int server[GS_MAX_GPUS]; /* each entry's server (an index into the daemons) */
+    int clients[GS_MAX_GPUS];
+} gs_agent_lease_t;
 
 typedef struct {
     const gs_agent_opts_t *o;
@@ -82,6 +96,18 @@ typedef struct {
     const char *loop_end;  /* why the current wait ends (agent_loop.c), NULL: it goes on */
     long long last_change; /* serving: when a rank last came or went */
     int ended_whole;       /* serving: every rank came and went (nothing to end) */
+
+    /* --mps-share=node. The shared agent: its leases, the clients leased on
+     * each server, since when no job holds one and for how long it stays. */
+    gs_agent_lease_t *leases;
+    int nleases, ever_leased, linger_ms;
+    int leased[GS_MAX_GPUS];
+    long long idle_since;
+    /* A job's agent: its lease (the connection, -1: none), the shared
+     * agent's node dir and each plan server's index there. */
+    int share_fd;
+    char share_dir[256];
+    int share_server[GS_MAX_GPUS];
 
     gs_report_t report;
     gs_ranks_t ranks;
@@ -127,6 +153,10 @@ typedef struct {
     int (*timeout)(gs_agent_t *a);         /* ms to the state's next timed check, -1 */
     void (*check)(gs_agent_t *a);          /* after each wake-up */
     void (*ranks_dropped)(gs_agent_t *a);  /* ranks exited */
+    /* Descriptors of the state's own to watch (up to max; returns how
+     * many), and what came on them. */
+    int (*extra)(gs_agent_t *a, struct pollfd *p, int max);
+    void (*extra_ready)(gs_agent_t *a, const struct pollfd *p, int n);
 } gs_agent_wait_t;
 /* Runs until a handler, a check, a signal or the launcher ends the wait
  * (gs_agent_loop_end); returns why. */
@@ -149,6 +179,9 @@ int gs_agent_wait_size(gs_agent_t *a);
  * launcher is gone, or the agent is told to stop (the ranks still alive
  * are then ended). */
 void gs_agent_serve(gs_agent_t *a);
+/* HOLDING, the shared agent: leases come and go until the last has gone
+ * and its linger is over, or a signal. */
+void gs_agent_share_hold(gs_agent_t *a);
 /* HOLDING: until "stop" on the socket (its connection becomes the report's
  * way out) or a signal; a task prolog's request for servers is served
  * meanwhile. */
@@ -158,6 +191,27 @@ void gs_agent_wait_launcher(gs_agent_t *a);
 /* The ranks registered: answers held by placement, daemons the plan does
  * not use stopped, daemons moved off the ranks' cores, status. */
 void gs_agent_ranks_came(gs_agent_t *a);
+
+/* agent_share.c: --mps-share=node, both sides. */
+/* The shared agent (GS_MODE_SHARED): no server until a job leases one. */
+void gs_agent_share_open(gs_agent_t *a);
+/* -1 while a job holds a lease; else the ms left of the wait for the next
+ * (0: over). */
+int gs_agent_share_idle_ms(const gs_agent_t *a);
+/* "lease ...": a row of gs_agent_messages. */
+void gs_agent_share_on_lease(gs_agent_t *a, gs_agent_conn_t *c);
+/* Stops taking leases (its socket goes) before the servers stop. */
+void gs_agent_share_close(gs_agent_t *a);
+/* A job's agent: leases the plan's servers on the user's shared agent of
+ * this node (starting it when none runs) and takes them as its daemons
+ * (borrowed). 0, or -errno with err. */
+int gs_agent_share_join(gs_agent_t *a, gs_error_t *err);
+/* A job's agent: gives its lease back. */
+void gs_agent_share_leave(gs_agent_t *a);
+/* The extra descriptors of a waiting state: the leases (shared agent) or
+ * the job's lease (a job's agent, whose end means the shared agent is gone). */
+int gs_agent_share_fds(gs_agent_t *a, struct pollfd *p, int max);
+void gs_agent_share_ready(gs_agent_t *a, const struct pollfd *p, int n);
 
 /* agent_publish.c: the node state (for the ranks) and status (gsrun status). */
 void gs_agent_publish_on(gs_agent_t *a);

@@ -195,7 +195,8 @@ const char *gs_agent_loop(gs_agent_t *a, const gs_agent_msg_t *msgs, const gs_ag
 {
     gs_ranks_t *t = &a->ranks;
     /* The rank table grows to the node's size at most (serving). */
-    int nfds = 3 + GS_AGENT_CONN_MAX + (a->local_size > t->nlive ? a->local_size : t->nlive);
+    int nfds = 3 + GS_AGENT_CONN_MAX + GS_AGENT_LEASES_MAX +
+               (a->local_size > t->nlive ? a->local_size : t->nlive);
     struct pollfd *p = calloc((size_t)nfds, sizeof(*p));
     conns_t *q = calloc(1, sizeof(*q));
 
@@ -211,6 +212,8 @@ const char *gs_agent_loop(gs_agent_t *a, const gs_agent_msg_t *msgs, const gs_ag
             p[k++] = (struct pollfd){q->c[i].fd, POLLIN, 0};
             timeout = min_timeout(timeout, q->c[i].deadline > now ? q->c[i].deadline - now : 0);
         }
+        int first_extra = k;
+        k += w->extra != NULL ? w->extra(a, p + k, GS_AGENT_LEASES_MAX) : 0;
         int first_rank = k;
         for (int i = 0; i < t->nlive && k < nfds; i++) {
             p[k++] = (struct pollfd){t->live[i].fd, gs_ranks_events(&t->live[i]), 0};
@@ -233,6 +236,9 @@ const char *gs_agent_loop(gs_agent_t *a, const gs_agent_msg_t *msgs, const gs_ag
         }
         if (dropped && w->ranks_dropped != NULL) {
             w->ranks_dropped(a);
+        }
+        if (w->extra_ready != NULL && first_rank > first_extra) {
+            w->extra_ready(a, p + first_extra, first_rank - first_extra);
         }
         /* Lines that are whole are dispatched, peers past their time
          * dropped (backwards: dropping moves the last one into the slot). */

@@ -123,6 +123,15 @@ void gs_agent_confirm_servers(gs_agent_t *a, int job_long)
         const char *pct = s->pct_set ? s->pct_text : "100 (unset)";
         char who[48];
         gs_daemons_label(&a->daemons, g, who, sizeof(who));
+        if (a->daemons.borrowed) {
+            gs_report_add(&a->report, 0,
+                          "%s (%s, %s): the user's shared MPS server %d (control daemon %d on "
+                          "%s, server %d), %d rank%s at %s%%",
+                          who, a->servers.gpu[g].name, d->uuid, a->share_server[g],
+                          (int)d->daemon_pid, a->daemons.pinned[g], (int)d->server_pid[0],
+                          s->nranks, s->nranks == 1 ? "" : "s", pct);
+            continue;
+        }
         if (a->o->cfg.prestart) {
             gs_daemons_record_servers(&a->daemons, g);
         }
@@ -151,6 +160,25 @@ void gs_agent_confirm_pending(gs_agent_t *a)
     }
 }
 
+/* The jobs leasing shared server g, "<job>:<clients> ...". */
+static void jobs_text(const gs_agent_t *a, int g, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < a->nleases && used < len; i++) {
+        const gs_agent_lease_t *l = &a->leases[i];
+        int clients = 0;
+        for (int e = 0; e < l->n; e++) {
+            clients += l->server[e] == g ? l->clients[e] : 0;
+        }
+        if (clients > 0) {
+            int w = snprintf(buf + used, len - used, "%s%s:%d", used > 0 ? " " : "", l->job,
+                             clients);
+            used += w > 0 ? (size_t)w : 0;
+        }
+    }
+}
+
 /* Rewritten on every change, never read back by the agent. A failure only
  * costs the status display. */
 void gs_agent_write_status(const gs_agent_t *a)
@@ -176,6 +204,12 @@ void gs_agent_write_status(const gs_agent_t *a)
     s->local_size = a->local_size;
     s->registered = a->ranks.registered;
     s->alive = a->ranks.nlive;
+    if (a->mode == GS_MODE_SHARED) {
+        snprintf(s->shared, sizeof(s->shared), "node");
+        s->registered = s->alive = a->nleases; /* its "ranks" are the jobs' leases */
+    } else if (ds->borrowed) {
+        snprintf(s->shared, sizeof(s->shared), "%s", a->share_dir);
+    }
     s->nservers = p->ngpus;
     for (int g = 0; g < p->ngpus; g++) {
         gs_status_server_t *x = &s->server[g];
@@ -190,6 +224,9 @@ void gs_agent_write_status(const gs_agent_t *a)
             snprintf(x->core, sizeof(x->core), "%s", ds->pinned[g]);
             snprintf(x->pipe_dir, sizeof(x->pipe_dir), "%s", ds->daemon[g].pipe_dir);
             snprintf(x->pct, sizeof(x->pct), "%s", a->plan.server[g].pct_text);
+        }
+        if (a->mode == GS_MODE_SHARED) {
+            jobs_text(a, g, x->jobs, sizeof(x->jobs));
         }
         if (p->rank_gpu != NULL) {
             gs_placer_ranks_text(p, g, x->ranks, sizeof(x->ranks));

@@ -227,7 +227,7 @@ static void add_servers(gs_agent_t *a, int fd, int n, const int *want)
 static void on_servers(gs_agent_t *a, gs_agent_conn_t *c)
 {
     int n = 0, gpu[GS_MAX_GPUS];
-    if (gs_protocol_servers_parse(c->line, GS_MAX_GPUS, &n, gpu) != 0) {
+    if (a->mode != GS_MODE_JOB_LONG || gs_protocol_servers_parse(c->line, GS_MAX_GPUS, &n, gpu) != 0) {
         dprintf(c->fd, "error malformed request for servers\n");
         close(c->fd);
         return;
@@ -240,6 +240,7 @@ const gs_agent_msg_t gs_agent_messages[] = {
     {"hello", BIT(GS_AGENT_SERVING), on_hello},
     {"stop", BIT(GS_AGENT_HOLDING), on_stop},
     {"servers", BIT(GS_AGENT_HOLDING), on_servers},
+    {"lease", BIT(GS_AGENT_HOLDING), gs_agent_share_on_lease},
     {NULL, 0, NULL},
 };
 
@@ -312,7 +313,9 @@ void gs_agent_serve(gs_agent_t *a)
                                       .listening = serving_listens,
                                       .timeout = serving_timeout,
                                       .check = serving_check,
-                                      .ranks_dropped = serving_dropped};
+                                      .ranks_dropped = serving_dropped,
+                                      .extra = gs_agent_share_fds, /* a lease's end */
+                                      .extra_ready = gs_agent_share_ready};
     gs_ranks_t *t = &a->ranks;
     a->last_change = gs_proc_now_ms();
     a->ended_whole = 0;
@@ -327,7 +330,10 @@ void gs_agent_serve(gs_agent_t *a)
         }
     }
     gs_report_add(&a->report, 0, "served %d of %d ranks; %s: %s", t->registered, a->local_size,
-                  a->daemons.n > 0 ? "stopping MPS" : "done", why);
+                  a->daemons.borrowed ? "leaving the shared MPS"
+                  : a->daemons.n > 0  ? "stopping MPS"
+                                      : "done",
+                  why);
 }
 
 void gs_agent_hold(gs_agent_t *a)
@@ -335,6 +341,30 @@ void gs_agent_hold(gs_agent_t *a)
     static const gs_agent_wait_t w = {.launcher = 0};
     const char *why = gs_agent_loop(a, gs_agent_messages, &w);
     gs_report_add(&a->report, 0, "stopping MPS: %s", why);
+}
+
+static int share_timeout(gs_agent_t *a)
+{
+    return gs_agent_share_idle_ms(a);
+}
+
+static void share_check(gs_agent_t *a)
+{
+    if (gs_agent_share_idle_ms(a) == 0) {
+        gs_agent_loop_end(a, a->ever_leased ? "the last job ended (and its linger)"
+                                            : "no job came");
+    }
+}
+
+void gs_agent_share_hold(gs_agent_t *a)
+{
+    static const gs_agent_wait_t w = {.launcher = 0,
+                                      .timeout = share_timeout,
+                                      .check = share_check,
+                                      .extra = gs_agent_share_fds,
+                                      .extra_ready = gs_agent_share_ready};
+    const char *why = gs_agent_loop(a, gs_agent_messages, &w);
+    gs_report_add(&a->report, 0, "stopping the shared MPS: %s", why);
 }
 
 void gs_agent_wait_launcher(gs_agent_t *a)

@@ -85,6 +85,10 @@ void gs_daemons_stop_from(gs_daemons_t *ds, int first, gs_rank_of_pid_fn rank_of
                           const void *ctx)
 {
     long long t0 = gs_proc_now_ms();
+    if (ds->borrowed) {
+        ds->n = first < ds->n ? first : ds->n; /* the shared agent's to stop, not ours */
+        return;
+    }
     for (int g = first; g < ds->n; g++) {
         gs_mps_daemon_t *d = &ds->daemon[g];
         gs_error_t ignored;
@@ -225,8 +229,8 @@ void gs_daemons_record_servers(gs_daemons_t *ds, int g)
 {
     gs_mps_daemon_t *d = &ds->daemon[g];
     gs_error_t err;
-    if (d->daemon_pid <= 0) {
-        return; /* gone, and reported so */
+    if (d->daemon_pid <= 0 || ds->borrowed) {
+        return; /* gone, and reported so; or the shared agent's */
     }
     if (gs_mps_record_servers(d, ds->control, GS_DAEMON_QUIT_TIMEOUT_MS, &err) != 0) {
         char who[48];
@@ -262,7 +266,7 @@ int gs_daemons_reaped(gs_daemons_t *ds, pid_t pid, int st)
 
 void gs_daemons_avoid(gs_daemons_t *ds, const gs_gpu_list_t *gpus, const cpu_set_t *ranks)
 {
-    for (int g = 0; g < ds->n; g++) {
+    for (int g = 0; g < ds->n && !ds->borrowed; g++) {
         cpu_set_t avoid = *ranks, to, both;
         const gs_gpu_t *gpu = &gpus->gpu[g];
         char desc[96];

@@ -37,6 +37,8 @@ typedef struct {
     int server_of[GS_MAX_GPUS];  /* as its server number (default 0) */
     int servers_on[GS_MAX_GPUS]; /* of this many on that GPU (default 1) */
     int n;                       /* daemons started, GPUs 0..n-1 */
+    int borrowed; /* the entries are a shared agent's servers (--mps-share=node), leased
+                   * by the caller: never quit, moved or followed here */
 } gs_daemons_t;
 
 void gs_daemons_init(gs_daemons_t *ds, const char *node_dir, const char *control, int prestart,

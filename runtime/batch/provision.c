@@ -51,71 +51,6 @@ int gs_provision_dir_ok(const char *dir, gs_error_t *err)
     return 0;
 }
 
-int gs_provision_user_base(const char *dir, char *out, size_t len, gs_error_t *err)
-{
-    int rc;
-    if (dir == NULL) {
-        if ((rc = gs_rundir_check_parent("/tmp", err)) != 0) {
-            return rc;
-        }
-        snprintf(out, len, "/tmp/gsrun-%u", (unsigned)getuid());
-    } else {
-        char parent[512];
-        const char *slash = strrchr(dir, '/');
-        if ((size_t)snprintf(out, len, "%s", dir) >= len || slash == NULL ||
-            (size_t)(slash - dir) >= sizeof(parent)) {
-            return gs_error_set(err, ENAMETOOLONG, "--dir '%s' is not usable", dir);
-        }
-        snprintf(parent, sizeof(parent), "%.*s", slash == dir ? 1 : (int)(slash - dir), dir);
-        if ((rc = gs_rundir_check_parent(parent, err)) != 0) {
-            return rc;
-        }
-    }
-    /* Made by us, or refused: a directory another user made first under
-     * this guessable name is never used. */
-    return gs_rundir_ensure(out, err);
-}
-
-/* The name tried k-th: dir, then dir.1 ... dir.N. */
-static int base_name(const char *dir, int k, char *out, size_t len, gs_error_t *err)
-{
-    if ((size_t)(k == 0 ? snprintf(out, len, "%s", dir) : snprintf(out, len, "%s.%d", dir, k)) >=
-        len) {
-        return gs_error_set(err, ENAMETOOLONG, "'%s' is too long for a run directory", dir);
-    }
-    return 0;
-}
-
-int gs_provision_user_base_any(const char *dir, char *out, size_t len, char *taken,
-                               size_t taken_len, gs_error_t *err)
-{
-    char name[512];
-    int rc = 0;
-    taken[0] = '\0';
-    for (int k = 0; k <= GS_PROVISION_BASE_TRIES; k++) {
-        if ((rc = base_name(dir, k, name, sizeof(name), err)) != 0) {
-            return rc;
-        }
-        /* A name another user removes between our mkdir (EEXIST) and our
-         * look at it (ENOENT) is tried again, a few times. */
-        for (int again = 0; again < 4; again++) {
-            rc = gs_provision_user_base(name, out, len, err);
-            if (rc != -ENOENT) {
-                break;
-            }
-        }
-        if (rc != -EPERM && rc != -ENOTDIR && rc != -ENOENT) {
-            return rc; /* ours, or a failure another name would not cure */
-        }
-        if (k == 0) {
-            snprintf(taken, taken_len, "%s", err->text);
-        }
-    }
-    return gs_error_set(err, EPERM,
-                        "%s, and so are %s.1 to %s.%d (taken by other users)", taken, dir, dir,
-                        GS_PROVISION_BASE_TRIES);
-}
-
 /* Whether path is a directory of ours that no one else can enter. */
 static int ours(const char *path)
 {
@@ -131,9 +66,9 @@ static int find_job_dir(const char *dir, const char *job, char *out, size_t len,
 {
     char name[512];
     int others = 0, rc;
-    for (int k = 0; k <= GS_PROVISION_BASE_TRIES; k++) {
+    for (int k = 0; k <= GS_RUNDIR_BASE_TRIES; k++) {
         struct stat st;
-        if ((rc = base_name(dir, k, name, sizeof(name), err)) != 0) {
+        if ((rc = gs_rundir_base_name(dir, k, name, sizeof(name), err)) != 0) {
             return rc;
         }
         if (ours(name)) {
@@ -147,10 +82,10 @@ static int find_job_dir(const char *dir, const char *job, char *out, size_t len,
             others++;
         }
     }
-    if (others > GS_PROVISION_BASE_TRIES) {
+    if (others > GS_RUNDIR_BASE_TRIES) {
         return gs_error_set(err, EPERM,
                             "'%s' and %s.1 to %s.%d are taken by other users", dir, dir, dir,
-                            GS_PROVISION_BASE_TRIES);
+                            GS_RUNDIR_BASE_TRIES);
     }
     return -EAGAIN;
 }
@@ -166,7 +101,7 @@ int gs_provision_exec_job_dir(const char *dir, const char *job, int first, int t
         return gs_error_set(err, EINVAL, "'%s' is not a usable job dir name", job);
     }
     if (first) {
-        if ((rc = gs_provision_user_base_any(dir, base, sizeof(base), taken, taken_len, err)) != 0) {
+        if ((rc = gs_rundir_user_base_any(dir, base, sizeof(base), taken, taken_len, err)) != 0) {
             return rc;
         }
         if ((size_t)snprintf(out, len, "%s/%s", base, job) >= len) {
@@ -192,7 +127,7 @@ int gs_provision_exec_job_dir(const char *dir, const char *job, int first, int t
             return gs_error_set(err, ETIMEDOUT,
                                 "the node's first rank made no run directory for this job in "
                                 "'%s' or %s.1 to %s.%d within %d s",
-                                dir, dir, dir, GS_PROVISION_BASE_TRIES, timeout_ms / 1000);
+                                dir, dir, dir, GS_RUNDIR_BASE_TRIES, timeout_ms / 1000);
         }
         usleep((useconds_t)wait_ms * 1000);
         wait_ms = wait_ms < 4 ? wait_ms * 2 : 4;
@@ -215,7 +150,7 @@ int gs_provision_make_dir(const char *base, const char *name, uid_t uid, gid_t g
         }
         return gs_rundir_root_make(base, name, uid, gid, out, len, &kept, err);
     }
-    if ((rc = gs_provision_user_base(base, own, sizeof(own), err)) != 0) {
+    if ((rc = gs_rundir_user_base(base, own, sizeof(own), err)) != 0) {
         return rc;
     }
     if (!gs_rundir_root_name_ok(name) || (size_t)snprintf(out, len, "%s/%s", own, name) >= len) {

@@ -22,36 +22,19 @@
 /* The job dir's name for job (letters, digits, '.', '_', '-'): "job-<id>". */
 int gs_provision_job_name(const char *job, char *out, size_t len, gs_error_t *err);
 
-/* A user's own base for batch job dirs: dir, or /tmp/gsrun-<uid> without
- * one; made private (0700) or accepted only if it already is the caller's
- * private directory (never one another user made first). */
-int gs_provision_user_base(const char *dir, char *out, size_t len, gs_error_t *err);
-
 /* Whether --dir's value can be a base: an absolute path without control
  * bytes. 0, or -EINVAL with err saying why (the value shown with '?'). */
 int gs_provision_dir_ok(const char *dir, gs_error_t *err);
 
-/* Names tried after a user's base in a shared directory that another user
- * took first: <base>.1 to <base>.N. */
-#define GS_PROVISION_BASE_TRIES 16
-
-/* The same where another user may have taken the name: dir, else, when
- * another user took that name first (a link, a file, a directory not ours
- * or not private, one that vanished as we looked), the first of dir.1 ...
- * dir.N that is ours or can be made. *taken gets why dir itself was
- * refused ("" when it was used). */
-int gs_provision_user_base_any(const char *dir, char *out, size_t len, char *taken,
-                               size_t taken_len, gs_error_t *err);
-
 /* The dir <base>/<name> for a job or step of uid:gid, made by whoever runs
  * this: as root in a root-only base (base, or GS_ROOT_RUNDIR) for the user;
- * as the user in the user's own base (gs_provision_user_base). A dir that
+ * as the user in the user's own base (gs_rundir_user_base). A dir that
  * already is the user's is kept; a name someone else took is refused (user)
  * or replaced (root). */
 /* gsrun exec's job dir on this node, where every rank of the node agrees
  * on it whatever other users do to the names in the shared directory at
  * the same time: the node's first rank (first) chooses the base as
- * gs_provision_user_base_any does and makes <base>/<job>; every other
+ * gs_rundir_user_base_any does and makes <base>/<job>; every other
  * rank waits (up to timeout_ms) until one of the candidate bases that is
  * its own holds that job dir, which only the first rank makes. -EPERM
  * once every candidate has been another user's for 100 ms. */

@@ -275,6 +275,26 @@ static void fmt_priority(const gs_config_t *c, char *b, size_t n)
 {
     snprintf(b, n, "%s", c->priority_low ? "low" : "normal");
 }
+static int set_share(gs_config_t *c, const char *v)
+{
+    if (strcmp(v, "job") != 0 && strcmp(v, "node") != 0) {
+        return -EINVAL;
+    }
+    c->share_node = strcmp(v, "node") == 0;
+    return 0;
+}
+static void fmt_share(const gs_config_t *c, char *b, size_t n)
+{
+    snprintf(b, n, "%s", c->share_node ? "node" : "job");
+}
+static int set_linger(gs_config_t *c, const char *v)
+{
+    return parse_int_range(v, 0, GS_MAX_LINGER_S, &c->linger_s);
+}
+static void fmt_linger(const gs_config_t *c, char *b, size_t n)
+{
+    snprintf(b, n, "%d", c->linger_s);
+}
 static int set_launcher(gs_config_t *c, const char *v)
 {
     snprintf(c->launcher, sizeof(c->launcher), "%s", v);
@@ -348,6 +368,17 @@ const gs_config_key_t gs_config_keys[] = {
      set_priority, fmt_priority, "normal|low",
      "the ranks' priority on their MPS server (CUDA_MPS_CLIENT_PRIORITY 0 or 1): low lets "
      "the work of other jobs on the same server go first (default normal)",
+     0},
+    {"mps-share", "GSRUN_MPS_SHARE", "job or node", "share", ALL_FRONTS, 1, set_share, fmt_share,
+     "job|node",
+     "job: MPS servers of the job's own (default); node: the user's jobs on a node share one "
+     "set of MPS servers, started by the first and stopped after the last (ensembles, "
+     "concurrent and back-to-back jobs; doc/tuning.md)",
+     0},
+    {"mps-linger", "GSRUN_MPS_LINGER", "whole seconds from 0 to 86400", "linger", ALL_FRONTS, 1,
+     set_linger, fmt_linger, "SECONDS",
+     "with --mps-share=node: how long the shared MPS servers stay up after the node's last job "
+     "of the user ended, for the next one to find them warm (default 0)",
      0},
     {"launcher", "GSRUN_LAUNCHER", "the path or name of an Open MPI mpirun", NULL, GS_FRONT_GSRUN,
      1, set_launcher, fmt_launcher, "PATH",

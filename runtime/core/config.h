@@ -24,6 +24,8 @@ typedef enum { GS_NAMES_GSRUN = 0, GS_NAMES_MCA } gs_names_t;
 #define GS_MAX_VALUE_LEN 1024
 /* The most --mps-clients-per-server accepts: above any driver's limit. */
 #define GS_MAX_CLIENTS_PER_SERVER 1024
+/* The most --mps-linger accepts: a day. */
+#define GS_MAX_LINGER_S 86400
 
 typedef struct {
     gs_mps_mode_t mps;
@@ -36,6 +38,8 @@ typedef struct {
     long long mem_limit_mb;      /* MPS pinned device memory per client, 0: none */
     int clients_per_server;      /* ranks one MPS server takes, 0: the driver's limit */
     int priority_low;            /* CUDA_MPS_CLIENT_PRIORITY 1 (below normal) for the ranks */
+    int share_node;              /* the user's jobs on a node share its MPS servers */
+    int linger_s;                /* with share_node: the shared servers' stay after the last job */
     int dry_run;
     int verbose;
     int prestart;     /* start each daemon's server before any rank (tuning) */

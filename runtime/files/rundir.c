@@ -379,3 +379,67 @@ const char *gs_rundir_tmpdir(void)
     const char *t = getenv("TMPDIR");
     return (t != NULL && t[0] == '/') ? t : "/tmp";
 }
+
+int gs_rundir_user_base(const char *dir, char *out, size_t len, gs_error_t *err)
+{
+    int rc;
+    if (dir == NULL) {
+        if ((rc = gs_rundir_check_parent("/tmp", err)) != 0) {
+            return rc;
+        }
+        snprintf(out, len, "/tmp/gsrun-%u", (unsigned)getuid());
+    } else {
+        char parent[512];
+        const char *slash = strrchr(dir, '/');
+        if ((size_t)snprintf(out, len, "%s", dir) >= len || slash == NULL ||
+            (size_t)(slash - dir) >= sizeof(parent)) {
+            return gs_error_set(err, ENAMETOOLONG, "--dir '%s' is not usable", dir);
+        }
+        snprintf(parent, sizeof(parent), "%.*s", slash == dir ? 1 : (int)(slash - dir), dir);
+        if ((rc = gs_rundir_check_parent(parent, err)) != 0) {
+            return rc;
+        }
+    }
+    /* Made by us, or refused: a directory another user made first under
+     * this guessable name is never used. */
+    return gs_rundir_ensure(out, err);
+}
+
+int gs_rundir_base_name(const char *dir, int k, char *out, size_t len, gs_error_t *err)
+{
+    if ((size_t)(k == 0 ? snprintf(out, len, "%s", dir) : snprintf(out, len, "%s.%d", dir, k)) >=
+        len) {
+        return gs_error_set(err, ENAMETOOLONG, "'%s' is too long for a run directory", dir);
+    }
+    return 0;
+}
+
+int gs_rundir_user_base_any(const char *dir, char *out, size_t len, char *taken,
+                            size_t taken_len, gs_error_t *err)
+{
+    char name[512];
+    int rc = 0;
+    taken[0] = '\0';
+    for (int k = 0; k <= GS_RUNDIR_BASE_TRIES; k++) {
+        if ((rc = gs_rundir_base_name(dir, k, name, sizeof(name), err)) != 0) {
+            return rc;
+        }
+        /* A name another user removes between our mkdir (EEXIST) and our
+         * look at it (ENOENT) is tried again, a few times. */
+        for (int again = 0; again < 4; again++) {
+            rc = gs_rundir_user_base(name, out, len, err);
+            if (rc != -ENOENT) {
+                break;
+            }
+        }
+        if (rc != -EPERM && rc != -ENOTDIR && rc != -ENOENT) {
+            return rc; /* ours, or a failure another name would not cure */
+        }
+        if (k == 0) {
+            snprintf(taken, taken_len, "%s", err->text);
+        }
+    }
+    return gs_error_set(err, EPERM,
+                        "%s, and so are %s.1 to %s.%d (taken by other users)", taken, dir, dir,
+                        GS_RUNDIR_BASE_TRIES);
+}

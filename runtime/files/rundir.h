@@ -73,4 +73,23 @@ void gs_rundir_node_name(char *buf, size_t len);
 /* The temporary directory gsrun uses: $TMPDIR if set and absolute, else /tmp. */
 const char *gs_rundir_tmpdir(void);
 
+/* A user's own base for batch job dirs: dir, or /tmp/gsrun-<uid> without
+ * one; made private (0700) or accepted only if it already is the caller's
+ * private directory (never one another user made first). */
+int gs_rundir_user_base(const char *dir, char *out, size_t len, gs_error_t *err);
+
+/* Names tried after a user's base in a shared directory that another user
+ * took first: <base>.1 to <base>.N. */
+#define GS_RUNDIR_BASE_TRIES 16
+/* The name tried k-th: dir, then dir.1 ... dir.N. */
+int gs_rundir_base_name(const char *dir, int k, char *out, size_t len, gs_error_t *err);
+
+/* The same where another user may have taken the name: dir, else, when
+ * another user took that name first (a link, a file, a directory not ours
+ * or not private, one that vanished as we looked), the first of dir.1 ...
+ * dir.N that is ours or can be made. *taken gets why dir itself was
+ * refused ("" when it was used). */
+int gs_rundir_user_base_any(const char *dir, char *out, size_t len, char *taken,
+                            size_t taken_len, gs_error_t *err);
+
 #endif

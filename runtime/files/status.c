@@ -56,6 +56,7 @@ const gs_rec_field_t gs_status_fields[] = {
     JOB("registered", GS_REC_INT, F | J, registered),
     JOB("alive", GS_REC_INT, F | J, alive),
     JOB("memory_limit_mb", GS_REC_LLONG, F | J, memory_limit_mb),
+    JOB("shared", GS_REC_STR, F | J, shared),
     GS_REC_END,
 };
 
@@ -95,6 +96,7 @@ const gs_rec_field_t gs_status_server_fields[] = {
     SRV("registered", GS_REC_INT, F | J, registered),
     SRV("alive", GS_REC_INT, F | J, alive),
     SRV("gpu", GS_REC_INT, F, gpu),
+    SRV("jobs", GS_REC_STR, F | J, jobs),
     GS_REC_END,
 };
 
@@ -270,7 +272,8 @@ static int is_job_name(const char *n)
 {
     return (strncmp(n, "gsrun.", 6) == 0 && strlen(n) == 12) || strncmp(n, "gsrun.slurm-", 12) == 0 ||
            strncmp(n, "gsrun.job-", 10) == 0 || strncmp(n, "job-", 4) == 0 ||
-           strncmp(n, "slurm-", 6) == 0 || strncmp(n, "exec-", 5) == 0;
+           strncmp(n, "slurm-", 6) == 0 || strncmp(n, "exec-", 5) == 0 ||
+           strcmp(n, "mps-share") == 0;
 }
 
 /* A user's private base in a TMPDIR, "gsrun-<uid>": the rank prefix's jobs

@@ -28,6 +28,8 @@ typedef struct {
     int server;         /* which of its MPS servers, from 0 */
     int gpu_servers;    /* how many it has (0 in old files: 1) */
     char pipe_dir[256]; /* the server's CUDA_MPS_PIPE_DIRECTORY, "" none */
+    char jobs[256];     /* a shared server (--mps-share=node): the jobs it serves,
+                         * "<job>:<ranks> ...", "" none */
 } gs_status_server_t;
 
 typedef struct {
@@ -46,6 +48,8 @@ typedef struct {
     int local_size;
     int registered;
     int alive;
+    char shared[256];   /* a job on the user's shared MPS (--mps-share=node): its node
+                         * dir; the shared agent itself: "node"; "" neither */
     int nservers;       /* entries of server[]: MPS servers, or GPUs without MPS */
     gs_status_server_t server[GS_MAX_GPUS];
     int stale;          /* reader: the agent is gone but its dirs are left */

@@ -19,6 +19,21 @@ void gs_status_print_text(FILE *f, const gs_status_t *s, int n, long long now_ms
             fprintf(f, "job %s (uid %d): starting (no agent status yet)\n", s->job, s->uid);
             continue;
         }
+        if (strcmp(s->shared, "node") == 0) {
+            /* The user's shared MPS (--mps-share=node): its servers and
+             * the jobs each serves. */
+            fprintf(f, "shared MPS %s (uid %d): agent %d, up %.1f s, %d job%s\n", s->job, s->uid,
+                    s->agent_pid, gs_status_uptime_s(s, now_ms), s->alive,
+                    s->alive == 1 ? "" : "s");
+            for (int g = 0; g < s->nservers; g++) {
+                const gs_status_server_t *x = &s->server[g];
+                fprintf(f, "  GPU %d server %d of %d (%s, %s): daemon %d on %s, server %d, pipe %s, "
+                           "jobs %s\n",
+                        x->gpu, x->server, x->gpu_servers, x->name, x->uuid, x->daemon_pid,
+                        x->core, x->server_pid, x->pipe_dir, x->jobs[0] ? x->jobs : "none");
+            }
+            continue;
+        }
         fprintf(f, "job %s (uid %d): agent %d, launcher %d", s->job, s->uid, s->agent_pid,
                 s->launcher_pid);
         if (s->gsrun_pid > 0) {
@@ -32,6 +47,9 @@ void gs_status_print_text(FILE *f, const gs_status_t *s, int n, long long now_ms
         fputc('\n', f);
         if (s->message[0] != '\0') {
             fprintf(f, "  %s\n", s->message);
+        }
+        if (s->shared[0] != '\0') {
+            fprintf(f, "  MPS servers shared with the user's other jobs (%s)\n", s->shared);
         }
         for (int g = 0; g < s->nservers; g++) {
             const gs_status_server_t *x = &s->server[g];

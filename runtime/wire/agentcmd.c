@@ -10,7 +10,7 @@
 
 typedef enum { ARG_STR, ARG_INT, ARG_PID, ARG_LL, ARG_MODE, ARG_REPORT } arg_type_t;
 
-static const char *const mode_names[] = {"per-job", "early", "job-long", NULL};
+static const char *const mode_names[] = {"per-job", "early", "job-long", "node-share", NULL};
 static const char *const report_names[] = {"nowhere", "file", "leader-fd", "rank0", "epilog", NULL};
 
 static const struct {

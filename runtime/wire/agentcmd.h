@@ -16,7 +16,12 @@ typedef enum {
     GS_MODE_EARLY,    /* started on mpirun's node with it (by gsrun, or in
                        * mpirun by the Open MPI component), before the ranks */
     GS_MODE_JOB_LONG, /* a whole batch job's (gsrun prolog), until gsrun epilog */
+    GS_MODE_SHARED,   /* a user's MPS on a node, leased to the user's jobs' agents
+                       * (--mps-share=node), until the last lease and its linger */
 } gs_agentcmd_mode_t;
+
+/* The shared agent's process name (a job's agent is "gsrun-agent"). */
+#define GS_AGENT_SHARED_COMM "gsrun-share"
 
 /* Where the agent's report goes. */
 typedef enum {

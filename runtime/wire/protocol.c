@@ -98,6 +98,80 @@ int gs_protocol_servers_parse(const char *line, int max, int *n, int *gpu)
     return 0;
 }
 
+int gs_protocol_lease_format(char *buf, size_t len, const gs_protocol_lease_t *l)
+{
+    size_t used = 0;
+    if (l->job[0] == '\0' || strpbrk(l->job, " \t\r\n") != NULL) {
+        return -1;
+    }
+    int w = snprintf(buf, len, "lease %d %s %d", l->linger_s, l->job, l->n);
+    for (int i = 0; w >= 0 && (size_t)w < len - used && i < l->n; i++) {
+        used += (size_t)w;
+        if (l->uuid[i][0] == '\0' || strpbrk(l->uuid[i], " \t\r\n") != NULL) {
+            return -1;
+        }
+        w = snprintf(buf + used, len - used, " %s %d", l->uuid[i], l->clients[i]);
+    }
+    if (w < 0 || (size_t)w >= len - used) {
+        return -1;
+    }
+    used += (size_t)w;
+    return fits(snprintf(buf + used, len - used, "\n"), len - used) < 0 ? -1 : 0;
+}
+
+int gs_protocol_lease_parse(const char *line, int max, gs_protocol_lease_t *l)
+{
+    int used = 0;
+    memset(l, 0, sizeof(*l));
+    if (max > GS_MAX_GPUS) {
+        max = GS_MAX_GPUS;
+    }
+    if (sscanf(line, "lease %d %95s %d%n", &l->linger_s, l->job, &l->n, &used) != 3 ||
+        l->linger_s < 0 || l->linger_s > 1 << 20 || l->n < 1 || l->n > max) {
+        return -1;
+    }
+    line += used;
+    for (int i = 0; i < l->n; i++) {
+        if (sscanf(line, " %95s %d%n", l->uuid[i], &l->clients[i], &used) != 2 ||
+            l->clients[i] < 1 || l->clients[i] > 1 << 20) {
+            return -1;
+        }
+        line += used;
+    }
+    return 0;
+}
+
+int gs_protocol_leased_format(char *buf, size_t len, int n, const int *server)
+{
+    size_t used = 0;
+    int w = snprintf(buf, len, "ok");
+    for (int i = 0; w >= 0 && (size_t)w < len - used && i < n; i++) {
+        used += (size_t)w;
+        w = snprintf(buf + used, len - used, " %d", server[i]);
+    }
+    if (w < 0 || (size_t)w >= len - used) {
+        return -1;
+    }
+    used += (size_t)w;
+    return fits(snprintf(buf + used, len - used, "\n"), len - used) < 0 ? -1 : 0;
+}
+
+int gs_protocol_leased_parse(const char *line, int n, int max, int *server)
+{
+    int used = 0;
+    if (strncmp(line, "ok", 2) != 0) {
+        return -1;
+    }
+    line += 2;
+    for (int i = 0; i < n; i++) {
+        if (sscanf(line, " %d%n", &server[i], &used) != 1 || server[i] < 0 || server[i] >= max) {
+            return -1;
+        }
+        line += used;
+    }
+    return 0;
+}
+
 int gs_protocol_ready_format(char *buf, size_t len, int code)
 {
     return fits(code == 0 ? snprintf(buf, len, "listening 0 0\n")

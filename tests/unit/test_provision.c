@@ -102,7 +102,7 @@ static void test_user_base_any(void **state)
     (void)state;
     assert_non_null(mkdtemp(dir));
     snprintf(want, sizeof(want), "%s/gsrun-x", dir);
-    assert_int_equal(gs_provision_user_base_any(want, out, sizeof(out), taken, sizeof(taken), &err),
+    assert_int_equal(gs_rundir_user_base_any(want, out, sizeof(out), taken, sizeof(taken), &err),
                      0);
     assert_string_equal(out, want);
     assert_string_equal(taken, "");
@@ -110,21 +110,21 @@ static void test_user_base_any(void **state)
     FILE *f = fopen(want, "w"); /* planted */
     assert_non_null(f);
     fclose(f);
-    assert_int_equal(gs_provision_user_base_any(want, out, sizeof(out), taken, sizeof(taken), &err),
+    assert_int_equal(gs_rundir_user_base_any(want, out, sizeof(out), taken, sizeof(taken), &err),
                      0);
     snprintf(path, sizeof(path), "%s.1", want);
     assert_string_equal(out, path);
     assert_non_null(strstr(taken, "exists and is not a directory"));
     /* Found again by the next rank. */
-    assert_int_equal(gs_provision_user_base_any(want, out, sizeof(out), taken, sizeof(taken), &err),
+    assert_int_equal(gs_rundir_user_base_any(want, out, sizeof(out), taken, sizeof(taken), &err),
                      0);
     assert_string_equal(out, path);
     assert_int_equal(rmdir(path), 0);
-    for (int k = 1; k <= GS_PROVISION_BASE_TRIES; k++) {
+    for (int k = 1; k <= GS_RUNDIR_BASE_TRIES; k++) {
         snprintf(path, sizeof(path), "%s.%d", want, k);
         assert_int_equal(symlink("/", path), 0);
     }
-    assert_true(gs_provision_user_base_any(want, out, sizeof(out), taken, sizeof(taken), &err) < 0);
+    assert_true(gs_rundir_user_base_any(want, out, sizeof(out), taken, sizeof(taken), &err) < 0);
     assert_non_null(strstr(err.text, "(taken by other users)"));
     /* gsrun exec's ranks: every name taken (links here, which are never
      * ours): the first rank and the others fail at once. */

@@ -1,0 +1,493 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* --mps-share=node: one user's jobs on a node share one set of MPS servers,
+ * as one job's ranks do.
+ *
+ * Each job keeps its own agent (its ranks, report, end and teardown are its
+ * own); only the servers are the user's. They belong to a shared agent
+ * (GS_MODE_SHARED) in the user's private base, <base>/mps-share/<node>: a
+ * job's agent leases a server with room for its ranks on each GPU of its
+ * plan ("lease", protocol.h), keeps the connection while the job runs and
+ * closes it at the end (the kernel closes it when the agent is killed). The
+ * shared agent starts a server on a GPU when none there has room (the
+ * client limit), counts the leases, and once the last is gone and its
+ * linger is over it stops MPS. No other user can reach it: the base is
+ * the user's own (0700, never one another user made), and its socket takes
+ * the user's connections only. */
+#include "gs_autoconf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "runtime/agent/agent_int.h"
+#include "runtime/core/proc.h"
+#include "runtime/core/unixsock.h"
+#include "runtime/files/rundir.h"
+#include "runtime/files/status.h"
+#include "runtime/wire/protocol.h"
+
+#define SHARE_DIR "mps-share" /* in the user's base: the shared agent's "job dir" */
+#define RETRY_MS 20           /* between tries to reach a shared agent that comes or goes */
+
+/* --- the shared agent ------------------------------------------------------- */
+
+void gs_agent_share_open(gs_agent_t *a)
+{
+    a->leases = calloc(GS_AGENT_LEASES_MAX, sizeof(*a->leases));
+    a->idle_since = gs_proc_now_ms();
+    a->servers.count = 0;
+}
+
+/* A server on GPU g with room for n more clients: the fullest that fits
+ * (servers on one GPU time-slice: the fewer in use, the better), or -1. */
+static int fit(const gs_agent_t *a, int g, int n)
+{
+    int best = -1, limit = a->plan.clients_per_server;
+    for (int s = 0; s < a->daemons.n; s++) {
+        if (a->daemons.gpu_of[s] == g && a->daemons.daemon[s].daemon_pid > 0 &&
+            a->leased[s] + n <= limit && (best < 0 || a->leased[s] > a->leased[best])) {
+            best = s;
+        }
+    }
+    return best;
+}
+
+/* Starts one more server on GPU g; its index, or -1 with err. */
+static int add_server(gs_agent_t *a, int g, gs_error_t *err)
+{
+    gs_daemons_t *ds = &a->daemons;
+    int e = ds->n, k = 0;
+    if (e >= GS_MAX_GPUS) {
+        gs_error_set(err, ENOSPC, "the node's shared MPS runs %d servers, the most it can", e);
+        return -1;
+    }
+    for (int o = 0; o < e; o++) {
+        k += ds->gpu_of[o] == g;
+    }
+    a->servers.gpu[e] = a->gpus.gpu[g];
+    a->servers.count = e + 1;
+    gs_daemons_set_server(ds, e, g, k, k + 1);
+    for (int o = 0; o < e; o++) {
+        if (ds->gpu_of[o] == g) {
+            ds->servers_on[o] = k + 1;
+            a->plan.server[o].gpu_servers = k + 1;
+        }
+    }
+    a->plan.server[e] = (gs_server_share_t){.gpu = g, .server = k, .gpu_servers = k + 1};
+    if (gs_daemons_add(ds, &a->servers, e + 1, err) != 0) {
+        a->servers.count = e;
+        for (int o = 0; o < e; o++) {
+            if (ds->gpu_of[o] == g) {
+                ds->servers_on[o] = k;
+                a->plan.server[o].gpu_servers = k;
+            }
+        }
+        return -1;
+    }
+    a->plan.nservers = a->plan.nused = e + 1;
+    gs_agent_confirm_servers_from(a, e);
+    gs_agent_publish_on(a);
+    int none[GS_MAX_GPUS] = {0};
+    gs_placer_free(&a->placer); /* no ranks: lists the servers for `gsrun status` */
+    if (gs_placer_init(&a->placer, 0, e + 1, none, a->servers.gpu, 1, 0) != 0) {
+        gs_report_add(&a->report, 1, "out of memory for the status");
+    }
+    return e;
+}
+
+static int gpu_by_uuid(const gs_agent_t *a, const char *uuid)
+{
+    for (int g = 0; g < a->gpus.count; g++) {
+        if (strcmp(a->gpus.gpu[g].uuid, uuid) == 0) {
+            return g;
+        }
+    }
+    return -1;
+}
+
+/* The servers of lease l, each entry placed after the ones before it;
+ * leased[] holds them on success. 0, or -1 with err (nothing leased). */
+static int place(gs_agent_t *a, gs_agent_lease_t *l, const gs_protocol_lease_t *q,
+                 gs_error_t *err)
+{
+    for (int e = 0; e < q->n; e++) {
+        int g = gpu_by_uuid(a, q->uuid[e]), s = -1;
+        if (g < 0) {
+            gs_error_set(err, ENODEV, "GPU %s is not one the node's shared MPS found",
+                         q->uuid[e]);
+        } else if ((s = fit(a, g, q->clients[e])) < 0) {
+            s = add_server(a, g, err);
+        }
+        if (s < 0) {
+            for (int o = 0; o < e; o++) {
+                a->leased[l->server[o]] -= l->clients[o];
+            }
+            return -1;
+        }
+        l->server[e] = s;
+        l->clients[e] = q->clients[e];
+        a->leased[s] += q->clients[e];
+    }
+    l->n = q->n;
+    return 0;
+}
+
+void gs_agent_share_on_lease(gs_agent_t *a, gs_agent_conn_t *c)
+{
+    gs_protocol_lease_t q;
+    gs_error_t err;
+    char line[GS_LINE_MAX];
+
+    if (a->mode != GS_MODE_SHARED || c->uid != getuid() ||
+        gs_protocol_lease_parse(c->line, GS_MAX_GPUS, &q) != 0) {
+        dprintf(c->fd, "error malformed lease\n");
+        close(c->fd);
+        return;
+    }
+    if (!a->plan.use_mps || a->leases == NULL || a->nleases == GS_AGENT_LEASES_MAX) {
+        dprintf(c->fd, "error %s\n",
+                !a->plan.use_mps ? a->plan.reason
+                                 : "the node's shared MPS serves as many jobs as it can");
+        close(c->fd);
+        return;
+    }
+    gs_agent_lease_t *l = &a->leases[a->nleases];
+    memset(l, 0, sizeof(*l));
+    if (place(a, l, &q, &err) != 0) {
+        gs_report_add(&a->report, 1, "job %s: %s", q.job, err.text);
+        dprintf(c->fd, "error %s\n", err.text);
+        close(c->fd);
+        return;
+    }
+    l->fd = c->fd;
+    l->pid = c->pid;
+    l->linger_s = q.linger_s;
+    snprintf(l->job, sizeof(l->job), "%s", q.job);
+    a->nleases++;
+    a->ever_leased = 1;
+    gs_report_add(&a->report, 0, "job %s (agent %d) leased %d server%s", l->job, (int)l->pid, l->n,
+                  l->n == 1 ? "" : "s");
+    gs_agent_write_status(a);
+    if (gs_protocol_leased_format(line, sizeof(line), l->n, l->server) != 0 ||
+        write(l->fd, line, strlen(line)) < 0) {
+        /* Its agent is gone: the lease ends at the next wake-up (the hang-up). */
+    }
+}
+
+/* Lease i has ended (its job's agent closed the connection, or exited). */
+static void drop(gs_agent_t *a, int i)
+{
+    gs_agent_lease_t *l = &a->leases[i];
+    for (int e = 0; e < l->n; e++) {
+        a->leased[l->server[e]] -= l->clients[e];
+    }
+    gs_report_add(&a->report, 0, "job %s ended its lease", l->job);
+    close(l->fd);
+    if (--a->nleases == 0) {
+        a->idle_since = gs_proc_now_ms();
+        a->linger_ms = l->linger_s * 1000; /* the last job's linger */
+    }
+    *l = a->leases[a->nleases];
+}
+
+/* How long it waits for a job while none holds a lease: the first job's
+ * agent leases right after it started this one (bounded by the start
+ * timeout); after that, the last job's linger. */
+int gs_agent_share_idle_ms(const gs_agent_t *a)
+{
+    if (a->nleases > 0) {
+        return -1;
+    }
+    long long bound = a->ever_leased ? a->linger_ms : (long long)a->o->cfg.timeout_s * 1000;
+    long long left = a->idle_since + bound - gs_proc_now_ms();
+    return left < 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
+}
+
+int gs_agent_share_fds(gs_agent_t *a, struct pollfd *p, int max)
+{
+    if (a->mode == GS_MODE_SHARED) {
+        int k = 0;
+        for (int i = 0; i < a->nleases && k < max; i++) {
+            p[k++] = (struct pollfd){a->leases[i].fd, POLLIN, 0};
+        }
+        return k;
+    }
+    if (a->share_fd >= 0 && max > 0) {
+        p[0] = (struct pollfd){a->share_fd, POLLIN, 0};
+        return 1;
+    }
+    return 0;
+}
+
+void gs_agent_share_ready(gs_agent_t *a, const struct pollfd *p, int n)
+{
+    if (a->mode == GS_MODE_SHARED) {
+        int changed = 0;
+        /* Backwards: dropping moves the last lease into the slot. */
+        for (int i = n - 1; i >= 0; i--) {
+            char c;
+            if ((p[i].revents & (POLLIN | POLLHUP | POLLERR)) &&
+                (!(p[i].revents & POLLIN) || read(a->leases[i].fd, &c, 1) <= 0)) {
+                drop(a, i);
+                changed = 1;
+            }
+        }
+        if (changed) {
+            gs_agent_write_status(a);
+        }
+        return;
+    }
+    if (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+        gs_report_add(&a->report, 1,
+                      "the user's shared MPS on this node (%s) ended while this job ran: its "
+                      "servers are gone",
+                      a->share_dir);
+        close(a->share_fd);
+        a->share_fd = -1;
+    }
+}
+
+void gs_agent_share_close(gs_agent_t *a)
+{
+    /* A job that comes now finds no socket and starts the next shared
+     * agent once this one is gone, instead of waiting on a backlog. */
+    if (a->listen_fd >= 0) {
+        close(a->listen_fd);
+        a->listen_fd = -1;
+        unlink(a->sock);
+    }
+    for (int i = a->nleases - 1; i >= 0; i--) {
+        close(a->leases[i].fd); /* a signal ended it: its jobs see the hang-up */
+    }
+    a->nleases = 0;
+    free(a->leases);
+    a->leases = NULL;
+}
+
+/* --- a job's agent ---------------------------------------------------------- */
+
+/* The shared agent's dirs: <user's base>/mps-share and its node dir. */
+static int domain(char *dir, size_t len, char *node_dir, size_t nlen, gs_error_t *err)
+{
+    char stem[300], base[512], taken[512], node[64];
+    int rc;
+    snprintf(stem, sizeof(stem), "%s/gsrun-%u", gs_rundir_tmpdir(), (unsigned)getuid());
+    if ((rc = gs_rundir_user_base_any(stem, base, sizeof(base), taken, sizeof(taken), err)) != 0) {
+        return rc;
+    }
+    gs_rundir_node_name(node, sizeof(node));
+    if ((size_t)snprintf(dir, len, "%s/%s", base, SHARE_DIR) >= len ||
+        (size_t)snprintf(node_dir, nlen, "%s/%s", dir, node) >= nlen) {
+        return gs_error_set(err, ENAMETOOLONG, "'%s' is too long for the shared MPS's dir", base);
+    }
+    return 0;
+}
+
+/* Starts the shared agent (this program, as a daemon of its own session);
+ * returns what it said on its ready pipe: 0 "ok" (listening, state
+ * published), 1 otherwise ("error": another holds the dir, or it failed). */
+static int spawn(gs_agent_t *a, const char *dir, gs_error_t *err)
+{
+    char self[PATH_MAX], line[64];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    int pfd[2], st;
+    if (n <= 0 || pipe2(pfd, O_CLOEXEC) != 0) {
+        return gs_error_set(err, errno, "cannot start the shared MPS agent: %s", strerror(errno));
+    }
+    self[n] = '\0';
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(pfd[0]);
+        close(pfd[1]);
+        return gs_error_set(err, e, "cannot start the shared MPS agent: %s", strerror(e));
+    }
+    if (pid == 0) {
+        static char buf[1024];
+        char *argv[40];
+        gs_agentcmd_t args;
+        setsid();
+        if (fork() != 0) {
+            _exit(0);
+        }
+        /* Not a rank's: what ends a job's leftovers by a rank's variable
+         * must not see it. */
+        unsetenv("GSRUN_LOCAL_RANK");
+        gs_agentcmd_init(&args);
+        snprintf(args.job_dir, sizeof(args.job_dir), "%s", dir);
+        snprintf(args.node_name, sizeof(args.node_name), "%s", a->o->args.node_name);
+        args.mode = GS_MODE_SHARED;
+        args.report = GS_SINK_NOWHERE;
+        args.ready_fd = fcntl(pfd[1], F_DUPFD, 3);
+        if (gs_agentcmd_to_argv(&args, self, buf, sizeof(buf), argv, 40) == 0) {
+            execv(self, argv);
+        }
+        _exit(127);
+    }
+    close(pfd[1]);
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    long r = gs_proc_read_line(pfd[0], line, sizeof(line),
+                               gs_proc_now_ms() + (long long)a->o->cfg.timeout_s * 1000 + 5000);
+    close(pfd[0]);
+    return r > 0 && strncmp(line, "ok", 2) == 0 ? 0 : 1;
+}
+
+/* One try at a lease: 0 with *fd kept, 1 when no shared agent takes
+ * leases there now (none, or one that is stopping), or -errno with err
+ * (it refused the lease). */
+static int try_lease(gs_agent_t *a, const char *sock, const char *req, int *server, int *fd,
+                     long long deadline, gs_error_t *err)
+{
+    char reply[GS_LINE_MAX];
+    gs_error_t ignored;
+    int c = gs_unixsock_connect(sock, &ignored);
+    if (c < 0) {
+        return 1;
+    }
+    if (write(c, req, strlen(req)) != (ssize_t)strlen(req) ||
+        gs_proc_read_line(c, reply, sizeof(reply), deadline) <= 0) {
+        close(c);
+        return 1; /* it closed: stopping */
+    }
+    reply[strcspn(reply, "\n")] = '\0';
+    if (gs_protocol_leased_parse(reply, a->plan.nservers, GS_MAX_GPUS, server) == 0) {
+        *fd = c;
+        return 0;
+    }
+    close(c);
+    if (strstr(reply, "is not taken by the agent now") != NULL) {
+        return 1; /* between its start and its end */
+    }
+    return gs_error_set(err, EPROTO, "the user's shared MPS on this node refused the job: %s",
+                        strncmp(reply, "error ", 6) == 0 ? reply + 6 : reply);
+}
+
+/* The leased servers as this job's daemons, from the shared agent's state
+ * (pipe and log dirs) and status (PIDs, cores). */
+static int take_servers(gs_agent_t *a, const int *server, gs_error_t *err)
+{
+    gs_state_t *st = calloc(1, sizeof(*st));
+    gs_status_t *ss = calloc(1, sizeof(*ss));
+    gs_error_t ignored;
+    int rc = st == NULL || ss == NULL ? gs_error_set(err, ENOMEM, "out of memory")
+                                      : gs_state_read(a->share_dir, st, err);
+    if (rc == 0 && gs_status_read(a->share_dir, ss, &ignored) != 0) {
+        ss->nservers = 0;
+    }
+    for (int e = 0; rc == 0 && e < a->plan.nservers; e++) {
+        int s = server[e];
+        gs_mps_daemon_t *d = &a->daemons.daemon[e];
+        if (s >= st->nservers) {
+            rc = gs_error_set(err, EPROTO, "the shared MPS's state has no server %d", s);
+            break;
+        }
+        snprintf(d->uuid, sizeof(d->uuid), "%s", st->server[s].uuid);
+        snprintf(d->pipe_dir, sizeof(d->pipe_dir), "%s", st->server[s].pipe_dir);
+        snprintf(d->log_dir, sizeof(d->log_dir), "%s", st->server[s].log_dir);
+        if (s < ss->nservers) {
+            d->daemon_pid = ss->server[s].daemon_pid;
+            d->server_pid[0] = ss->server[s].server_pid;
+            d->nservers = ss->server[s].server_pid > 0;
+            snprintf(a->daemons.pinned[e], sizeof(a->daemons.pinned[e]), "%s",
+                     ss->server[s].core);
+        }
+        a->share_server[e] = s;
+    }
+    if (rc == 0) {
+        a->daemons.n = a->plan.nservers;
+        a->daemons.borrowed = 1;
+    }
+    free(st);
+    free(ss);
+    return rc;
+}
+
+int gs_agent_share_join(gs_agent_t *a, gs_error_t *err)
+{
+    char dir[560], sock[700], req[GS_LINE_MAX];
+    gs_protocol_lease_t q;
+    int server[GS_MAX_GPUS], rc, started = 0;
+    long long t0 = gs_proc_now_ms(), deadline = gs_proc_now_ms() + (long long)a->o->cfg.timeout_s * 1000;
+    const char *job = strrchr(a->o->args.job_dir, '/');
+
+    if ((rc = domain(dir, sizeof(dir), a->share_dir, sizeof(a->share_dir), err)) != 0) {
+        return rc;
+    }
+    if ((size_t)snprintf(sock, sizeof(sock), "%s/%s", a->share_dir, GS_PROTO_SOCKET) >=
+        sizeof(((struct sockaddr_un *)0)->sun_path)) {
+        return gs_error_set(err, ENAMETOOLONG, "'%s' is too long for a socket; set TMPDIR to a "
+                            "shorter directory", sock);
+    }
+    memset(&q, 0, sizeof(q));
+    q.linger_s = a->o->cfg.linger_s;
+    snprintf(q.job, sizeof(q.job), "%s", job != NULL ? job + 1 : a->o->args.job_dir);
+    for (char *p = q.job; *p != '\0'; p++) {
+        *p = *p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' ? '_' : *p;
+    }
+    q.n = a->plan.nservers;
+    for (int e = 0; e < q.n; e++) {
+        snprintf(q.uuid[e], sizeof(q.uuid[e]), "%s", a->servers.gpu[e].uuid);
+        q.clients[e] = a->plan.server[e].nranks > 0 ? a->plan.server[e].nranks : 1;
+    }
+    if (gs_protocol_lease_format(req, sizeof(req), &q) != 0) {
+        return gs_error_set(err, E2BIG, "the lease of %d servers does not fit a message", q.n);
+    }
+    for (;;) {
+        rc = try_lease(a, sock, req, server, &a->share_fd, deadline, err);
+        if (rc <= 0) {
+            break;
+        }
+        if (gs_proc_now_ms() >= deadline) {
+            return gs_error_set(err, ETIMEDOUT,
+                                "the user's shared MPS on this node (%s) took no lease within "
+                                "%d s",
+                                a->share_dir, a->o->cfg.timeout_s);
+        }
+        /* None takes leases: start one (a second start, by another job at
+         * the same time or while the last one stops, fails on its lock,
+         * and the next try finds the one that won). */
+        rc = gs_rundir_ensure(dir, err);
+        rc = rc == 0 ? gs_rundir_ensure(a->share_dir, err) : rc;
+        if (rc != 0 && rc != -ENOENT) {
+            return rc; /* ENOENT: the last shared agent removed it as we looked */
+        }
+        if (rc == 0 && spawn(a, dir, err) == 0) {
+            started = 1;
+            continue;
+        }
+        gs_state_t st;
+        gs_error_t ignored;
+        if (rc == 0 && gs_state_read(a->share_dir, &st, &ignored) == 0 &&
+            st.kind == GS_STATE_ERROR) {
+            return gs_error_set(err, EIO, "%s", st.message);
+        }
+        usleep(RETRY_MS * 1000);
+    }
+    if (rc == 0 && (rc = take_servers(a, server, err)) != 0) {
+        gs_agent_share_leave(a);
+    }
+    if (rc == 0) {
+        gs_report_add(&a->report, 0, "the user's shared MPS on this node (%s): %s, leased in %lld ms",
+                      a->share_dir, started ? "started for this job" : "found running",
+                      gs_proc_now_ms() - t0);
+    }
+    return rc;
+}
+
+void gs_agent_share_leave(gs_agent_t *a)
+{
+    if (a->share_fd >= 0) {
+        close(a->share_fd);
+        a->share_fd = -1;
+    }
+}
