@@ -369,14 +369,16 @@ const gs_config_key_t gs_config_keys[] = {
      "the ranks' priority on their MPS server (CUDA_MPS_CLIENT_PRIORITY 0 or 1): low lets "
      "the work of other jobs on the same server go first (default normal)",
      0},
-    {"mps-share", "GSRUN_MPS_SHARE", "job or node", "share", ALL_FRONTS, 1, set_share, fmt_share,
+    /* Not the batch commands': a batch job's steps share the job's servers. */
+    {"mps-share", "GSRUN_MPS_SHARE", "job or node", "share",
+     GS_FRONT_GSRUN | GS_FRONT_MCA | GS_FRONT_SPANK | GS_FRONT_RANKS, 1, set_share, fmt_share,
      "job|node",
      "job: MPS servers of the job's own (default); node: the user's jobs on a node share one "
      "set of MPS servers, started by the first and stopped after the last (ensembles, "
      "concurrent and back-to-back jobs; doc/tuning.md)",
      0},
-    {"mps-linger", "GSRUN_MPS_LINGER", "whole seconds from 0 to 86400", "linger", ALL_FRONTS, 1,
-     set_linger, fmt_linger, "SECONDS",
+    {"mps-linger", "GSRUN_MPS_LINGER", "whole seconds from 0 to 86400", "linger",
+     GS_FRONT_GSRUN | GS_FRONT_MCA | GS_FRONT_SPANK | GS_FRONT_RANKS, 1, set_linger, fmt_linger, "SECONDS",
      "with --mps-share=node: how long the shared MPS servers stay up after the node's last job "
      "of the user ended, for the next one to find them warm (default 0)",
      0},

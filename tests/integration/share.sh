@@ -62,6 +62,18 @@ check "  ... each job's own output: 3, 3 and 2 rank lines" \
         "$(grep -c "^rank=.*size=2 .*pipe=$SHARED_RE " "$OUT.3")" -eq 2 ]
 clean_share "three jobs sharing"
 
+# Through another front end: a gsrun exec job joins a gsrun job's servers.
+rm -f "$REC"
+job "$OUT.1" "$ERR.1" -np 2 "$PROG" --sleep 1500 &
+LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=1 FAKE_MPS_RECORD=$REC GSRUN_MPS_CONTROL=$FAKE_CONTROL \
+    GSRUN_MPS_SHARE=node mpirun -np 3 "$GSRUN" exec -- "$PROG" --sleep 1500 >"$OUT.2" 2>"$ERR.2"
+rc2=$?
+wait
+check "gsrun and gsrun exec (GSRUN_MPS_SHARE=node) at once: both 0, one daemon, one pipe dir" \
+    [ "$(cat "$OUT.1.rc")" = 0 -a $rc2 = 0 -a "$(starts)" -eq 1 -a \
+        "$(cat "$OUT.1" "$OUT.2" | grep -c "mps=1 pipe=$SHARED_RE ")" -eq 5 ] || diag "$ERR.2"
+clean_share "gsrun exec sharing"
+
 # SIGKILL of one job's gsrun: its ranks end; the other runs on to 0.
 rm -f "$REC"
 (FAKE_MPS_RECORD=$REC gsrun_fake_exec 1 --mps-share=node -np 3 "$PROG" --sleep 8000 >"$OUT.1" 2>"$ERR.1") &
