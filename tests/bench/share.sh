@@ -19,7 +19,12 @@
 #      (context and 16 MiB each) under gsrun with servers of its own, under
 #      gsrun finding the shared server warm (--mps-linger), and under mpirun
 #      finding a server started by hand;
-#   E. 60 copies under one gsrun: the default against --mps-percentage=off.
+#   E. 60 copies under one gsrun: the default against --mps-percentage=off;
+#   F. client priority across jobs: two jobs of 4 copies sharing a server,
+#      both normal, then one --mps-priority=low (worst solve of each job);
+#   G. the share of coupled jobs on a shared server: C's two 8-rank jobs
+#      with --mps-share=node at the default (200/8 each) and at off.
+# SHARE_PARTS (default ABCDEFG) picks the parts to run.
 # Checks the targets: node-shared within 1.2x of the hand server (A, B, C),
 # a warm start within 50 ms of the hand server's (D), the default within
 # 1.2x of off (E), and that nothing of MPS is left. Ends with "N passed, N
@@ -110,12 +115,15 @@ table() { # table NAME NJOBS NRANKS EXPECTED_LINES PROG ARGS...
     done
 }
 
+parts=${SHARE_PARTS:-ABCDEFG}
+part() { case $parts in *$1*) return 0 ;; esac; return 1; }
 echo "# $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(nproc) cores"
-table "A: 2 jobs x 24 copies" 2 24 48 "$solo" $size
-table "B: 4 jobs x 12 copies" 4 12 48 "$solo" $size
-table "C: 2 MPI jobs x 8 ranks (jacobi 4096^2)" 2 8 2 "$jac"
+part A && table "A: 2 jobs x 24 copies" 2 24 48 "$solo" $size
+part B && table "B: 4 jobs x 12 copies" 4 12 48 "$solo" $size
+part C && table "C: 2 MPI jobs x 8 ranks (jacobi 4096^2)" 2 8 2 "$jac"
 
 # D. Back to back: one job's wall time, 4 rounds each.
+part_d() {
 wall() { # wall CMD...: ms of one run, or "fail"
     local t0 t1
     t0=$(date +%s%N)
@@ -148,9 +156,12 @@ case "$own$warm$byhand" in *fail*) notok "D: a job failed"; sed 's/^/#   /' "$T/
     [ $((mw - mh)) -le 50 ] && ok "D: a warm start ($mw ms) within 50 ms of the hand-started server's ($mh ms)" ||
         notok "D: a warm start ($mw ms) is $((mw - mh)) ms slower than the hand-started server's ($mh ms)" ;;
 esac
+}
+part D && part_d
 
 # E. 60 copies under one gsrun.
 for r in $(seq "$rounds"); do
+    part E || break
     d=$(jobs_at_once job 1 60 "$solo" $size)
     o=$("$G" --mps-percentage=off -np 60 "$solo" $size 2>"$T/e1" | grep -o 'solve=[0-9.]*' | cut -d= -f2 | sort -g | tail -1)
     echo "# E: 60 copies, run $r: worst solve (s): gsrun default $d, --mps-percentage=off ${o:-fail}"
@@ -160,6 +171,37 @@ for r in $(seq "$rounds"); do
         within "$d" "$o" 1.2 && ok "E, run $r: the default ($d s) within 1.2x of off ($o s)" ||
             notok "E, run $r: the default ($d s) not within 1.2x of off ($o s)"
     fi
+done
+
+# F. Priority across two jobs on one shared server.
+worst_of() { grep -o 'solve=[0-9.]*' "$1" | cut -d= -f2 | sort -g | tail -1; }
+for r in $(seq "$rounds"); do
+    part F || break
+    for prio in normal low; do
+        "$G" --mps-share=node -np 4 "$solo" $size >"$T/p1" 2>"$T/pe1" &
+        "$G" --mps-share=node --mps-priority=$prio -np 4 "$solo" $size >"$T/p2" 2>"$T/pe2" &
+        wait
+        eval "f_$prio=\"$(worst_of "$T/p1") $(worst_of "$T/p2")\""
+    done
+    set -- $f_normal
+    fn1=${1:-fail} fn2=${2:-fail}
+    set -- $f_low
+    fl1=${1:-fail} fl2=${2:-fail}
+    echo "# F, run $r: two jobs of 4 copies on one shared server, worst solve (s): both normal $fn1 and $fn2; normal $fl1 beside low $fl2"
+    case "$fn1$fn2$fl1$fl2" in *fail*) notok "F, run $r: a job failed" ;; *)
+        awk -v a="$fl1" -v b="$fn1" 'BEGIN { exit !(a < b) }' &&
+            ok "F, run $r: the normal job beside a low one ($fl1 s) is faster than beside a normal one ($fn1 s)" ||
+            notok "F, run $r: the normal job beside a low one ($fl1 s) is not faster than beside a normal one ($fn1 s)" ;;
+    esac
+done
+
+# G. Coupled jobs on a shared server: the default share against off.
+for r in $(seq "$rounds"); do
+    part G || break
+    d=$(jobs_at_once node 2 8 "$jac")
+    o=$(GSRUN_MPS_PERCENTAGE=off jobs_at_once node 2 8 "$jac")
+    echo "# G, run $r: two 8-rank jacobi jobs on one shared server, worst (s): default (200/8 each) $d, --mps-percentage=off $o"
+    [ "$d" != fail ] && [ "$o" != fail ] && ok "G, run $r: both ran" || notok "G, run $r: a job failed"
 done
 
 for _ in $(seq 100); do

@@ -96,6 +96,31 @@ check "  ... the other job ends with status 0, all 3 ranks under MPS" \
 check "  ... one MPS control daemon" [ "$(starts)" -eq 1 ]
 clean_share "a job killed beside another"
 
+# SIGKILL of one job's agent: its guard ends its ranks, its lease ends
+# with the agent; the other job runs on to 0.
+rm -f "$REC"
+job "$OUT.1" "$ERR.1" -np 3 "$PROG" --sleep 8000 &
+victim=$!
+job "$OUT.2" "$ERR.2" -np 3 "$PROG" --sleep 2500 &
+other=$!
+wait_status "$OUT.st" "jobs gsrun\.[A-Za-z0-9]*:3 gsrun\.[A-Za-z0-9]*:3" || diag "$OUT.st"
+g=$(pgrep -P "$victim" -x gsrun)
+agent=$(sed -n "s/^job gsrun\.[A-Za-z0-9]* (uid [0-9]*): agent \([0-9]*\), launcher [0-9]*, gsrun $g,.*/\1/p" "$OUT.st")
+kill -9 "$agent"
+wait "$victim"
+rc1=$(cat "$OUT.1.rc")
+for _ in $(seq 100); do
+    pgrep -f "rank_report --sleep 8000" >/dev/null || break
+    sleep 0.05
+done
+check "SIGKILL to one job's agent ($agent): its ranks end, its gsrun fails ($rc1)" \
+    eval '[ -n "$agent" ] && [ "$rc1" != 0 ] && ! pgrep -f "rank_report --sleep 8000" >/dev/null' || diag "$ERR.1"
+wait "$other"
+check "  ... the other job ends with status 0 under the shared server" \
+    [ "$(cat "$OUT.2.rc")" = 0 -a "$(grep -c "mps=1 pipe=$SHARED_RE " "$OUT.2")" -eq 3 ] || diag "$ERR.2"
+check "  ... one MPS control daemon" [ "$(starts)" -eq 1 ]
+clean_share "a job's agent killed beside another"
+
 # Back to back: without a linger the servers stop with the job; with one the
 # next job finds them warm, and they stop after its linger.
 rm -f "$REC"
