@@ -157,4 +157,23 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 check "SIGKILL of mpirun: ranks, agent, daemon and run dir gone after $ms ms (at most 2000)" \
     [ $ms -le 2000 -a -z "$(leftover_procs)" -a -z "$(ls -A "$TMPDIR")" ]
 check_clean "SIGKILL of mpirun"
+# --mps-share=node (issue 38): a component job joins a gsrun job's servers.
+rm -f "$TEST_TMP/share.rec"
+FAKE_MPS_RECORD=$TEST_TMP/share.rec gsrun_fake 1 --mps-share=node -np 2 "$PROG" --sleep 1500 \
+    >"$OUT.g" 2>"$ERR.g" &
+g=$!
+FAKE_MPS_RECORD=$TEST_TMP/share.rec rtc_run --mca rtc_gsrun_mps_share node -np 3 "$PROG" --sleep 1500
+rc=$?
+wait $g
+rcg=$?
+check "the component (rtc_gsrun_mps_share=node) beside a gsrun job: both 0, one daemon, one pipe dir" \
+    [ $rc -eq 0 -a $rcg -eq 0 -a "$(grep -c '^start ' "$TEST_TMP/share.rec")" -eq 1 -a \
+        "$(cat "$OUT" "$OUT.g" | grep -c "mps=1 pipe=$TMPDIR/gsrun-$(id -u)/mps-share/")" -eq 5 ] || diag "$ERR"
+for _ in $(seq 100); do
+    [ ! -d "$TMPDIR/gsrun-$(id -u)/mps-share" ] && break
+    sleep 0.05
+done
+rmdir "$TMPDIR/gsrun-$(id -u)" 2>/dev/null
+check_clean "the component sharing"
+
 finish
