@@ -85,4 +85,28 @@ if [ "$(id -u)" = 0 ]; then
         [ $rc -ne 124 -a $ms -lt 5000 -a ! -e "$BASE/slurm-77.6" ]
 fi
 check_clean "the plugin's jobs"
+# --mps-share=node (issue 38): two steps at once through the plugin share
+# one server (the plugstack's share=node, an admin's default).
+rm -f "$TEST_TMP/share.rec"
+FAKE_MPS_RECORD=$TEST_TMP/share.rec SPANK_DRIVER_STEP=5 mpirun -x LD_LIBRARY_PATH -x FAKE_NVML_GPUS \
+    -x SPANK_DRIVER_JOB -x SPANK_DRIVER_STEP -x FAKE_MPS_RECORD -np 2 "$DRIVER" "$PLUGIN" $ARGS \
+    --arg share=node --opt mps=on -- "$PROG" --sleep 1500 >"$OUT.5" 2>"$ERR.5" &
+s5=$!
+FAKE_MPS_RECORD=$TEST_TMP/share.rec SPANK_DRIVER_STEP=6 mpirun -x LD_LIBRARY_PATH -x FAKE_NVML_GPUS \
+    -x SPANK_DRIVER_JOB -x SPANK_DRIVER_STEP -x FAKE_MPS_RECORD -np 3 "$DRIVER" "$PLUGIN" $ARGS \
+    --arg share=node --opt mps=on -- "$PROG" --sleep 1500 >"$OUT.6" 2>"$ERR.6"
+rc6=$?
+wait $s5
+rc5=$?
+check "two steps at once with share=node in plugstack.conf: both 0, one daemon, one pipe dir" \
+    [ $rc5 -eq 0 -a $rc6 -eq 0 -a "$(grep -c '^start ' "$TEST_TMP/share.rec")" -eq 1 -a \
+        "$(cat "$OUT.5" "$OUT.6" | grep -c "mps=1 pipe=$TMPDIR/gsrun-$(id -u)/mps-share/")" -eq 5 ] ||
+    diag "$ERR.5" "$ERR.6"
+for _ in $(seq 100); do
+    [ ! -d "$TMPDIR/gsrun-$(id -u)/mps-share" ] && break
+    sleep 0.05
+done
+rmdir "$TMPDIR/gsrun-$(id -u)" 2>/dev/null
+check "  ... the shared MPS gone after the steps" [ ! -d "$TMPDIR/gsrun-$(id -u)" -a -z "$(leftover_procs)" ]
+
 finish
