@@ -159,10 +159,10 @@ check "SIGKILL of mpirun: ranks, agent, daemon and run dir gone after $ms ms (at
 check_clean "SIGKILL of mpirun"
 # --mps-share=node (issue 38): a component job joins a gsrun job's servers.
 rm -f "$TEST_TMP/share.rec"
-FAKE_MPS_RECORD=$TEST_TMP/share.rec gsrun_fake 1 --mps-share=node -np 2 "$PROG" --sleep 1500 \
+FAKE_MPS_RECORD=$TEST_TMP/share.rec gsrun_fake 1 --mps-share=node -np 2 "$PROG" --sleep 3000 \
     >"$OUT.g" 2>"$ERR.g" &
 g=$!
-FAKE_MPS_RECORD=$TEST_TMP/share.rec rtc_run --mca rtc_gsrun_mps_share node -np 3 "$PROG" --sleep 1500
+FAKE_MPS_RECORD=$TEST_TMP/share.rec rtc_run --mca rtc_gsrun_mps_share node -np 3 "$PROG" --sleep 3000
 rc=$?
 wait $g
 rcg=$?

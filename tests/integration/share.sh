@@ -31,8 +31,8 @@ job() { # job OUT ERR args...: a gsrun job with --mps-share=node (status in OUT.
 # Two and three jobs at once: one control daemon; each job its own ranks,
 # output and status.
 rm -f "$REC"
-job "$OUT.1" "$ERR.1" -v -np 4 "$PROG" --sleep 1500 &
-job "$OUT.2" "$ERR.2" -v -np 4 "$PROG" --sleep 1500 &
+job "$OUT.1" "$ERR.1" -v -np 4 "$PROG" --sleep 3000 &
+job "$OUT.2" "$ERR.2" -v -np 4 "$PROG" --sleep 3000 &
 wait_status "$OUT.st" "jobs gsrun\.[A-Za-z0-9]*:4 gsrun\.[A-Za-z0-9]*:4"
 check "two jobs at once: gsrun status shows both on the shared server" [ $? -eq 0 ] || diag "$OUT.st"
 check "  ... and each job as shared" [ "$(grep -c "MPS servers shared with the user's other jobs" "$OUT.st")" -eq 2 ]
@@ -50,9 +50,9 @@ check "  ... -v: one job started the shared MPS, the other found it" \
 clean_share "two jobs sharing"
 
 rm -f "$REC"
-job "$OUT.1" "$ERR.1" -np 3 "$PROG" --sleep 1000 &
-job "$OUT.2" "$ERR.2" -np 3 "$PROG" --sleep 1000 --exit 1 3 &
-job "$OUT.3" "$ERR.3" -np 2 "$PROG" --sleep 1000 &
+job "$OUT.1" "$ERR.1" -np 3 "$PROG" --sleep 2500 &
+job "$OUT.2" "$ERR.2" -np 3 "$PROG" --sleep 2500 --exit 1 3 &
+job "$OUT.3" "$ERR.3" -np 2 "$PROG" --sleep 2500 &
 wait
 check "three jobs at once: statuses 0, 3 (its rank 1's), 0" \
     [ "$(cat "$OUT.1.rc" "$OUT.2.rc" "$OUT.3.rc" | tr -d '\n')" = 030 ] || diag "$ERR.2"
@@ -64,9 +64,9 @@ clean_share "three jobs sharing"
 
 # Through another front end: a gsrun exec job joins a gsrun job's servers.
 rm -f "$REC"
-job "$OUT.1" "$ERR.1" -np 2 "$PROG" --sleep 1500 &
+job "$OUT.1" "$ERR.1" -np 2 "$PROG" --sleep 3000 &
 LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=1 FAKE_MPS_RECORD=$REC GSRUN_MPS_CONTROL=$FAKE_CONTROL \
-    GSRUN_MPS_SHARE=node mpirun -np 3 "$GSRUN" exec -- "$PROG" --sleep 1500 >"$OUT.2" 2>"$ERR.2"
+    GSRUN_MPS_SHARE=node mpirun -np 3 "$GSRUN" exec -- "$PROG" --sleep 3000 >"$OUT.2" 2>"$ERR.2"
 rc2=$?
 wait
 check "gsrun and gsrun exec (GSRUN_MPS_SHARE=node) at once: both 0, one daemon, one pipe dir" \
@@ -78,7 +78,7 @@ clean_share "gsrun exec sharing"
 rm -f "$REC"
 (FAKE_MPS_RECORD=$REC gsrun_fake_exec 1 --mps-share=node -np 3 "$PROG" --sleep 8000 >"$OUT.1" 2>"$ERR.1") &
 victim=$!
-job "$OUT.2" "$ERR.2" -np 3 "$PROG" --sleep 2500 &
+job "$OUT.2" "$ERR.2" -np 3 "$PROG" --sleep 4000 &
 other=$!
 wait_status "$OUT.st" "jobs gsrun\.[A-Za-z0-9]*:3 gsrun\.[A-Za-z0-9]*:3" || diag "$OUT.st"
 t0=$(date +%s%N)
@@ -101,7 +101,7 @@ clean_share "a job killed beside another"
 rm -f "$REC"
 job "$OUT.1" "$ERR.1" -np 3 "$PROG" --sleep 8000 &
 victim=$!
-job "$OUT.2" "$ERR.2" -np 3 "$PROG" --sleep 2500 &
+job "$OUT.2" "$ERR.2" -np 3 "$PROG" --sleep 4000 &
 other=$!
 wait_status "$OUT.st" "jobs gsrun\.[A-Za-z0-9]*:3 gsrun\.[A-Za-z0-9]*:3" || diag "$OUT.st"
 g=$(pgrep -P "$victim" -x gsrun)
@@ -130,26 +130,27 @@ check "back to back, no linger: both 0, each job its own daemon" \
     [ "$(cat "$OUT.1.rc" "$OUT.2.rc" | tr -d '\n')" = 00 -a "$(starts)" -eq 2 ]
 clean_share "back to back"
 rm -f "$REC"
-job "$OUT.1" "$ERR.1" --mps-linger=2 -np 2 "$PROG"
+job "$OUT.1" "$ERR.1" --mps-linger=5 -np 2 "$PROG"
 wait_status "$OUT.st" "^shared MPS mps-share .*0 jobs"
-check "--mps-linger=2: the shared MPS stays after the job, with no job" [ $? -eq 0 ] || diag "$OUT.st"
-job "$OUT.2" "$ERR.2" -v --mps-linger=1 -np 2 "$PROG"
+check "--mps-linger=5: the shared MPS stays after the job, with no job" [ $? -eq 0 ] || diag "$OUT.st"
+job "$OUT.2" "$ERR.2" -v --mps-linger=3 -np 2 "$PROG"
 check "  ... the next job finds it running: status 0, no second daemon" \
     [ "$(cat "$OUT.2.rc")" = 0 -a "$(starts)" -eq 1 -a "$(grep -c "mps=1 pipe=$SHARED_RE " "$OUT.2")" -eq 2 ]
 check "  ... and says so" grep -q "shared MPS on this node .*: found running, leased in" "$ERR.2"
 t0=$(date +%s%N)
-for _ in $(seq 100); do
+for _ in $(seq 160); do
     [ -z "$(leftover_procs)" ] && break
     sleep 0.05
 done
 gone_ms=$((($(date +%s%N) - t0) / 1000000))
-check "  ... gone $gone_ms ms after the second job (its linger: 1 s)" [ "$gone_ms" -ge 700 -a -z "$(leftover_procs)" ]
+# The linger counts from the lease's end, a little before gsrun exits.
+check "  ... gone $gone_ms ms after the second job (its linger: 3 s)" [ "$gone_ms" -ge 1500 -a -z "$(leftover_procs)" ]
 clean_share "linger"
 
 # The client limit: two jobs of 3 ranks, 4 clients a server: a second server.
 rm -f "$REC"
-job "$OUT.1" "$ERR.1" --mps-clients-per-server=4 -np 3 "$PROG" --sleep 1500 &
-job "$OUT.2" "$ERR.2" --mps-clients-per-server=4 -np 3 "$PROG" --sleep 1500 &
+job "$OUT.1" "$ERR.1" --mps-clients-per-server=4 -np 3 "$PROG" --sleep 3000 &
+job "$OUT.2" "$ERR.2" --mps-clients-per-server=4 -np 3 "$PROG" --sleep 3000 &
 wait_status "$OUT.st" "GPU 0 server 1 of 2 .*jobs gsrun"
 check "past the client limit: gsrun status shows two servers, a job on each" [ $? -eq 0 ] || diag "$OUT.st"
 wait
@@ -161,7 +162,7 @@ clean_share "client limit"
 
 # The shared agent killed under a running job: the job is told.
 rm -f "$REC"
-job "$OUT.1" "$ERR.1" -np 2 "$PROG" --sleep 1500 &
+job "$OUT.1" "$ERR.1" -np 2 "$PROG" --sleep 4000 &
 wait_status "$OUT.st" "^shared MPS mps-share .*1 job"
 kill -9 "$(sed -n 's/^shared MPS mps-share (uid [0-9]*): agent \([0-9]*\).*/\1/p' "$OUT.st")"
 wait
@@ -171,7 +172,7 @@ clean_share "shared agent killed"
 
 # Priority and the default share are each job's own.
 rm -f "$REC"
-job "$OUT.1" "$ERR.1" --mps-priority=low -np 2 "$PROG" --sleep 1000 &
+job "$OUT.1" "$ERR.1" --mps-priority=low -np 2 "$PROG" --sleep 3000 &
 job "$OUT.2" "$ERR.2" -np 4 printenv &
 wait
 check "a low-priority job beside a normal one: its ranks get CUDA_MPS_CLIENT_PRIORITY=1" \
@@ -186,8 +187,8 @@ clean_share "priority and share per job"
 if [ "$ME" = 0 ] && getent passwd nobody >/dev/null; then
     rm -f "$REC"
     mkdir -m 700 "$BASE" && chown nobody "$BASE"
-    job "$OUT.1" "$ERR.1" -np 2 "$PROG" --sleep 1000 &
-    job "$OUT.2" "$ERR.2" -np 2 "$PROG" --sleep 1000 &
+    job "$OUT.1" "$ERR.1" -np 2 "$PROG" --sleep 2500 &
+    job "$OUT.2" "$ERR.2" -np 2 "$PROG" --sleep 2500 &
     wait
     check "$BASE planted by nobody: two jobs share one daemon in $BASE.1" \
         [ "$(cat "$OUT.1.rc" "$OUT.2.rc" | tr -d '\n')" = 00 -a "$(starts)" -eq 1 -a \
@@ -203,12 +204,12 @@ if [ "$ME" = 0 ] && getent passwd nobody >/dev/null; then
     mkdir -m 1777 "$NT/tmp"
     mkdir -m 700 "$NT/ompi" && chown nobody "$NT/ompi"
     rm -f "$REC" "$REC.nobody"
-    TMPDIR=$NT/tmp job "$OUT.1" "$ERR.1" -np 2 "$PROG" --sleep 1500 &
+    TMPDIR=$NT/tmp job "$OUT.1" "$ERR.1" -np 2 "$PROG" --sleep 3000 &
     setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$NT" TMPDIR="$NT/tmp" \
         OMPI_MCA_orte_tmpdir_base="$NT/ompi" PRTE_MCA_prte_tmpdir_base="$NT/ompi" \
         OMPI_MCA_btl_vader_backing_directory="$NT/ompi" OMPI_MCA_btl_sm_backing_directory="$NT/ompi" \
         LD_LIBRARY_PATH="$FAKE_LIB" FAKE_NVML_GPUS=1 FAKE_MPS_RECORD="$NT/ompi/rec" \
-        "$GSRUN" --mps-control="$FAKE_CONTROL" --mps-share=node -np 2 "$PROG" --sleep 1500 \
+        "$GSRUN" --mps-control="$FAKE_CONTROL" --mps-share=node -np 2 "$PROG" --sleep 3000 \
         >"$OUT.2" 2>"$ERR.2"
     rc2=$?
     wait
