@@ -16,6 +16,7 @@
 #include "runtime/agent/agent_int.h"
 #include "runtime/files/preflight.h" /* gs_preflight_claim */
 #include "runtime/core/proc.h"
+#include "runtime/core/proctree.h"
 #include "runtime/files/rundir.h"
 
 static void close_from(int first, int last)
@@ -136,7 +137,9 @@ void gs_agent_teardown(gs_agent_t *a, int lockfd)
     }
     /* The node dir goes last, while we still hold its lock. */
     gs_rundir_remove(a->node_dir);
-    if (o->args.gsrun_pid <= 1 || !gs_proc_alive(o->args.gsrun_pid, a->gsrun_fd)) {
+    /* A SIGKILLed gsrun closes its pipe (our launcher watch) in its exit,
+     * a moment before its pidfd says it has exited: exiting is gone. */
+    if (gs_proctree_gone(o->args.gsrun_pid, a->gsrun_fd)) {
         gs_report_drop_job_dir(o->args.job_dir, o->args.node_name); /* gsrun is not here to */
     }
     gs_guard_release(&a->guard);

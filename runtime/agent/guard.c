@@ -15,6 +15,7 @@
 #include "runtime/gpu/gpu.h"
 #include "runtime/gpu/mps.h"
 #include "runtime/core/proc.h"
+#include "runtime/core/proctree.h"
 #include "runtime/files/rundir.h"
 #include "runtime/core/limits.h"
 
@@ -95,7 +96,7 @@ static void clean_up(const gs_guard_cleanup_t *c, followed_t *f)
                   "(%s) and MPS, and removed the node's directories",
                   alive, alive == 1 ? "" : "s", killed ? "SIGTERM, then SIGKILL" : "SIGTERM");
     gs_report_deliver(c->report);
-    if (c->gsrun_pid <= 1 || !gs_proc_alive(c->gsrun_pid, c->gsrun_fd)) {
+    if (gs_proctree_gone(c->gsrun_pid, c->gsrun_fd)) {
         gs_report_drop_job_dir(c->job_dir, c->node_name); /* nobody else will */
     }
 }

@@ -34,6 +34,17 @@ long long gs_proctree_stat_field(pid_t pid, int k)
     return k == GS_STAT_STATE ? (long long)(unsigned char)tok[0] : strtoll(tok, NULL, 10);
 }
 
+int gs_proctree_exiting(pid_t pid)
+{
+    long long flags = gs_proctree_stat_field(pid, 9);
+    return flags > 0 && (flags & 0x4) != 0; /* PF_EXITING */
+}
+
+int gs_proctree_gone(pid_t pid, int pidfd)
+{
+    return pid <= 1 || !gs_proc_alive(pid, pidfd) || gs_proctree_exiting(pid);
+}
+
 /* Whether pid's command name is one of names (NULL-terminated). */
 static int named(pid_t pid, const char *const *names)
 {

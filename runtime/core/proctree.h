@@ -12,6 +12,15 @@
  * -1 when the process is gone. */
 long long gs_proctree_stat_field(pid_t pid, int k);
 
+/* 1 while pid is in its exit (the kernel's PF_EXITING, field 9 of its
+ * stat): set before the process closes its files, so whoever sees a pipe
+ * of a killed process close may still find it alive a moment before its
+ * pidfd says it has exited. 0 otherwise (gone too). */
+int gs_proctree_exiting(pid_t pid);
+/* Whether a process that was ours to watch is gone: no PID (<= 1), exited
+ * (its pidfd, or kill() without one), or in its exit. */
+int gs_proctree_gone(pid_t pid, int pidfd);
+
 /* SIGKILLs the running descendants of this process (stopped ones too, and
  * a thread group whose leader has exited while its other threads run) that
  * carry marker in their environment ("NAME=": a rank's variable, which what

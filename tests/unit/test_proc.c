@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -210,6 +211,61 @@ static void test_stat_fields(void **state)
     assert_int_equal(gs_proc_stat_fields("/nonexistent", getpid(), buf, sizeof(buf)), -1);
 }
 
+/* A process in its exit counts as gone before its pidfd says so (the agent's
+ * question whether a SIGKILLed gsrun is still there): a child holding 256
+ * MiB takes long enough to tear down to be seen exiting. */
+static void test_exiting_is_gone(void **state)
+{
+    int ready[2];
+    (void)state;
+    signal(SIGCHLD, SIG_DFL); /* reaped here, not by the kernel */
+    assert_int_equal(gs_proctree_exiting(getpid()), 0);
+    assert_int_equal(gs_proctree_gone(getpid(), -1), 0);
+    assert_int_equal(gs_proctree_gone(1, -1), 1);
+    assert_int_equal(pipe(ready), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        /* Small pages: their teardown is what keeps the child in its exit. */
+        size_t size = (size_t)256 << 20;
+        char *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) {
+            _exit(1);
+        }
+        madvise(m, size, MADV_NOHUGEPAGE);
+        memset(m, 1, size);
+        if (write(ready[1], "x", 1) != 1) {
+            _exit(1);
+        }
+        pause();
+        _exit(0);
+    }
+    char c;
+    assert_int_equal(read(ready[0], &c, 1), 1);
+    int fd = gs_proc_pidfd_open(pid);
+    assert_int_equal(gs_proctree_exiting(pid), 0);
+    assert_int_equal(gs_proctree_gone(pid, fd), 0);
+    kill(pid, SIGKILL);
+    int seen = 0, looks = 0, st;
+    pid_t r;
+    while ((r = waitpid(pid, &st, WNOHANG)) == 0) {
+        looks++;
+        seen |= gs_proctree_exiting(pid) && gs_proctree_gone(pid, fd);
+    }
+    if (!seen) {
+        fprintf(stderr, "# never seen exiting in %d looks (waitpid %d)\n", looks, (int)r);
+    }
+    assert_int_equal(r, pid);
+    assert_true(seen);
+    assert_int_equal(gs_proctree_exiting(pid), 0); /* reaped: gone, not exiting */
+    assert_int_equal(gs_proctree_gone(pid, fd), 1);
+    if (fd >= 0) {
+        close(fd);
+    }
+    close(ready[0]);
+    close(ready[1]);
+}
+
 /* A grandchild that double-forked and called setsid comes back to a
  * subreaper and is ended; a spared process and its child are not. */
 static pid_t escaper(int pipe_w)
@@ -378,7 +434,8 @@ int main(void)
         cmocka_unit_test(test_clocks),          cmocka_unit_test(test_wait_times_out_then_reaps),
         cmocka_unit_test(test_stop_child_escalates), cmocka_unit_test(test_signal_and_alive),
         cmocka_unit_test(test_reap_all),        cmocka_unit_test(test_env_build),
-        cmocka_unit_test(test_reads_are_bounded), cmocka_unit_test(test_text_rstrip), cmocka_unit_test(test_stat_fields), cmocka_unit_test(test_proctree_kill),
+        cmocka_unit_test(test_reads_are_bounded), cmocka_unit_test(test_text_rstrip), cmocka_unit_test(test_stat_fields), cmocka_unit_test(test_exiting_is_gone),
+        cmocka_unit_test(test_proctree_kill),
         cmocka_unit_test(test_proctree_kill_escapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
