@@ -292,53 +292,52 @@ static int domain(char *dir, size_t len, char *node_dir, size_t nlen, gs_error_t
     return 0;
 }
 
+/* What the shared agent's daemon runs: this program in node-share mode. */
+typedef struct {
+    const char *self, *dir, *node;
+} share_child_t;
+
+static void share_child(void *ctx, int ready_w)
+{
+    const share_child_t *c = ctx;
+    static char buf[1024];
+    char *argv[40];
+    gs_agentcmd_t args;
+    /* Not a rank's: what ends a job's leftovers by a rank's variable must
+     * not see it. */
+    unsetenv("GSRUN_LOCAL_RANK");
+    gs_agentcmd_init(&args);
+    snprintf(args.job_dir, sizeof(args.job_dir), "%s", c->dir);
+    snprintf(args.node_name, sizeof(args.node_name), "%s", c->node);
+    args.mode = GS_MODE_SHARED;
+    args.report = GS_SINK_NOWHERE;
+    args.ready_fd = fcntl(ready_w, F_DUPFD, 3);
+    if (gs_agentcmd_to_argv(&args, c->self, buf, sizeof(buf), argv, 40) == 0) {
+        execv(c->self, argv);
+    }
+    _exit(127);
+}
+
 /* Starts the shared agent (this program, as a daemon of its own session);
  * returns what it said on its ready pipe: 0 "ok" (listening, state
- * published), 1 otherwise ("error": another holds the dir, or it failed). */
+ * published), 1 otherwise ("error": another holds the dir, or it failed),
+ * or -errno with err when it could not be started. */
 static int spawn(gs_agent_t *a, const char *dir, gs_error_t *err)
 {
     char self[PATH_MAX], line[64];
     ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    int pfd[2], st;
-    if (n <= 0 || pipe2(pfd, O_CLOEXEC) != 0) {
+    int ready_rd, rc;
+    if (n <= 0) {
         return gs_error_set(err, errno, "cannot start the shared MPS agent: %s", strerror(errno));
     }
     self[n] = '\0';
-    pid_t pid = fork();
-    if (pid < 0) {
-        int e = errno;
-        close(pfd[0]);
-        close(pfd[1]);
-        return gs_error_set(err, e, "cannot start the shared MPS agent: %s", strerror(e));
+    share_child_t c = {self, dir, a->o->args.node_name};
+    if ((rc = gs_proc_spawn_daemon(share_child, &c, &ready_rd, err)) != 0) {
+        return gs_error_set(err, -rc, "cannot start the shared MPS agent: %s", strerror(-rc));
     }
-    if (pid == 0) {
-        static char buf[1024];
-        char *argv[40];
-        gs_agentcmd_t args;
-        setsid();
-        if (fork() != 0) {
-            _exit(0);
-        }
-        /* Not a rank's: what ends a job's leftovers by a rank's variable
-         * must not see it. */
-        unsetenv("GSRUN_LOCAL_RANK");
-        gs_agentcmd_init(&args);
-        snprintf(args.job_dir, sizeof(args.job_dir), "%s", dir);
-        snprintf(args.node_name, sizeof(args.node_name), "%s", a->o->args.node_name);
-        args.mode = GS_MODE_SHARED;
-        args.report = GS_SINK_NOWHERE;
-        args.ready_fd = fcntl(pfd[1], F_DUPFD, 3);
-        if (gs_agentcmd_to_argv(&args, self, buf, sizeof(buf), argv, 40) == 0) {
-            execv(self, argv);
-        }
-        _exit(127);
-    }
-    close(pfd[1]);
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
-    long r = gs_proc_read_line(pfd[0], line, sizeof(line),
+    long r = gs_proc_read_line(ready_rd, line, sizeof(line),
                                gs_proc_now_ms() + (long long)a->o->cfg.timeout_s * 1000 + 5000);
-    close(pfd[0]);
+    close(ready_rd);
     return r > 0 && strncmp(line, "ok", 2) == 0 ? 0 : 1;
 }
 
@@ -461,7 +460,11 @@ int gs_agent_share_join(gs_agent_t *a, gs_error_t *err)
         if (rc != 0 && rc != -ENOENT) {
             return rc; /* ENOENT: the last shared agent removed it as we looked */
         }
-        if (rc == 0 && spawn(a, dir, err) == 0) {
+        int up = rc == 0 ? spawn(a, dir, err) : 1;
+        if (up < 0) {
+            return up;
+        }
+        if (up == 0) {
             started = 1;
             continue;
         }

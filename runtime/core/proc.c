@@ -198,6 +198,36 @@ int gs_proc_threads(const char *proc_root, pid_t pid)
     return tasks;
 }
 
+int gs_proc_spawn_daemon(void (*child)(void *ctx, int ready_w), void *ctx, int *ready_rd,
+                         gs_error_t *err)
+{
+    int pfd[2], st;
+    if (pipe2(pfd, O_CLOEXEC) != 0) {
+        return gs_error_set(err, errno, "pipe: %s", strerror(errno));
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(pfd[0]);
+        close(pfd[1]);
+        return gs_error_set(err, e, "fork: %s", strerror(e));
+    }
+    if (pid == 0) {
+        setsid();
+        if (fork() != 0) {
+            _exit(0);
+        }
+        close(pfd[0]);
+        child(ctx, pfd[1]);
+        _exit(127);
+    }
+    close(pfd[1]);
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    *ready_rd = pfd[0];
+    return 0;
+}
+
 int gs_proc_alive(pid_t pid, int pidfd)
 {
     if (pidfd >= 0) {

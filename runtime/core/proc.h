@@ -6,6 +6,8 @@
 
 #include <sys/types.h>
 
+#include "runtime/core/gs_error.h"
+
 /* Monotonic clock in milliseconds. */
 long long gs_proc_now_ms(void);
 /* Wall-clock time in ms since the epoch (for times shown to people). */
@@ -52,6 +54,16 @@ int gs_proc_stat_fields(const char *proc_root, pid_t pid, char *buf, size_t len)
  * more than one for a process in state Z means its leader has exited while
  * the rest of its thread group runs (and may fork): it is not a zombie. */
 int gs_proc_threads(const char *proc_root, pid_t pid);
+
+/* Starts a daemon: a grandchild in a session of its own (not our child, so
+ * the program we exec later does not inherit it, and a launcher that kills
+ * our process group misses it), which runs child(ctx, ready_w) and must exec
+ * or _exit there. ready_w is the write end of a pipe (close-on-exec: pass it
+ * on with F_DUPFD) whose read end goes to *ready_rd, for the daemon's "I am
+ * up" line. The intermediate child is reaped before this returns. 0, or
+ * -errno with err. */
+int gs_proc_spawn_daemon(void (*child)(void *ctx, int ready_w), void *ctx, int *ready_rd,
+                         gs_error_t *err);
 
 /* Whether a process exists (through its pidfd when given). */
 int gs_proc_alive(pid_t pid, int pidfd);

@@ -78,78 +78,73 @@ int gs_node_dir(const char *job_dir, char *out, size_t len, gs_error_t *err)
     return 0;
 }
 
+/* What the agent's daemon runs (gs_proc_spawn_daemon): its command line,
+ * the job's environment on top of ours, gsrun-agent. */
+typedef struct {
+    const gs_node_req_t *req;
+    const char *job_dir;
+    int here;
+} agent_child_t;
+
+static void agent_child(void *ctx, int ready_w)
+{
+    const agent_child_t *c = ctx;
+    const gs_node_req_t *req = c->req;
+    static char buf[1024];
+    char *argv[40];
+    gs_agentcmd_t args;
+    gs_agentcmd_init(&args);
+    snprintf(args.job_dir, sizeof(args.job_dir), "%s", c->job_dir);
+    gs_rundir_node_name(args.node_name, sizeof(args.node_name));
+    args.local_size = req->local_size;
+    args.watch_pid = req->launcher_pid;
+    args.gsrun_pid = c->here ? req->gsrun_pid : 0;
+    args.mode = req->job_long ? GS_MODE_JOB_LONG : req->early ? GS_MODE_EARLY : GS_MODE_PER_JOB;
+    args.in_sequence = req->in_sequence ? 1 : 0;
+    args.t0_ms = req->t0_ms;
+    /* Passed on (F_DUPFD clears close-on-exec): the ready pipe's write
+     * end; early, the launcher pipe. */
+    args.ready_fd = fcntl(ready_w, F_DUPFD, 3);
+    args.watch_fd = req->early ? fcntl(req->early_watch_fd, F_DUPFD, 3) : -1;
+    /* The report: a file gsrun reads on its node; away from it the
+     * leader's stderr (the launcher forwards it to gsrun like the job's
+     * output), or rank 0's once it can be opened. A batch job's agent
+     * keeps nothing of its prolog's: the batch system waits for the
+     * prolog's output to close. */
+    if (c->here && req->gsrun_pid > 0) {
+        args.report = GS_SINK_FILE;
+    } else if (req->report_rank0) {
+        args.report = GS_SINK_RANK0;
+    } else if (req->job_long) {
+        args.report = GS_SINK_NOWHERE;
+    } else {
+        args.report = GS_SINK_LEADER_FD;
+        args.report_fd = fcntl(2, F_DUPFD, 3);
+    }
+    if (req->agent_env != NULL) {
+        for (char *const *e = req->agent_env; *e != NULL; e++) {
+            putenv(*e);
+        }
+    }
+    gs_error_t ignored;
+    /* The agent reads its settings from GSRUN_*, like the shim. */
+    gs_config_export_env(req->cfg, &ignored);
+    if (gs_agentcmd_to_argv(&args, req->agent_path, buf, sizeof(buf), argv, 40) == 0) {
+        execv(req->agent_path, argv);
+    }
+    _exit(127);
+}
+
 /* Starts the agent as a daemon: its own session (Open MPI kills each rank's
  * process group), not a child of the rank (the program must not inherit it). */
 static int spawn_agent(const gs_node_req_t *req, const char *job_dir, int here, int *ready_rd,
                        gs_error_t *err)
 {
-    int pfd[2];
-    pid_t pid;
-    int st;
-
-    if (pipe2(pfd, O_CLOEXEC) != 0) {
-        return gs_error_set(err, errno, "pipe: %s", strerror(errno));
+    agent_child_t c = {req, job_dir, here};
+    int rc = gs_proc_spawn_daemon(agent_child, &c, ready_rd, err);
+    if (rc != 0) {
+        return gs_error_set(err, -rc, "cannot start the node agent: %s", strerror(-rc));
     }
-    pid = fork();
-    if (pid < 0) {
-        int e = errno;
-        close(pfd[0]);
-        close(pfd[1]);
-        return gs_error_set(err, e, "cannot start the node agent: %s", strerror(e));
-    }
-    if (pid == 0) {
-        static char buf[1024];
-        char *argv[40];
-        gs_agentcmd_t args;
-        setsid();
-        if (fork() != 0) {
-            _exit(0);
-        }
-        gs_agentcmd_init(&args);
-        snprintf(args.job_dir, sizeof(args.job_dir), "%s", job_dir);
-        gs_rundir_node_name(args.node_name, sizeof(args.node_name));
-        args.local_size = req->local_size;
-        args.watch_pid = req->launcher_pid;
-        args.gsrun_pid = here ? req->gsrun_pid : 0;
-        args.mode = req->job_long ? GS_MODE_JOB_LONG : req->early ? GS_MODE_EARLY : GS_MODE_PER_JOB;
-        args.in_sequence = req->in_sequence ? 1 : 0;
-        args.t0_ms = req->t0_ms;
-        /* Passed on (F_DUPFD clears close-on-exec): the ready pipe's write
-         * end; early, the launcher pipe. */
-        args.ready_fd = fcntl(pfd[1], F_DUPFD, 3);
-        args.watch_fd = req->early ? fcntl(req->early_watch_fd, F_DUPFD, 3) : -1;
-        /* The report: a file gsrun reads on its node; away from it the
-         * leader's stderr (the launcher forwards it to gsrun like the job's
-         * output), or rank 0's once it can be opened. A batch job's agent
-         * keeps nothing of its prolog's: the batch system waits for the
-         * prolog's output to close. */
-        if (here && req->gsrun_pid > 0) {
-            args.report = GS_SINK_FILE;
-        } else if (req->report_rank0) {
-            args.report = GS_SINK_RANK0;
-        } else if (req->job_long) {
-            args.report = GS_SINK_NOWHERE;
-        } else {
-            args.report = GS_SINK_LEADER_FD;
-            args.report_fd = fcntl(2, F_DUPFD, 3);
-        }
-        if (req->agent_env != NULL) {
-            for (char *const *e = req->agent_env; *e != NULL; e++) {
-                putenv(*e);
-            }
-        }
-        gs_error_t ignored;
-        /* The agent reads its settings from GSRUN_*, like the shim. */
-        gs_config_export_env(req->cfg, &ignored);
-        if (gs_agentcmd_to_argv(&args, req->agent_path, buf, sizeof(buf), argv, 40) == 0) {
-            execv(req->agent_path, argv);
-        }
-        _exit(127);
-    }
-    close(pfd[1]);
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
-    *ready_rd = pfd[0];
     return 0;
 }
 
