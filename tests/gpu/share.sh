@@ -27,7 +27,12 @@ G=$b/launcher/gsrun
 T=$(mktemp -d /tmp/gss.XXXXXX)
 base=${TMPDIR:-/tmp}/gsrun-$(id -u)
 mps_procs() { live_procs 'nvidia-cuda-mps*'; }
-controls() { pgrep -fc '^[^ ]*nvidia-cuda-mps-control' || true; } # comm cuts both names to nvidia-cuda-mps
+# Control daemons: a child a daemon forks is named as it until it execs the
+# server, so only those whose parent is not one count.
+controls() {
+    ps -eo pid=,ppid=,args= | awk '$3 ~ /nvidia-cuda-mps-control/ { ctl[$1] = $2 }
+        END { n = 0; for (p in ctl) if (!(ctl[p] in ctl)) n++; print n }'
+}
 clean() { # clean "what": waits up to 15 s for MPS, the shared agent and run dirs to go
     for _ in $(seq 150); do
         [ -z "$(mps_procs)$(live_procs gsrun-share)" ] && [ ! -d "$base/mps-share" ] &&
