@@ -12,10 +12,43 @@
 #include "runtime/core/config.h"
 #include "runtime/core/limits.h"
 #include "runtime/core/proc.h"
+#include "runtime/files/ledger.h"
 #include "runtime/files/rundir.h"
 #include "runtime/files/status.h"
+#include "runtime/gpu/gpu.h"
 
 #define GS_STATUS_MAX_JOBS 64
+
+/* The caller's placement record of this node, in the first of the caller's
+ * bases that holds one (another user's is never read); 1 if found. */
+static int find_placement(const char *node, char *dir, size_t len)
+{
+    char stem[300], base[512];
+    gs_error_t err;
+    snprintf(stem, sizeof(stem), "%s/gsrun-%u", gs_rundir_tmpdir(), (unsigned)getuid());
+    for (int k = 0; k <= GS_RUNDIR_BASE_TRIES; k++) {
+        if (gs_rundir_base_name(stem, k, base, sizeof(base), &err) == 0 &&
+            gs_rundir_check_own(base, &err) == 0 && gs_ledger_path(base, node, dir, len) == 0 &&
+            access(dir, F_OK) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static gs_gpu_list_t node_gpus;
+
+/* A UUID's GPU number in the node's CUDA order (not the caller's
+ * CUDA_VISIBLE_DEVICES: the record is the node's). */
+static int gpu_of(const char *uuid)
+{
+    for (int g = 0; g < node_gpus.count; g++) {
+        if (strcmp(node_gpus.gpu[g].uuid, uuid) == 0) {
+            return node_gpus.gpu[g].cuda_index;
+        }
+    }
+    return -1;
+}
 
 int gs_status_main(int argc, char **argv)
 {
@@ -57,13 +90,33 @@ int gs_status_main(int argc, char **argv)
         n += gs_status_scan(dirs[i], geteuid() == 0, jobs + n, GS_STATUS_MAX_JOBS - n);
     }
     gs_status_clean(where);
+    static gs_ledger_summary_t placed;
+    char place[GS_PATH_MAX];
+    int have_place = find_placement(node, place, sizeof(place)) &&
+                     gs_ledger_summarize(place, &placed) > 0;
+    gs_error_t ignored;
+    if (have_place && gs_gpu_discover(&node_gpus, &ignored) != 0) {
+        node_gpus.count = 0;
+    }
+    for (int i = 1; have_place && i < placed.n; i++) { /* by GPU number, unknown last */
+        for (int j = i; j > 0 && (unsigned)gpu_of(placed.gpu[j].uuid) <
+                                      (unsigned)gpu_of(placed.gpu[j - 1].uuid); j--) {
+            __typeof__(placed.gpu[0]) t = placed.gpu[j];
+            placed.gpu[j] = placed.gpu[j - 1];
+            placed.gpu[j - 1] = t;
+        }
+    }
     if (json) {
-        gs_status_print_json(stdout, node, jobs, n, gs_proc_wall_ms());
+        gs_status_print_json_placed(stdout, node, jobs, n, gs_proc_wall_ms(),
+                                    have_place ? &placed : NULL, gpu_of);
     } else if (n == 0) {
         printf("gsrun status: node %s: no gsrun job in %s\n", node, where);
     } else {
         printf("gsrun status: node %s: %d job%s in %s\n", node, n, n == 1 ? "" : "s", where);
         gs_status_print_text(stdout, jobs, n, gs_proc_wall_ms());
+        if (have_place) {
+            gs_status_print_placement(stdout, &placed, place, gpu_of);
+        }
     }
     return fflush(stdout) == 0 ? 0 : 1;
 }

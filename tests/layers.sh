@@ -19,6 +19,7 @@
 #   8  agent: guard                     12 agent: agent_serve
 #   9  agent: daemons                   13 agent: agent (agent.c: the states)
 #   10 agent: agent_setup agent_publish 14 agent: agent_main (gsrun-agent)
+#            agent_pack
 #   pmix/               uses runtime/core only
 #   launcher/ ompi/ slurm/ (front ends) use runtime/ (not the agent) and pmix/,
 #                       never each other (launcher/ is gsrun's own)
@@ -54,7 +55,7 @@ layer_of() { # part -> layer
     report | ranks | placer) echo 7 ;;
     guard) echo 8 ;;
     daemons) echo 9 ;;
-    agent_setup | agent_publish | agent_int) echo 10 ;;
+    agent_setup | agent_publish | agent_pack | agent_int) echo 10 ;;
     agent_loop) echo 11 ;;
     agent_share) echo 12 ;;
     agent_serve) echo 13 ;;
@@ -85,7 +86,7 @@ names_of() {
     placer) re='|gs_placer_[a-z_]+|GS_PLACER_WAIT' ;;
     guard) re='|gs_guard_[a-z_]+' ;;
     daemons) re='|gs_daemons_[a-z_]+|GS_DAEMON_[A-Z_]+' ;;
-    agent_setup | agent_publish | agent_loop | agent_share | agent_serve | agent | agent_main)
+    agent_setup | agent_publish | agent_pack | agent_loop | agent_share | agent_serve | agent | agent_main)
         for m in $(grep -hoE '^[a-z][a-z_ *]*\bgs_agent_[a-z_]+\(' "$S/runtime/agent/$p.c" |
             grep -oE 'gs_agent_[a-z_]+'); do
             re="$re|$m"
@@ -110,7 +111,7 @@ if [ -z "$stray" ]; then
 else
     not_ok "runtime files outside the layer folders: $stray"
 fi
-parts="core wire gpu plan files rank batch report ranks placer guard daemons agent_setup agent_publish agent_loop agent_share agent_serve agent agent_main"
+parts="core wire gpu plan files rank batch report ranks placer guard daemons agent_setup agent_publish agent_pack agent_loop agent_share agent_serve agent agent_main"
 declare -A RE
 for p in $parts; do RE[$p]=$(names_of "$p"); done
 

@@ -43,7 +43,7 @@ echo "# $jobs jobs in $(($(date +%s) - t0)) s"
 for _ in $(seq 50); do [ -z "$(leftover_procs)" ] && break; sleep 0.1; done
 check "$jobs jobs: every exit status as expected ($bad_status wrong)" [ $bad_status -eq 0 ]
 check "$jobs jobs: no leaked process ($(leftover_procs | wc -l))" [ -z "$(leftover_procs)" ]
-check "$jobs jobs: no run directory left ($(ls -A "$TMPDIR" | wc -l))" [ -z "$(ls -A "$TMPDIR")" ]
+check "$jobs jobs: no run directory left ($(run_files | wc -l))" [ -z "$(run_files)" ]
 check "$jobs jobs: no file added in /dev/shm ($shm_before before, $(ls /dev/shm | wc -l) after)" [ "$(ls /dev/shm | wc -l)" -le "$shm_before" ]
 check "$jobs jobs: no descriptor leaked by the test ($fds_before before, $(ls /proc/$$/fd | wc -l) after)" [ "$(ls /proc/$$/fd | wc -l)" -le "$fds_before" ]
 n=$T_N f=$T_FAIL

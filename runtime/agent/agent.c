@@ -183,7 +183,7 @@ static void list_servers(gs_agent_t *a)
     for (int i = 0; i < a->plan.nservers; i++) {
         const gs_server_share_t *s = &a->plan.server[i];
         a->servers.gpu[i] = a->gpus.gpu[s->gpu];
-        gs_daemons_set_server(&a->daemons, i, s->gpu, s->server, s->gpu_servers);
+        gs_daemons_set_server(&a->daemons, i, a->gpu_pos[s->gpu], s->server, s->gpu_servers);
     }
 }
 
@@ -192,8 +192,15 @@ static gs_agent_state_t planning(gs_agent_t *a)
     gs_error_t err;
     const gs_config_t *cfg = &a->o->cfg;
     int limit = gs_policy_clients_per_server(cfg->clients_per_server, a->gpus.cuda_version);
-    int failed = gs_policy_plan_compute(cfg, a->local_size, a->gpus.count, a->have_control,
-                                        a->control_error, limit, &a->plan, &err) != 0;
+    int counts[GS_MAX_GPUS], packed = 0;
+    gs_agent_pack(a, counts, &packed); /* the user's other jobs: GPUs emptiest first */
+    int failed = gs_policy_plan_packed(cfg, a->local_size, a->gpus.count, packed ? counts : NULL,
+                                       a->have_control, a->control_error, limit, &a->plan,
+                                       &err) != 0;
+    if (!failed) {
+        gs_agent_pack_record(a); /* the job's entry; the next job may decide */
+    }
+    gs_ledger_unlock(&a->ledger);
     gs_report_mark(&a->report, "planned");
     if (!failed) {
         list_servers(a);
@@ -445,6 +452,7 @@ static gs_agent_state_t stopping(gs_agent_t *a)
         gs_agent_share_close(a);
     }
     gs_agent_share_leave(a); /* a job's lease: the shared agent stops its servers */
+    gs_agent_pack_release(a); /* the job's ranks no longer count on its GPUs */
     gs_daemons_stop_from(&a->daemons, 0, gs_agent_rank_of_pid, a);
     if (a->mode != GS_MODE_JOB_LONG && a->mode != GS_MODE_SHARED) {
         gs_report_mark(&a->report, "mps stopped");
@@ -498,6 +506,7 @@ int gs_agent_main(const gs_agent_opts_t *o)
     a->started_ms = gs_proc_wall_ms();
     a->listen_fd = a->sig_fd = a->watch_fd = a->gsrun_fd = a->share_fd = -1;
     a->guard.fd = -1;
+    gs_ledger_init(&a->ledger);
     gs_agent_init_report(a);
     gs_report_mark(&a->report, "agent");
     if (gs_agent_setup(a, &lockfd) != 0) {
@@ -519,6 +528,7 @@ int gs_agent_main(const gs_agent_opts_t *o)
         a->state = next;
     }
 
+    gs_agent_pack_release(a); /* also where the job failed before it stopped */
     gs_agent_teardown(a, lockfd);
     code = a->code;
     free(a);

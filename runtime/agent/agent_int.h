@@ -26,6 +26,7 @@
 #include "runtime/agent/ranks.h"
 #include "runtime/agent/report.h"
 #include "runtime/core/limits.h"
+#include "runtime/files/ledger.h"
 #include "runtime/files/state.h"
 #include "runtime/gpu/gpu.h"
 #include "runtime/plan/policy.h"
@@ -108,6 +109,10 @@ typedef struct {
     int share_fd;
     char share_dir[256];
     int share_server[GS_MAX_GPUS];
+
+    gs_ledger_t ledger; /* the user's placement record of the node: this job's entry */
+    int gpu_pos[GS_MAX_GPUS]; /* gpus.gpu[k]'s place among the visible GPUs (packing
+                               * reorders them): its number in messages and status */
 
     gs_report_t report;
     gs_ranks_t ranks;
@@ -212,6 +217,17 @@ void gs_agent_share_leave(gs_agent_t *a);
  * the job's lease (a job's agent, whose end means the shared agent is gone). */
 int gs_agent_share_fds(gs_agent_t *a, struct pollfd *p, int max);
 void gs_agent_share_ready(gs_agent_t *a, const struct pollfd *p, int n);
+
+/* agent_pack.c: the job's place among the user's jobs on the node. Locks
+ * the node's placement record, counts each GPU's load and puts a->gpus in
+ * the packing's order (emptiest first); *packed 1 with each GPU's ranks in
+ * counts when other jobs or processes load a GPU (0: plan as alone). The
+ * record stays locked until gs_agent_pack_record writes the job's entry
+ * from the plan. 0 always: a job that cannot see the others plans alone. */
+int gs_agent_pack(gs_agent_t *a, int *counts, int *packed);
+void gs_agent_pack_record(gs_agent_t *a);
+/* The job ended: its entry goes. */
+void gs_agent_pack_release(gs_agent_t *a);
 
 /* agent_publish.c: the node state (for the ranks) and status (gsrun status). */
 void gs_agent_publish_on(gs_agent_t *a);

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+static int share_auto_node(void);
+
 void gs_config_init(gs_config_t *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));
@@ -22,6 +24,8 @@ void gs_config_init(gs_config_t *cfg)
     cfg->timeout_s = GS_DEFAULT_TIMEOUT_S;
     cfg->gpu_bind = 1;
     cfg->prestart = 1;
+    cfg->share_auto = 1;
+    cfg->share_node = share_auto_node();
 }
 
 const char *gs_config_mps_name(gs_mps_mode_t mode)
@@ -275,17 +279,26 @@ static void fmt_priority(const gs_config_t *c, char *b, size_t n)
 {
     snprintf(b, n, "%s", c->priority_low ? "low" : "normal");
 }
+/* auto: the user's jobs share, except inside a Slurm job step, whose end
+ * Slurm's process tracking makes the end of whatever the step started,
+ * the shared servers of the step's neighbours too (doc/tuning.md). */
+static int share_auto_node(void)
+{
+    const char *step = getenv("SLURM_STEP_ID");
+    return step == NULL || step[0] < '0' || step[0] > '9';
+}
 static int set_share(gs_config_t *c, const char *v)
 {
-    if (strcmp(v, "job") != 0 && strcmp(v, "node") != 0) {
+    if (strcmp(v, "job") != 0 && strcmp(v, "node") != 0 && strcmp(v, "auto") != 0) {
         return -EINVAL;
     }
-    c->share_node = strcmp(v, "node") == 0;
+    c->share_auto = strcmp(v, "auto") == 0;
+    c->share_node = c->share_auto ? share_auto_node() : strcmp(v, "node") == 0;
     return 0;
 }
 static void fmt_share(const gs_config_t *c, char *b, size_t n)
 {
-    snprintf(b, n, "%s", c->share_node ? "node" : "job");
+    snprintf(b, n, "%s", c->share_auto ? "auto" : c->share_node ? "node" : "job");
 }
 static int set_linger(gs_config_t *c, const char *v)
 {
@@ -370,12 +383,13 @@ const gs_config_key_t gs_config_keys[] = {
      "the work of other jobs on the same server go first (default normal)",
      0},
     /* Not the batch commands': a batch job's steps share the job's servers. */
-    {"mps-share", "GSRUN_MPS_SHARE", "job or node", "share",
+    {"mps-share", "GSRUN_MPS_SHARE", "auto, job or node", "share",
      GS_FRONT_GSRUN | GS_FRONT_MCA | GS_FRONT_SPANK | GS_FRONT_RANKS, 1, set_share, fmt_share,
-     "job|node",
-     "job: MPS servers of the job's own (default); node: the user's jobs on a node share one "
-     "set of MPS servers, started by the first and stopped after the last (ensembles, "
-     "concurrent and back-to-back jobs; doc/tuning.md)",
+     "auto|job|node",
+     "node: the user's jobs on a node share one set of MPS servers, one a GPU, started by "
+     "the first and stopped after the last (ensembles, sweeps, concurrent and back-to-back "
+     "jobs); job: MPS servers of the job's own; auto (default): node, but job inside a Slurm "
+     "job step (doc/tuning.md)",
      0},
     {"mps-linger", "GSRUN_MPS_LINGER", "whole seconds from 0 to 86400", "linger",
      GS_FRONT_GSRUN | GS_FRONT_MCA | GS_FRONT_SPANK | GS_FRONT_RANKS, 1, set_linger, fmt_linger, "SECONDS",

@@ -39,6 +39,7 @@ typedef struct {
     int clients_per_server;      /* ranks one MPS server takes, 0: the driver's limit */
     int priority_low;            /* CUDA_MPS_CLIENT_PRIORITY 1 (below normal) for the ranks */
     int share_node;              /* the user's jobs on a node share its MPS servers */
+    int share_auto;              /* share_node was chosen by auto (the default) */
     int linger_s;                /* with share_node: the shared servers' stay after the last job */
     int dry_run;
     int verbose;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "runtime/core/gs_error.h"
+#include "runtime/files/ledger.h"
 #include "runtime/files/record.h"
 #include "runtime/plan/policy.h"
 
@@ -78,6 +79,14 @@ int gs_status_scan(const char *tmpdir, int all_users, gs_status_t *out, int max)
 
 void gs_status_print_text(FILE *f, const gs_status_t *s, int n, long long now_ms);
 /* JSON, documented in gsrun(1): {"version":1,"node":...,"jobs":[...]}. */
+/* The user's jobs by GPU (the placement record), after the jobs: text, and
+ * the JSON's "placement" member (pl NULL: none). gpu_of names a UUID's
+ * place in the node's CUDA order (-1: unknown). */
+void gs_status_print_placement(FILE *f, const gs_ledger_summary_t *pl, const char *dir,
+                               int (*gpu_of)(const char *uuid));
+void gs_status_print_json_placed(FILE *f, const char *node, const gs_status_t *s, int n,
+                                 long long now_ms, const gs_ledger_summary_t *pl,
+                                 int (*gpu_of)(const char *uuid));
 void gs_status_print_json(FILE *f, const char *node, const gs_status_t *s, int n,
                           long long now_ms);
 

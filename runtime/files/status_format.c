@@ -2,6 +2,7 @@
 /* `gsrun status` output: text for people, JSON for tools (gsrun(1)). */
 #include "gs_autoconf.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/files/status.h"
@@ -70,8 +71,55 @@ void gs_status_print_text(FILE *f, const gs_status_t *s, int n, long long now_ms
     }
 }
 
+void gs_status_print_placement(FILE *f, const gs_ledger_summary_t *pl, const char *dir,
+                               int (*gpu_of)(const char *uuid))
+{
+    if (pl == NULL || pl->n == 0) {
+        return;
+    }
+    fprintf(f, "the user's jobs by GPU (placement record %s):\n", dir);
+    for (int g = 0; g < pl->n; g++) {
+        int idx = gpu_of != NULL ? gpu_of(pl->gpu[g].uuid) : -1;
+        if (idx >= 0) {
+            fprintf(f, "  GPU %d (%s):", idx, pl->gpu[g].uuid);
+        } else {
+            fprintf(f, "  %s:", pl->gpu[g].uuid);
+        }
+        fprintf(f, " %d job%s, %d rank%s: %s\n", pl->gpu[g].njobs, pl->gpu[g].njobs == 1 ? "" : "s",
+                pl->gpu[g].ranks, pl->gpu[g].ranks == 1 ? "" : "s", pl->gpu[g].jobs);
+    }
+}
+
 void gs_status_print_json(FILE *f, const char *node, const gs_status_t *s, int n,
                           long long now_ms)
+{
+    gs_status_print_json_placed(f, node, s, n, now_ms, NULL, NULL);
+}
+
+/* "job:3 job2:1" as [{"job":"job","ranks":3},...]. */
+static void json_jobs(FILE *f, const char *jobs)
+{
+    char buf[512], *save = NULL;
+    snprintf(buf, sizeof(buf), "%s", jobs);
+    fputc('[', f);
+    int first = 1;
+    for (char *w = strtok_r(buf, " ", &save); w != NULL; w = strtok_r(NULL, " ", &save)) {
+        char *colon = strrchr(w, ':');
+        if (colon == NULL) {
+            continue;
+        }
+        *colon = '\0';
+        fputs(first ? "{\"job\":" : ",{\"job\":", f);
+        gs_rec_json_str(f, w);
+        fprintf(f, ",\"ranks\":%d}", atoi(colon + 1));
+        first = 0;
+    }
+    fputc(']', f);
+}
+
+void gs_status_print_json_placed(FILE *f, const char *node, const gs_status_t *s, int n,
+                                 long long now_ms, const gs_ledger_summary_t *pl,
+                                 int (*gpu_of)(const char *uuid))
 {
     fputs("{\"version\":1,\"node\":", f);
     gs_rec_json_str(f, node);
@@ -87,5 +135,18 @@ void gs_status_print_json(FILE *f, const char *node, const gs_status_t *s, int n
         }
         fputs("]}", f);
     }
-    fputs("]}\n", f);
+    fputc(']', f);
+    if (pl != NULL) {
+        fputs(",\"placement\":[", f);
+        for (int g = 0; g < pl->n; g++) {
+            fputs(g ? ",{\"uuid\":" : "{\"uuid\":", f);
+            gs_rec_json_str(f, pl->gpu[g].uuid);
+            fprintf(f, ",\"gpu\":%d,\"ranks\":%d,\"jobs\":",
+                    gpu_of != NULL ? gpu_of(pl->gpu[g].uuid) : -1, pl->gpu[g].ranks);
+            json_jobs(f, pl->gpu[g].jobs);
+            fputc('}', f);
+        }
+        fputc(']', f);
+    }
+    fputs("}\n", f);
 }

@@ -26,6 +26,11 @@ typedef struct { /* nvmlPciInfo_t (v3) */
 typedef struct { /* nvmlMemory_t (v1) */
     unsigned long long total, free, used;
 } gs_nvml_memory_t;
+typedef struct { /* nvmlProcessInfo_t (v2, v3) */
+    unsigned int pid;
+    unsigned long long used;
+    unsigned int gpu_instance, compute_instance;
+} gs_nvml_proc_t;
 typedef struct {
     int (*init)(void);
     int (*shutdown)(void);
@@ -43,6 +48,7 @@ typedef struct {
     int (*compute_mode)(gs_nvml_device_t, int *);
     int (*cuda_version)(int *);
     int (*memory)(gs_nvml_device_t, gs_nvml_memory_t *);
+    int (*procs)(gs_nvml_device_t, unsigned int *, gs_nvml_proc_t *);
     const char *(*error_string)(int);
 } gs_nvml_t;
 
@@ -77,6 +83,10 @@ static void load_symbols(void *lib, gs_nvml_t *n)
     *(void **)&n->cuda_version = dlsym(lib, "nvmlSystemGetCudaDriverVersion_v2");
     *(void **)&n->memory = dlsym(lib, "nvmlDeviceGetMemoryInfo");
     *(void **)&n->error_string = dlsym(lib, "nvmlErrorString");
+    *(void **)&n->procs = dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3");
+    if (n->procs == NULL) {
+        *(void **)&n->procs = dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v2");
+    }
 }
 
 /* A sysfs file's one line (NUL-terminated), or -1. */
@@ -119,6 +129,30 @@ int gs_gpu_sysfs_near_cpus(const char *root, unsigned int domain, unsigned int b
     return 0;
 }
 
+/* What runs on a device now: its compute processes and memory in use,
+ * for packing a user's jobs over the node (runtime/plan/pack.h). Under
+ * MPS NVML lists the server, not its clients. */
+static void describe_use(const gs_nvml_t *n, gs_nvml_device_t dev, gs_gpu_t *g)
+{
+    gs_nvml_proc_t info[GS_GPU_PROCS_MAX];
+    unsigned int count = GS_GPU_PROCS_MAX;
+    gs_nvml_memory_t mem;
+
+    g->nprocs = -1;
+    if (n->procs != NULL) {
+        int rc = n->procs(dev, &count, info);
+        if (rc == 0 || rc == 7) { /* 7: NVML_ERROR_INSUFFICIENT_SIZE, count says how many */
+            g->nprocs = (int)count;
+            for (unsigned int i = 0; i < count && i < GS_GPU_PROCS_MAX; i++) {
+                g->procs[i] = (int)info[i].pid;
+            }
+        }
+    }
+    if (n->memory != NULL && n->memory(dev, &mem) == 0) {
+        g->used_mib = mem.used >> 20;
+    }
+}
+
 /* The GPU's own facts: name, CPUs near it, sort keys. */
 static void describe_gpu(const gs_nvml_t *n, gs_nvml_device_t dev, unsigned int i, gs_gpu_t *g)
 {
@@ -151,6 +185,7 @@ static void describe_gpu(const gs_nvml_t *n, gs_nvml_device_t dev, unsigned int 
     if (n->memory != NULL && n->memory(dev, &mem) == 0) {
         g->mem_mib = mem.total >> 20;
     }
+    describe_use(n, dev, g);
     int mode = 0; /* NVML_COMPUTEMODE_EXCLUSIVE_THREAD 1, _EXCLUSIVE_PROCESS 3 */
     if (n->compute_mode != NULL && n->compute_mode(dev, &mode) == 0) {
         g->exclusive = mode == 1 || mode == 3;
@@ -185,6 +220,7 @@ static void add_mig_instances(const gs_nvml_t *n, gs_nvml_device_t dev, const gs
         g->mig = (int)m + 1;
         gs_nvml_memory_t mem; /* an instance has a slice of its GPU's memory */
         g->mem_mib = n->memory != NULL && n->memory(mdev, &mem) == 0 ? mem.total >> 20 : 0;
+        describe_use(n, mdev, g);
         list->count++;
     }
 }

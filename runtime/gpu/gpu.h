@@ -13,6 +13,7 @@
 #include "runtime/core/limits.h"
 
 #define GS_GPU_CPUMASK_WORDS 16 /* 1024 CPUs */
+#define GS_GPU_PROCS_MAX 32     /* compute processes listed per GPU */
 
 /* A device a daemon can serve: a GPU, or one MIG instance of a GPU in MIG
  * mode (then uuid is "MIG-..." and the CPUs are its GPU's). */
@@ -26,6 +27,9 @@ typedef struct {
     unsigned long long speed; /* cores x SM clock (MHz), 0 if NVML cannot tell */
     int exclusive;     /* compute mode lets one process (e.g. an MPS server) hold it */
     unsigned long long mem_mib; /* its memory (a MIG instance's slice), 0 if NVML cannot tell */
+    unsigned long long used_mib; /* memory in use when listed (NVML), 0 if it cannot tell */
+    int nprocs;        /* processes with a CUDA context on it when listed (NVML), or -1 */
+    int procs[GS_GPU_PROCS_MAX]; /* the first of them (PIDs as NVML sees them) */
     int have_cpumask;  /* cpumask holds the CPUs near this GPU */
     unsigned long cpumask[GS_GPU_CPUMASK_WORDS];
 } gs_gpu_t;

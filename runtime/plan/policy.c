@@ -135,6 +135,14 @@ int gs_policy_plan_compute(const gs_config_t *cfg, int local_size, int ngpus, in
                            const char *control_error, int clients_per_server, gs_plan_t *plan,
                            gs_error_t *err)
 {
+    return gs_policy_plan_packed(cfg, local_size, ngpus, NULL, have_control, control_error,
+                                 clients_per_server, plan, err);
+}
+
+int gs_policy_plan_packed(const gs_config_t *cfg, int local_size, int ngpus, const int *counts,
+                          int have_control, const char *control_error, int clients_per_server,
+                          gs_plan_t *plan, gs_error_t *err)
+{
     int used, most = 0, first[GS_MAX_GPUS], n[GS_MAX_GPUS];
 
     memset(plan, 0, sizeof(*plan));
@@ -185,18 +193,37 @@ int gs_policy_plan_compute(const gs_config_t *cfg, int local_size, int ngpus, in
         return 0;
     }
 
-    /* Blocks of consecutive local ranks per GPU, sizes differing by at most one. */
+    /* Blocks of consecutive local ranks per GPU: the packing's counts (a
+     * prefix of the GPUs), else sizes differing by at most one. */
     used = ngpus < local_size ? ngpus : local_size;
+    if (counts != NULL) {
+        int sum = 0;
+        for (used = 0; used < ngpus && counts[used] > 0; used++) {
+            sum += counts[used];
+        }
+        if (sum != local_size) {
+            return gs_error_set(err, EINVAL, "invalid plan input: %d ranks packed, %d local ranks",
+                                sum, local_size);
+        }
+    }
     plan->nused = used;
     for (int g = 0; g < used; g++) {
-        first[g] = (int)((long)g * local_size / used);
-        n[g] = (int)((long)(g + 1) * local_size / used) - first[g];
+        if (counts != NULL) {
+            first[g] = g == 0 ? 0 : first[g - 1] + n[g - 1];
+            n[g] = counts[g];
+        } else {
+            first[g] = (int)((long)g * local_size / used);
+            n[g] = (int)((long)(g + 1) * local_size / used) - first[g];
+        }
         most = n[g] > most ? n[g] : most;
     }
     /* The servers, listed even where MPS turns out off below (the GPUs the
      * ranks are given); too many for a node only matters once MPS is on. */
     int dealt = deal_servers(cfg, used, clients_per_server, first, n, plan);
-    if (cfg->mps == GS_MPS_AUTO && most < 2) {
+    /* Sharing the user's servers, a rank alone on its GPU is still their
+     * client: the user's next job may land beside it, and a context outside
+     * MPS would time-slice with the shared server (doc/tuning.md). */
+    if (cfg->mps == GS_MPS_AUTO && most < 2 && !cfg->share_node) {
         snprintf(why, sizeof(why), "every rank has a GPU of its own; MPS not needed (%s=on forces it)",
                  mps);
         off(plan, 0, why);

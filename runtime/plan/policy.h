@@ -91,6 +91,14 @@ int gs_policy_plan_compute(const gs_config_t *cfg, int local_size, int ngpus, in
                            const char *control_error, int clients_per_server, gs_plan_t *plan,
                            gs_error_t *err);
 
+/* The same with each GPU's rank count given (counts[g] > 0 for the GPUs
+ * used, a prefix, 0 after; their sum local_size): the packing's
+ * (runtime/plan/pack.h). counts NULL: blocks as above. With the user's
+ * shared servers (share_node) a rank alone on its GPU is an MPS client too. */
+int gs_policy_plan_packed(const gs_config_t *cfg, int local_size, int ngpus, const int *counts,
+                          int have_control, const char *control_error, int clients_per_server,
+                          gs_plan_t *plan, gs_error_t *err);
+
 /* Index of the server in the plan that local_rank uses, or -1. */
 int gs_policy_plan_server_of_rank(const gs_plan_t *plan, int local_rank);
 

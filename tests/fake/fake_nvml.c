@@ -14,6 +14,8 @@
  *                            "none": the driver lacks the call)
  *   FAKE_NVML_MEMORY_MB=M    every device's memory (default 81559, an H100's;
  *                            a MIG instance: an eighth of it)
+ *   FAKE_NVML_PROCS=G:P,G:P  process P runs a CUDA context on GPU G (compute processes)
+ *   FAKE_NVML_USED_MB=M,M    per GPU, its memory in use (default 0)
  *   FAKE_NVML_EXIT_DELAY_MS=N a process that loaded the library takes N ms to exit
  *                            (after its last own step), as on a loaded machine
  *
@@ -261,8 +263,44 @@ int nvmlDeviceGetMemoryInfo(void *dev, memory_t *mem)
     if ((unsigned long)dev >= MIG_BASE) {
         mb /= 8;
     }
+    char buf[32];
+    unsigned long long used = 0;
+    if ((unsigned long)dev < MIG_BASE && field("FAKE_NVML_USED_MB", ',', gpu_of(dev), buf,
+                                               sizeof(buf)) != NULL) {
+        used = strtoull(buf, NULL, 10);
+    }
     mem->total = mb << 20;
-    mem->used = 0;
-    mem->free = mem->total;
+    mem->used = (used < mb ? used : mb) << 20;
+    mem->free = mem->total - mem->used;
     return NVML_SUCCESS;
+}
+
+typedef struct { /* nvmlProcessInfo_t */
+    unsigned int pid;
+    unsigned long long used;
+    unsigned int gpu_instance, compute_instance;
+} proc_info_t;
+
+/* NVML's contract: *count in, the room; out, how many (NVML_ERROR_
+ * INSUFFICIENT_SIZE, 7, when they do not fit). */
+int nvmlDeviceGetComputeRunningProcesses_v3(void *dev, unsigned int *count, proc_info_t *info)
+{
+    char buf[32];
+    unsigned int n = 0, room = *count;
+    for (int i = 0; field("FAKE_NVML_PROCS", ',', i, buf, sizeof(buf)) != NULL; i++) {
+        int g = -1;
+        unsigned int pid = 0;
+        if (sscanf(buf, "%d:%u", &g, &pid) != 2 || (unsigned long)dev >= MIG_BASE ||
+            g != gpu_of(dev)) {
+            continue;
+        }
+        if (n < room && info != NULL) {
+            memset(&info[n], 0, sizeof(info[n]));
+            info[n].pid = pid;
+            info[n].used = 256ULL << 20;
+        }
+        n++;
+    }
+    *count = n;
+    return n > room ? 7 : NVML_SUCCESS;
 }

@@ -84,6 +84,6 @@ pid=$!
 for _ in $(seq 100); do [ "$(grep -c '^rank=' "$OUT")" -eq 2 ] && break; sleep 0.1; done
 kill -KILL $pid
 wait $pid 2>/dev/null
-for _ in $(seq 100); do [ -z "$(leftover_procs)" ] && [ -z "$(ls -A "$TMPDIR")" ] && break; sleep 0.1; done
+for _ in $(seq 100); do [ -z "$(leftover_procs)" ] && [ -z "$(run_files)" ] && break; sleep 0.1; done
 check_clean "SIGKILL to gsrun"
 finish

@@ -23,6 +23,10 @@ export OMPI_MCA_rmaps_base_oversubscribe=1
 # The same for Open MPI 5 (PRRTE), whose names differ; each version ignores
 # the other's. One node: no TCP pairing warnings from interfaces of others.
 export PRTE_MCA_rmaps_default_mapping_policy=:oversubscribe OMPI_MCA_btl_tcp_if_include=lo
+# The suites check a job's own MPS servers (--mps-share=job): what each job
+# starts, reports and ends. The default (auto: the user's jobs share) has
+# its own tests, share.sh and pack.sh, which set it themselves.
+export GSRUN_MPS_SHARE=job
 unset GSRUN_MPS GSRUN_MPS_PERCENTAGE GSRUN_MPS_CONTROL GSRUN_MPS_TIMEOUT GSRUN_LAUNCHER \
     GSRUN_DRY_RUN GSRUN_VERBOSE CUDA_VISIBLE_DEVICES CUDA_MPS_PIPE_DIRECTORY \
     CUDA_MPS_LOG_DIRECTORY CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
@@ -95,10 +99,18 @@ leftover_procs() {
 }
 
 # Asserts that nothing of the jobs run so far is left.
+# What the jobs left in TMPDIR. A user's private base stays by design
+# (gsrun exec's dirs, the shared MPS and the placement record go in it);
+# empty, it is nothing left behind.
+run_files() {
+    rmdir "$TMPDIR"/gsrun-[0-9]* 2>/dev/null
+    ls -A "$TMPDIR"
+}
+
 check_clean() { # check_clean "context"
     local procs files
     procs=$(leftover_procs | tr '\n' ' ')
-    files=$(ls -A "$TMPDIR")
+    files=$(run_files)
     if [ -z "$procs" ] && [ -z "$files" ]; then
         ok "$1: no process and no run directory left"
     else

@@ -152,10 +152,10 @@ for _ in $(seq 100); do [ "$(grep -c '^rank=' "$OUT")" -eq 4 ] && break; sleep 0
 t0=$(date +%s%N)
 kill -KILL $job
 wait $job 2>/dev/null
-for _ in $(seq 100); do [ -z "$(leftover_procs)" ] && [ -z "$(ls -A "$TMPDIR")" ] && break; sleep 0.02; done
+for _ in $(seq 100); do [ -z "$(leftover_procs)" ] && [ -z "$(run_files)" ] && break; sleep 0.02; done
 ms=$((($(date +%s%N) - t0) / 1000000))
 check "SIGKILL of mpirun: ranks, agent, daemon and run dir gone after $ms ms (at most 2000)" \
-    [ $ms -le 2000 -a -z "$(leftover_procs)" -a -z "$(ls -A "$TMPDIR")" ]
+    [ $ms -le 2000 -a -z "$(leftover_procs)" -a -z "$(run_files)" ]
 check_clean "SIGKILL of mpirun"
 # --mps-share=node (issue 38): a component job joins a gsrun job's servers.
 rm -f "$TEST_TMP/share.rec"

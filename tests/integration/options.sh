@@ -10,7 +10,7 @@ expect() { # expect STATUS "word in stderr" args...
     shift 2
     "$GSRUN" "$@" >"$OUT" 2>"$ERR"
     local rc=$?
-    if [ "$rc" -eq "$want" ] && grep -qF -- "$word" "$ERR" && [ -z "$(ls -A "$TMPDIR")" ]; then
+    if [ "$rc" -eq "$want" ] && grep -qF -- "$word" "$ERR" && [ -z "$(run_files)" ]; then
         ok "gsrun $* -> status $want, says '$word'"
     else
         not_ok "gsrun $* -> status $rc (want $want), stderr: $(head -c 300 "$ERR")"

@@ -232,7 +232,7 @@ fi
 # A bad value: one line naming the setting and what it takes.
 gsrun_fake 1 --mps-share=everyone -np 2 "$PROG" >"$OUT" 2>"$ERR"
 check "--mps-share=everyone: status $? (2), one line naming the accepted values" \
-    eval '[ "$(grep -c "mps-share: invalid value .everyone.; accepted: job or node" "$ERR")" -eq 1 ]'
+    eval '[ "$(grep -c "mps-share: invalid value .everyone.; accepted: auto, job or node" "$ERR")" -eq 1 ]'
 GSRUN_MPS_LINGER=-1 gsrun_fake 1 --mps-share=node -np 2 "$PROG" >"$OUT" 2>"$ERR"
 check "GSRUN_MPS_LINGER=-1: refused, naming the variable" grep -q "GSRUN_MPS_LINGER" "$ERR"
 clean_share "bad values"

@@ -27,7 +27,7 @@ procs_of() { # the live processes of this test whose exe is $1
     for p in $(leftover_procs); do [ "$(readlink /proc/$p/exe 2>/dev/null)" = "$1" ] && echo "$p"; done
 }
 wait_clean() { # until nothing of ours is left, at most 5 s
-    for _ in $(seq 50); do [ -z "$(leftover_procs)" ] && [ -z "$(ls -A "$TMPDIR")" ] && break; sleep 0.1; done
+    for _ in $(seq 50); do [ -z "$(leftover_procs)" ] && [ -z "$(run_files)" ] && break; sleep 0.1; done
 }
 
 for sig in INT HUP TERM; do

@@ -31,7 +31,7 @@ t0=$(date +%s%N)
 "$DRIVER" "$PLUGIN" $ARGS --opt mps=on --exit
 ms=$((($(date +%s%N) - t0) / 1000000))
 check "the exit hook returns once the agent is done ($ms ms), nothing left, the step's dir removed" \
-    [ $ms -lt 3000 -a -z "$(leftover_procs)" -a -z "$(ls -A "$TMPDIR")" -a -z "$(ls -A "$BASE")" ]
+    [ $ms -lt 3000 -a -z "$(leftover_procs)" -a -z "$(run_files)" -a -z "$(ls -A "$BASE")" ]
 check "  ... one MPS control daemon, reported to the first task's stderr" \
     [ "$(grep -c "MPS control daemon [0-9]* on" "$ERR")" -eq 1 ]
 

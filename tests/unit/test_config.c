@@ -292,6 +292,36 @@ static void test_front_ends_take_what_they_document(void **state)
     assert_int_equal(gs_config_key("mps-prestart")->fronts, 0);
 }
 
+/* The share's default, auto: the user's jobs share, except in a Slurm job
+ * step (Slurm ends what a step started with it). */
+static void test_share_auto(void **state)
+{
+    gs_config_t c;
+    gs_error_t err;
+    char buf[32];
+    (void)state;
+    unsetenv("SLURM_STEP_ID");
+    gs_config_init(&c);
+    assert_true(c.share_auto);
+    assert_true(c.share_node);
+    gs_config_key("mps-share")->format(&c, buf, sizeof(buf));
+    assert_string_equal(buf, "auto");
+    setenv("SLURM_STEP_ID", "3", 1);
+    gs_config_init(&c);
+    assert_false(c.share_node);
+    assert_int_equal(gs_config_set(&c, "mps-share", "node", "--mps-share", &err), 0);
+    assert_true(c.share_node);
+    assert_false(c.share_auto);
+    assert_int_equal(gs_config_set(&c, "mps-share", "auto", "--mps-share", &err), 0);
+    assert_false(c.share_node); /* still in the step */
+    setenv("SLURM_STEP_ID", "batch", 1); /* a batch script's own processes: not a step */
+    assert_int_equal(gs_config_set(&c, "mps-share", "auto", "--mps-share", &err), 0);
+    assert_true(c.share_node);
+    assert_int_equal(gs_config_set(&c, "mps-share", "job", "--mps-share", &err), 0);
+    assert_false(c.share_node);
+    unsetenv("SLURM_STEP_ID");
+}
+
 int main(void)
 {
     unsetenv("GSRUN_MPS");
@@ -307,6 +337,7 @@ int main(void)
         cmocka_unit_test(test_table_rows_round_trip),
         cmocka_unit_test(test_clients_per_server),
         cmocka_unit_test(test_front_ends_take_what_they_document),
+        cmocka_unit_test(test_share_auto),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,14 +7,19 @@
 #include <cmocka.h>
 #include <math.h>
 #include <stdio.h>
+#include <errno.h>
 #include <string.h>
 
 #include "runtime/plan/policy.h"
 
+/* mps=auto with a job's own servers (--mps-share=job): what most tables
+ * here are about; the default's sharing is test_shared_single_rank's. */
 static gs_config_t cfg_auto(void)
 {
     gs_config_t c;
     gs_config_init(&c);
+    c.share_auto = 0;
+    c.share_node = 0;
     return c;
 }
 
@@ -75,6 +80,51 @@ static void test_single_rank_auto_is_off(void **state)
     assert_int_equal(gs_policy_plan_compute(&c, 1, 1, 1, NULL, 48, &p, NULL), 0);
     assert_true(p.use_mps);
     assert_true(fabs(p.server[0].pct - 100.0) < 1e-9);
+}
+
+/* With the user's shared servers a rank alone on its GPU is their client
+ * too: the user's next job may land beside it. */
+static void test_shared_single_rank(void **state)
+{
+    gs_config_t c = cfg_auto();
+    gs_plan_t p;
+    (void)state;
+    c.share_node = 1;
+    assert_int_equal(gs_policy_plan_compute(&c, 1, 1, 1, NULL, 48, &p, NULL), 0);
+    assert_true(p.use_mps);
+    assert_true(fabs(p.server[0].pct - 100.0) < 1e-9);
+    assert_int_equal(gs_policy_plan_compute(&c, 2, 4, 1, NULL, 48, &p, NULL), 0);
+    assert_true(p.use_mps);
+    assert_int_equal(p.nused, 2);
+    /* No control program: off under auto, as without sharing. */
+    assert_int_equal(gs_policy_plan_compute(&c, 1, 1, 0, "none", 48, &p, NULL), 0);
+    assert_false(p.use_mps);
+}
+
+/* The packing's counts: a prefix of the GPUs, blocks in that order. */
+static void test_packed_counts(void **state)
+{
+    gs_config_t c = cfg_auto();
+    gs_plan_t p;
+    gs_error_t err;
+    int counts[4] = {6, 2, 0, 0}, bad[2] = {3, 3};
+    (void)state;
+    assert_int_equal(gs_policy_plan_packed(&c, 8, 4, counts, 1, NULL, 48, &p, &err), 0);
+    assert_true(p.use_mps);
+    assert_int_equal(p.nused, 2);
+    assert_int_equal(p.nservers, 2);
+    assert_int_equal(p.server[0].first_rank, 0);
+    assert_int_equal(p.server[0].nranks, 6);
+    assert_int_equal(p.server[1].first_rank, 6);
+    assert_int_equal(p.server[1].nranks, 2);
+    assert_true(fabs(p.server[0].pct - 200.0 / 6) < 1e-9);
+    /* Past the client limit the GPU's block is dealt over its servers. */
+    assert_int_equal(gs_policy_plan_packed(&c, 8, 4, counts, 1, NULL, 4, &p, &err), 0);
+    assert_int_equal(p.nservers, 3);
+    assert_int_equal(p.server[2].gpu, 0);
+    assert_int_equal(p.server[0].nranks + p.server[2].nranks, 6);
+    /* Counts that do not add up to the ranks: refused. */
+    assert_int_equal(gs_policy_plan_packed(&c, 5, 2, bad, 1, NULL, 48, &p, &err), -EINVAL);
 }
 
 static void test_uneven_blocks(void **state)
@@ -345,6 +395,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_percentage), cmocka_unit_test(test_format),
         cmocka_unit_test(test_one_gpu_shares),     cmocka_unit_test(test_single_rank_auto_is_off),
+        cmocka_unit_test(test_shared_single_rank), cmocka_unit_test(test_packed_counts),
         cmocka_unit_test(test_uneven_blocks),      cmocka_unit_test(test_fixed_and_off_percentage),
         cmocka_unit_test(test_clients_per_server), cmocka_unit_test(test_memory_warning),
         cmocka_unit_test(test_servers_per_gpu), cmocka_unit_test(test_servers_layout),       cmocka_unit_test(test_no_gpu_and_no_control),

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* A job's place on a node the user's other jobs share: the load of each GPU
+ * the job may use (the user's running jobs from the placement record, other
+ * processes from NVML), the packing (runtime/plan/pack.c, pure) and the
+ * job's own entry in the record, all under the record's lock so that jobs
+ * starting at once decide one after another. */
+#include "gs_autoconf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/agent/agent_int.h"
+#include "runtime/files/ledger.h"
+#include "runtime/gpu/usage.h"
+#include "runtime/plan/pack.h"
+
+/* How long a job waits for the jobs deciding before it: each holds the
+ * record for a few ms. Past it the job plans alone and says so. */
+#define PACK_LOCK_MS 10000
+
+/* Puts the GPUs in the packing's order: emptiest first. */
+static void reorder(gs_agent_t *a, const gs_pack_t *pk)
+{
+    gs_gpu_list_t *old = malloc(sizeof(*old));
+    if (old == NULL) {
+        return; /* the GPUs' own order: a plan all the same */
+    }
+    *old = a->gpus;
+    for (int k = 0; k < pk->ngpus; k++) {
+        a->gpus.gpu[k] = old->gpu[pk->order[k]];
+        a->gpu_pos[k] = pk->order[k];
+    }
+    free(old);
+}
+
+/* Whether the order moves a GPU the early daemons were started on. */
+static int moves(const gs_pack_t *pk, int ndaemons)
+{
+    for (int k = 0; k < pk->ngpus && k < ndaemons; k++) {
+        if (pk->order[k] != k) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int gs_agent_pack(gs_agent_t *a, int *counts, int *packed)
+{
+    int load[GS_MAX_GPUS] = {0}, ours[GS_MAX_GPUS], foreign[GS_MAX_GPUS], n = a->gpus.count;
+    gs_pack_t pk;
+    gs_error_t err;
+
+    *packed = 0;
+    for (int g = 0; g < GS_MAX_GPUS; g++) {
+        a->gpu_pos[g] = g;
+    }
+    if (n < 1 || (a->o->cfg.mps == GS_MPS_OFF && !a->o->cfg.gpu_bind)) {
+        return 0; /* the ranks get no GPU of gsrun's choosing */
+    }
+    if (gs_ledger_lock(&a->ledger, a->o->args.node_name, PACK_LOCK_MS, &err) != 0) {
+        gs_report_add(&a->report, 0, "the job is placed without the user's other jobs: %s",
+                      err.text);
+        return 0;
+    }
+    int jobs = gs_ledger_load(&a->ledger, a->gpus.gpu, n, ours);
+    for (int g = 0; g < n; g++) {
+        foreign[g] = gs_usage_foreign(&a->gpus.gpu[g], getuid(), "/proc");
+        load[g] = ours[g] + foreign[g];
+    }
+    if (gs_pack_compute(a->local_size, n, load, &pk) != 0) {
+        return 0;
+    }
+    if (pk.loaded) {
+        char seen[512] = "", used[256] = "";
+        size_t len = 0, ulen = 0;
+        for (int g = 0; g < n && len < sizeof(seen); g++) {
+            len += (size_t)snprintf(seen + len, sizeof(seen) - len, "%s%d+%d", g ? " " : "",
+                                    ours[g], foreign[g]);
+        }
+        for (int k = 0; k < pk.nused && ulen < sizeof(used); k++) {
+            ulen += (size_t)snprintf(used + ulen, sizeof(used) - ulen, "%s%d:%d", k ? " " : "",
+                                     pk.order[k], pk.counts[k]);
+        }
+        gs_report_add(&a->report, 0,
+                      "placed beside %d other job%s of the user: load per GPU (their ranks + "
+                      "other processes) %s; this job's ranks (GPU:ranks) %s",
+                      jobs, jobs == 1 ? "" : "s", seen, used);
+        if (a->mode == GS_MODE_EARLY && a->daemons.n > 0 && !a->daemons.borrowed &&
+            moves(&pk, a->daemons.n)) {
+            /* The early daemons sit on the GPUs in their own order: start
+             * them again where the job goes. */
+            gs_daemons_stop_from(&a->daemons, 0, NULL, NULL);
+            a->early_rc = 0;
+            a->early_ready_ms = 0;
+        }
+        reorder(a, &pk);
+        memcpy(counts, pk.counts, sizeof(pk.counts));
+        *packed = 1;
+    }
+    return 0;
+}
+
+void gs_agent_pack_record(gs_agent_t *a)
+{
+    int ranks[GS_MAX_GPUS] = {0};
+    gs_error_t err;
+    const char *job = strrchr(a->o->args.job_dir, '/');
+
+    if (a->ledger.lock_fd < 0) {
+        return;
+    }
+    if (a->plan.nservers > 0 && (a->plan.use_mps || a->o->cfg.gpu_bind)) {
+        /* The plan's GPUs, also where MPS is off: the ranks get them. */
+        for (int s = 0; s < a->plan.nservers; s++) {
+            ranks[a->plan.server[s].gpu] += a->plan.server[s].nranks;
+        }
+    } else if (a->o->cfg.gpu_bind && a->gpus.count > 0) {
+        /* --mps=off: one GPU a rank, the first ones in the order. */
+        int used = a->local_size < a->gpus.count ? a->local_size : a->gpus.count;
+        for (int g = 0; g < used; g++) {
+            ranks[g] = (int)((long)(g + 1) * a->local_size / used) -
+                       (int)((long)g * a->local_size / used);
+        }
+    }
+    if (gs_ledger_record(&a->ledger, job != NULL ? job + 1 : a->o->args.job_dir, a->gpus.gpu,
+                         a->gpus.count, ranks, &err) != 0) {
+        gs_report_add(&a->report, 0, "the user's later jobs on this node will not see this one: %s",
+                      err.text);
+    }
+    gs_ledger_unlock(&a->ledger);
+}
+
+void gs_agent_pack_release(gs_agent_t *a)
+{
+    gs_ledger_close(&a->ledger);
+}

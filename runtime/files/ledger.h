@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The user's placement record of a node: which of the user's running jobs
+ * put how many ranks on which GPU, so that a job packs its ranks where the
+ * node has room (runtime/plan/pack.h).
+ *
+ * Layout, in the user's private base (gs_rundir_user_base_any):
+ *   <base>/place/<node>/               0700; its flock orders the node's decisions
+ *   <base>/place/<node>/<job>.<pid>    one job's entry: "<UUID> <ranks>" lines
+ * A job's agent holds an exclusive flock on its entry for as long as the job
+ * runs; an entry whose flock can be taken belongs to a job that is gone
+ * (ended, or SIGKILLed: the kernel drops the flock with the process) and is
+ * removed by whoever finds it. Decisions are made one at a time: under the
+ * dir's flock a job reads the entries, plans and writes its own. */
+#ifndef GS_LEDGER_H
+#define GS_LEDGER_H
+
+#include <stddef.h>
+
+#include "runtime/core/gs_error.h"
+#include "runtime/gpu/gpu.h"
+
+#define GS_LEDGER_DIR "place"
+#define GS_LEDGER_MAGIC "gsrun-place 1"
+#define GS_LEDGER_ENTRY_MAX 4096 /* bytes an entry may hold (64 GPUs' lines) */
+
+typedef struct {
+    char top[512];  /* <base>/place */
+    char dir[512];  /* <base>/place/<node> */
+    int lock_fd;    /* the dir's flock while deciding, -1 */
+    int entry_fd;   /* this job's entry, flocked while the job runs, -1 */
+    char entry[640];
+} gs_ledger_t;
+
+void gs_ledger_init(gs_ledger_t *l);
+
+/* The record of this node in the user's base (made when missing), locked
+ * for a decision: waits up to timeout_ms for the jobs deciding before. 0,
+ * or -errno with err. */
+int gs_ledger_lock(gs_ledger_t *l, const char *node, int timeout_ms, gs_error_t *err);
+
+/* Sums the live entries' ranks on each of the gpus (by UUID) into load
+ * (zeroed first); removes the entries of jobs that are gone. Returns the
+ * number of live jobs. */
+int gs_ledger_load(gs_ledger_t *l, const gs_gpu_t *gpus, int ngpus, int *load);
+
+/* Writes this job's entry (ranks[g] on gpus[g], those with ranks only) and
+ * keeps its flock until gs_ledger_close. 0, or -errno with err. */
+int gs_ledger_record(gs_ledger_t *l, const char *job, const gs_gpu_t *gpus, int ngpus,
+                     const int *ranks, gs_error_t *err);
+
+/* Ends the decision (the dir's flock); the entry stays. */
+void gs_ledger_unlock(gs_ledger_t *l);
+
+/* The job ended: its entry goes (its count freed at once), the flocks too. */
+void gs_ledger_close(gs_ledger_t *l);
+
+/* One live job's entry, for `gsrun status`. */
+typedef struct {
+    char job[96];
+    int n;
+    char uuid[GS_MAX_GPUS][96];
+    int ranks[GS_MAX_GPUS];
+} gs_ledger_job_t;
+
+/* Calls fn for each live job's entry in dir (a node's record), without
+ * taking the dir's lock or removing anything (a reader, maybe root);
+ * returns how many. */
+int gs_ledger_each(const char *dir, void (*fn)(void *ctx, const gs_ledger_job_t *job), void *ctx);
+
+/* The record by GPU, for `gsrun status`: each GPU with ranks of the
+ * user's jobs, their total and each job's ("gsrun.Ab12Cd:3 exec-...:1"). */
+typedef struct {
+    int n;
+    struct {
+        char uuid[96];
+        int ranks, njobs;
+        char jobs[512];
+    } gpu[GS_MAX_GPUS];
+} gs_ledger_summary_t;
+int gs_ledger_summarize(const char *dir, gs_ledger_summary_t *sum);
+
+/* <base>/place/<node> of the user whose base is base, into out. */
+int gs_ledger_path(const char *base, const char *node, char *out, size_t len);
+
+#endif

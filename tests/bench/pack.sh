@@ -1,0 +1,160 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# covers: runtime/agent/agent_pack.c, runtime/plan/pack.c (packing a user's jobs), on the GPU
+#
+#   tests/bench/pack.sh [BUILD_DIR] [ROUNDS]
+#
+# A user's concurrent jobs over all GPUs of the machine, side by side in one
+# run (issue 44), ROUNDS runs each (default 2): K jobs of r ranks of
+# examples/solo_jacobi (4096^2, 1000 sweeps: memory-bound) at once for
+# (K, r) in (8, 1), (16, 1), (4, 3), (6, 2), worst solve over all ranks; and
+# a sweep of 32 one-rank jobs run 8 at a time (xargs -P 8), its wall time.
+# Configurations:
+#   plain    mpirun: every job on device 0, time-sliced
+#   job      gsrun --mps-share=job: packed over the GPUs, each job its own servers
+#   default  gsrun as it comes (auto: packed, the user's shared servers;
+#            the same as --mps-share=node outside a Slurm job step)
+#   hand     one MPS server per GPU started by hand, job i on GPU i mod G
+# Checks the target: the default within 1.1x of hand on every point and on
+# the sweep, and that nothing of MPS is left. Ends with "N passed, N failed".
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$top/_build}
+rounds=${2:-2}
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok - $*"; }
+notok() { fail=$((fail + 1)); echo "not ok - $*"; }
+if ! nvidia-smi -L >/dev/null 2>&1; then
+    echo "1..0 # SKIP no NVIDIA GPU here"
+    echo "0 passed, 0 failed, 1 skipped"
+    exit 77
+fi
+solo=$build/examples/solo_jacobi
+[ -x "$solo" ] || { echo "Bail out! $solo is not built (needs nvcc)"; exit 1; }
+[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+unset GSRUN_MPS_SHARE CUDA_VISIBLE_DEVICES
+G=$build/launcher/gsrun
+control=$(command -v nvidia-cuda-mps-control)
+. "$top/tests/bench/mps_by_hand.sh"
+T=$(mktemp -d /tmp/gsp.XXXXXX)
+ngpus=$(nvidia-smi -L | grep -c '^GPU ')
+size="--n 4096 --iters 1000"
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+within() { awk -v a="$1" -v b="$2" -v f="$3" 'BEGIN { exit !(a <= f * b) }'; }
+
+# One server per GPU, by hand: hand_up / hand_down.
+hand_up() {
+    local g
+    for ((g = 0; g < ngpus; g++)); do
+        CUDA_VISIBLE_DEVICES=$g mps_hand_up "$T/hand$g"
+    done
+}
+hand_down() {
+    local g
+    for ((g = 0; g < ngpus; g++)); do
+        mps_hand_down "$T/hand$g"
+    done
+}
+
+# one HOW I NRANKS OUT: job I of a set, in the foreground.
+one() {
+    local how=$1 i=$2 nr=$3 out=$4 g
+    case $how in
+    plain) mpirun -np "$nr" "$solo" $size >"$out" 2>"$out.err" ;;
+    job) "$G" --mps-share=job -np "$nr" "$solo" $size >"$out" 2>"$out.err" ;;
+    default) "$G" -np "$nr" "$solo" $size >"$out" 2>"$out.err" ;;
+    hand)
+        g=$((i % ngpus))
+        CUDA_MPS_PIPE_DIRECTORY=$T/hand$g/p CUDA_MPS_LOG_DIRECTORY=$T/hand$g/l \
+            mpirun -np "$nr" "$solo" $size >"$out" 2>"$out.err"
+        ;;
+    esac
+}
+
+# Worst solve over the outputs, or "fail" when a rank's line is missing.
+worst() { # worst WANT files...
+    local want=$1
+    shift
+    [ "$(cat "$@" | grep -c '^solo_jacobi: ')" -eq "$want" ] || { echo fail; return; }
+    cat "$@" | grep -o 'solve=[0-9.]*' | cut -d= -f2 | sort -g | tail -1
+}
+
+# K jobs of r ranks at once: the worst solve.
+at_once() { # at_once HOW K R
+    local how=$1 k=$2 r=$3 i
+    rm -f "$T"/o.*
+    for i in $(seq 0 $((k - 1))); do
+        one "$how" "$i" "$r" "$T/o.$i" &
+    done
+    wait
+    worst $((k * r)) "$T"/o.[0-9]*
+}
+
+# The sweep: 32 one-rank jobs, 8 at a time: "wall_ms worst_solve".
+sweep() { # sweep HOW
+    local how=$1 t0 t1
+    rm -f "$T"/o.*
+    export -f one
+    export T G solo size ngpus
+    t0=$(date +%s%N)
+    seq 0 31 | xargs -P 8 -I{} bash -c "one $how {} 1 $T/o.{}"
+    t1=$(date +%s%N)
+    echo "$(((t1 - t0) / 1000000)) $(worst 32 "$T"/o.[0-9]*)"
+}
+
+echo "# $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $ngpus GPUs, $(nproc) cores; solo_jacobi $size"
+for r in $(seq "$rounds"); do
+    for kr in "8 1" "16 1" "4 3" "6 2"; do
+        set -- $kr
+        k=$1 n=$2
+        declare -A got=()
+        line="# $k jobs x $n ranks, run $r: worst solve (s):"
+        for how in plain job default hand; do
+            [ $how = hand ] && hand_up
+            got[$how]=$(at_once $how "$k" "$n")
+            [ $how = hand ] && hand_down
+            line="$line $how ${got[$how]},"
+        done
+        echo "${line%,}"
+        if [ "${got[default]}" = fail ] || [ "${got[hand]}" = fail ]; then
+            notok "$k x $n, run $r: a job failed"
+            tail -3 "$T"/o.0.err | sed 's/^/#   /'
+            continue
+        fi
+        echo "# ratios: default/hand $(ratio "${got[default]}" "${got[hand]}"), plain/default $(ratio "${got[plain]}" "${got[default]}")$([ "${got[job]}" != fail ] && echo ", job/default $(ratio "${got[job]}" "${got[default]}")")"
+        within "${got[default]}" "${got[hand]}" 1.1 &&
+            ok "$k x $n, run $r: gsrun's default (${got[default]} s) within 1.1x of one hand server per GPU (${got[hand]} s)" ||
+            notok "$k x $n, run $r: gsrun's default (${got[default]} s) not within 1.1x of one hand server per GPU (${got[hand]} s)"
+    done
+    declare -A sw=()
+    line="# sweep of 32 one-rank jobs, 8 at a time, run $r: wall ms / worst solve s:"
+    for how in plain job default hand; do
+        [ $how = hand ] && hand_up
+        sw[$how]=$(sweep $how)
+        [ $how = hand ] && hand_down
+        line="$line $how ${sw[$how]// / \/ },"
+    done
+    echo "${line%,}"
+    set -- ${sw[default]}
+    dw=$1 ds=${2:-fail}
+    set -- ${sw[hand]}
+    hw=$1 hs=${2:-fail}
+    if [ "$ds" = fail ] || [ "$hs" = fail ]; then
+        notok "sweep, run $r: a job failed"
+    else
+        within "$dw" "$hw" 1.1 &&
+            ok "sweep, run $r: gsrun's default ($dw ms) within 1.1x of one hand server per GPU ($hw ms)" ||
+            notok "sweep, run $r: gsrun's default ($dw ms) not within 1.1x of one hand server per GPU ($hw ms)"
+    fi
+done
+
+for _ in $(seq 100); do
+    left=$(pgrep -c -x 'nvidia-cuda-mps' || true)
+    [ "${left:-0}" -eq 0 ] && break
+    sleep 0.1
+done
+[ "${left:-0}" -eq 0 ] && ok "no MPS process left" || notok "$left MPS processes left"
+rm -rf "$T"
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
