@@ -19,23 +19,6 @@
 
 #define GS_STATUS_MAX_JOBS 64
 
-/* The caller's placement record of this node, in the first of the caller's
- * bases that holds one (another user's is never read); 1 if found. */
-static int find_placement(const char *node, char *dir, size_t len)
-{
-    char stem[300], base[512];
-    gs_error_t err;
-    snprintf(stem, sizeof(stem), "%s/gsrun-%u", gs_rundir_tmpdir(), (unsigned)getuid());
-    for (int k = 0; k <= GS_RUNDIR_BASE_TRIES; k++) {
-        if (gs_rundir_base_name(stem, k, base, sizeof(base), &err) == 0 &&
-            gs_rundir_check_own(base, &err) == 0 && gs_ledger_path(base, node, dir, len) == 0 &&
-            access(dir, F_OK) == 0) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
 static gs_gpu_list_t node_gpus;
 
 /* A UUID's GPU number in the node's CUDA order (not the caller's
@@ -92,7 +75,7 @@ int gs_status_main(int argc, char **argv)
     gs_status_clean(where);
     static gs_ledger_summary_t placed;
     char place[GS_PATH_MAX];
-    int have_place = find_placement(node, place, sizeof(place)) &&
+    int have_place = gs_ledger_find(node, place, sizeof(place)) &&
                      gs_ledger_summarize(place, &placed) > 0;
     gs_error_t ignored;
     if (have_place && gs_gpu_discover(&node_gpus, &ignored) != 0) {

@@ -187,6 +187,7 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
         return 0;
     }
     apply_options();
+    gs_config_share_in_step(&cfg); /* a step's tasks: auto is job (doc/tuning.md) */
     if (cfg.mps == GS_MPS_OFF ||
         spank_getenv(sp, "GSRUN_JOB_DIR", mark, sizeof(mark)) != ESPANK_ENV_NOEXIST ||
         spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -36,6 +37,8 @@
 #include "runtime/wire/protocol.h"
 
 #define SHARE_DIR "mps-share" /* in the user's base: the shared agent's "job dir" */
+static void lease_name(const gs_agent_t *a, char *out, size_t len);
+
 #define RETRY_MS 20           /* between tries to reach a shared agent that comes or goes */
 
 /* --- the shared agent ------------------------------------------------------- */
@@ -417,7 +420,6 @@ int gs_agent_share_join(gs_agent_t *a, gs_error_t *err)
     gs_protocol_lease_t q;
     int server[GS_MAX_GPUS], rc, started = 0;
     long long t0 = gs_proc_now_ms(), deadline = gs_proc_now_ms() + (long long)a->o->cfg.timeout_s * 1000;
-    const char *job = strrchr(a->o->args.job_dir, '/');
 
     if ((rc = domain(dir, sizeof(dir), a->share_dir, sizeof(a->share_dir), err)) != 0) {
         return rc;
@@ -429,10 +431,7 @@ int gs_agent_share_join(gs_agent_t *a, gs_error_t *err)
     }
     memset(&q, 0, sizeof(q));
     q.linger_s = a->o->cfg.linger_s;
-    snprintf(q.job, sizeof(q.job), "%s", job != NULL ? job + 1 : a->o->args.job_dir);
-    for (char *p = q.job; *p != '\0'; p++) {
-        *p = *p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' ? '_' : *p;
-    }
+    lease_name(a, q.job, sizeof(q.job));
     q.n = a->plan.nservers;
     for (int e = 0; e < q.n; e++) {
         snprintf(q.uuid[e], sizeof(q.uuid[e]), "%s", a->servers.gpu[e].uuid);
@@ -487,10 +486,67 @@ int gs_agent_share_join(gs_agent_t *a, gs_error_t *err)
     return rc;
 }
 
+/* The job's name as its lease gives it (the job dir's last part). */
+static void lease_name(const gs_agent_t *a, char *out, size_t len)
+{
+    const char *job = strrchr(a->o->args.job_dir, '/');
+    snprintf(out, len, "%s", job != NULL ? job + 1 : a->o->args.job_dir);
+    for (char *p = out; *p != '\0'; p++) {
+        *p = *p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' ? '_' : *p;
+    }
+}
+
+/* Whether the shared agent's status still lists job on a server. */
+static int listed(const gs_status_t *ss, const char *job)
+{
+    size_t n = strlen(job);
+    for (int g = 0; g < ss->nservers; g++) {
+        for (const char *p = ss->server[g].jobs; (p = strstr(p, job)) != NULL; p += n) {
+            if ((p == ss->server[g].jobs || p[-1] == ' ') && p[n] == ':') {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* A job that gave back the last lease, with no linger asked for: the
+ * shared agent stops its servers now. The job's end waits for that
+ * (bounded), so that nothing of the job's MPS outlives it, as with servers
+ * of its own; it stops waiting as soon as the status shows other jobs'
+ * leases without this one's (the servers stay for them). */
+static void wait_shared_end(gs_agent_t *a, int dirfd)
+{
+    char job[96];
+    gs_status_t *ss = malloc(sizeof(*ss));
+    gs_error_t ignored;
+    long long deadline = gs_proc_now_ms() + GS_DAEMON_QUIT_TIMEOUT_MS + 2000;
+    lease_name(a, job, sizeof(job));
+    while (ss != NULL && gs_proc_now_ms() < deadline) {
+        if (flock(dirfd, LOCK_EX | LOCK_NB) == 0) {
+            break; /* its lock is free: it has ended */
+        }
+        if (gs_status_read(a->share_dir, ss, &ignored) == 0 && ss->alive > 0 && !listed(ss, job)) {
+            break;
+        }
+        usleep(5000);
+    }
+    free(ss);
+}
+
 void gs_agent_share_leave(gs_agent_t *a)
 {
-    if (a->share_fd >= 0) {
-        close(a->share_fd);
-        a->share_fd = -1;
+    if (a->share_fd < 0) {
+        return;
+    }
+    /* The shared agent holds its dir's flock while it runs. */
+    int dirfd = open(a->share_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    close(a->share_fd);
+    a->share_fd = -1;
+    if (dirfd >= 0 && a->o->cfg.linger_s == 0 && a->state == GS_AGENT_STOPPING) {
+        wait_shared_end(a, dirfd);
+    }
+    if (dirfd >= 0) {
+        close(dirfd);
     }
 }

@@ -16,6 +16,7 @@
 #include "runtime/gpu/mps.h"
 #include "runtime/core/proc.h"
 #include "runtime/core/proctree.h"
+#include "runtime/files/ledger.h"
 #include "runtime/files/rundir.h"
 #include "runtime/core/limits.h"
 
@@ -90,6 +91,7 @@ static void clean_up(const gs_guard_cleanup_t *c, followed_t *f)
         gs_proc_signal(f->mps[i].pid, f->mps[i].is_pidfd ? f->mps[i].fd : -1, SIGKILL);
     }
     gs_rundir_remove(c->node_dir);
+    gs_ledger_tidy(c->node_name); /* the agent's place among the user's jobs */
     gs_report_clear(c->report);
     gs_report_add(c->report, 1,
                   "the node agent died during the job; its guard ended %d rank%s still running "

@@ -287,6 +287,13 @@ static int share_auto_node(void)
     const char *step = getenv("SLURM_STEP_ID");
     return step == NULL || step[0] < '0' || step[0] > '9';
 }
+void gs_config_share_in_step(gs_config_t *cfg)
+{
+    if (cfg->share_auto) {
+        cfg->share_auto = 0;
+        cfg->share_node = 0;
+    }
+}
 static int set_share(gs_config_t *c, const char *v)
 {
     if (strcmp(v, "job") != 0 && strcmp(v, "node") != 0 && strcmp(v, "auto") != 0) {

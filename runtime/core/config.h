@@ -94,6 +94,11 @@ void gs_config_init(gs_config_t *cfg);
 int gs_config_set(gs_config_t *cfg, const char *option, const char *value, const char *origin,
                   gs_error_t *err);
 
+/* For a front end that runs inside a batch system's job step (the SPANK
+ * plugin), whose own environment need not name the step: --mps-share=auto
+ * means job there, as SLURM_STEP_ID makes it elsewhere. */
+void gs_config_share_in_step(gs_config_t *cfg);
+
 /* Applies every GSRUN_* variable that is set. Stops at the first bad one. */
 int gs_config_load_env(gs_config_t *cfg, gs_error_t *err);
 

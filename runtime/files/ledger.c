@@ -321,6 +321,12 @@ void gs_ledger_unlock(gs_ledger_t *l)
     }
 }
 
+static void ignore_job(void *ctx, const gs_ledger_job_t *job)
+{
+    (void)ctx;
+    (void)job;
+}
+
 /* How long the last job waits to tidy the record away: others decide in ms. */
 #define CLOSE_LOCK_MS 2000
 
@@ -338,7 +344,11 @@ void gs_ledger_close(gs_ledger_t *l)
         close(l->entry_fd);
         l->entry_fd = -1;
     }
-    /* The node's last job leaves no record behind (the user's base stays). */
+    /* The node's last job leaves no record behind (the user's base stays),
+     * nor the entries of killed jobs that nobody has read since. */
+    if (lk >= 0) {
+        each(l->dir, 1, NULL, ignore_job, NULL);
+    }
     if (lk >= 0 && rmdir(l->dir) == 0) {
         rmdir(l->top);
     }
@@ -347,4 +357,34 @@ void gs_ledger_close(gs_ledger_t *l)
     }
     l->entry[0] = '\0';
     l->dir[0] = '\0';
+}
+
+int gs_ledger_find(const char *node, char *dir, size_t len)
+{
+    char stem[300], base[512];
+    gs_error_t err;
+    snprintf(stem, sizeof(stem), "%s/gsrun-%u", gs_rundir_tmpdir(), (unsigned)getuid());
+    for (int k = 0; k <= GS_RUNDIR_BASE_TRIES; k++) {
+        if (gs_rundir_base_name(stem, k, base, sizeof(base), &err) == 0 &&
+            gs_rundir_check_own(base, &err) == 0 && gs_ledger_path(base, node, dir, len) == 0 &&
+            access(dir, F_OK) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void gs_ledger_tidy(const char *node)
+{
+    gs_ledger_t l;
+    gs_ledger_init(&l);
+    if (!gs_ledger_find(node, l.dir, sizeof(l.dir))) {
+        return;
+    }
+    snprintf(l.top, sizeof(l.top), "%s", l.dir);
+    char *slash = strrchr(l.top, '/');
+    if (slash != NULL) {
+        *slash = '\0';
+    }
+    gs_ledger_close(&l); /* no entry of its own: prunes, and removes what is empty */
 }

@@ -79,6 +79,15 @@ typedef struct {
 } gs_ledger_summary_t;
 int gs_ledger_summarize(const char *dir, gs_ledger_summary_t *sum);
 
+/* The caller's record of node, in the first of the caller's bases that
+ * holds one (none is made); 1 with its path in dir, else 0. */
+int gs_ledger_find(const char *node, char *dir, size_t len);
+
+/* Removes the entries of jobs that are gone from the caller's record of
+ * node, and the record when none is left (a killed agent's guard: its
+ * entry no longer counts, and nothing of it may stay). Bounded. */
+void gs_ledger_tidy(const char *node);
+
 /* <base>/place/<node> of the user whose base is base, into out. */
 int gs_ledger_path(const char *base, const char *node, char *out, size_t len);
 

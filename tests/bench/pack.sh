@@ -6,9 +6,13 @@
 #
 # A user's concurrent jobs over all GPUs of the machine, side by side in one
 # run (issue 44), ROUNDS runs each (default 2): K jobs of r ranks of
-# examples/solo_jacobi (4096^2, 1000 sweeps: memory-bound) at once for
-# (K, r) in (8, 1), (16, 1), (4, 3), (6, 2), worst solve over all ranks; and
-# a sweep of 32 one-rank jobs run 8 at a time (xargs -P 8), its wall time.
+# examples/solo_jacobi (4096^2: memory-bound) at once for (K, r) in (8, 1),
+# (16, 1), (4, 3), (6, 2), worst solve over all ranks (2000 sweeps, every
+# copy's first sweep held to one wall-clock moment, --start-at, so that
+# the copies solve together whatever their start-up took: a copy alone
+# takes ~0.1 s, shorter than the jobs' start-ups differ); and a sweep of 32
+# one-rank jobs (1000 sweeps each) run 8 at a time (xargs -P 8), its wall
+# time, which is mostly start-up.
 # Configurations:
 #   plain    mpirun: every job on device 0, time-sliced
 #   job      gsrun --mps-share=job: packed over the GPUs, each job its own servers
@@ -39,7 +43,8 @@ control=$(command -v nvidia-cuda-mps-control)
 . "$top/tests/bench/mps_by_hand.sh"
 T=$(mktemp -d /tmp/gsp.XXXXXX)
 ngpus=$(nvidia-smi -L | grep -c '^GPU ')
-size="--n 4096 --iters 1000"
+size="--n 4096 --iters 1000"      # the sweep's
+together="--n 4096 --iters 2000"  # the jobs at once
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 within() { awk -v a="$1" -v b="$2" -v f="$3" 'BEGIN { exit !(a <= f * b) }'; }
 
@@ -57,17 +62,18 @@ hand_down() {
     done
 }
 
-# one HOW I NRANKS OUT: job I of a set, in the foreground.
+# one HOW I NRANKS OUT ARGS...: job I of a set, in the foreground.
 one() {
     local how=$1 i=$2 nr=$3 out=$4 g
+    shift 4
     case $how in
-    plain) mpirun -np "$nr" "$solo" $size >"$out" 2>"$out.err" ;;
-    job) "$G" --mps-share=job -np "$nr" "$solo" $size >"$out" 2>"$out.err" ;;
-    default) "$G" -np "$nr" "$solo" $size >"$out" 2>"$out.err" ;;
+    plain) mpirun -np "$nr" "$solo" "$@" >"$out" 2>"$out.err" ;;
+    job) "$G" --mps-share=job -np "$nr" "$solo" "$@" >"$out" 2>"$out.err" ;;
+    default) "$G" -np "$nr" "$solo" "$@" >"$out" 2>"$out.err" ;;
     hand)
         g=$((i % ngpus))
         CUDA_MPS_PIPE_DIRECTORY=$T/hand$g/p CUDA_MPS_LOG_DIRECTORY=$T/hand$g/l \
-            mpirun -np "$nr" "$solo" $size >"$out" 2>"$out.err"
+            mpirun -np "$nr" "$solo" "$@" >"$out" 2>"$out.err"
         ;;
     esac
 }
@@ -80,15 +86,18 @@ worst() { # worst WANT files...
     cat "$@" | grep -o 'solve=[0-9.]*' | cut -d= -f2 | sort -g | tail -1
 }
 
-# K jobs of r ranks at once: the worst solve.
+# K jobs of r ranks at once, solving together: the worst solve (and how
+# many copies were ready only after the common start, in late_copies).
 at_once() { # at_once HOW K R
-    local how=$1 k=$2 r=$3 i
+    local how=$1 k=$2 r=$3 i at
     rm -f "$T"/o.*
+    at=$(($(date +%s%3N) + 2000 + 250 * k * r))
     for i in $(seq 0 $((k - 1))); do
-        one "$how" "$i" "$r" "$T/o.$i" &
+        one "$how" "$i" "$r" "$T/o.$i" $together --start-at "$at" &
     done
     wait
-    worst $((k * r)) "$T"/o.[0-9]*
+    late=$(cat "$T"/o.[0-9]* 2>/dev/null | grep -c 'late_ms=[1-9]')
+    echo "$(worst $((k * r)) "$T"/o.[0-9]*)$([ "$late" -gt 0 ] && echo "(late:$late)")"
 }
 
 # The sweep: 32 one-rank jobs, 8 at a time: "wall_ms worst_solve".
@@ -98,12 +107,12 @@ sweep() { # sweep HOW
     export -f one
     export T G solo size ngpus
     t0=$(date +%s%N)
-    seq 0 31 | xargs -P 8 -I{} bash -c "one $how {} 1 $T/o.{}"
+    seq 0 31 | xargs -P 8 -I{} bash -c "one $how {} 1 $T/o.{} $size"
     t1=$(date +%s%N)
     echo "$(((t1 - t0) / 1000000)) $(worst 32 "$T"/o.[0-9]*)"
 }
 
-echo "# $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $ngpus GPUs, $(nproc) cores; solo_jacobi $size"
+echo "# $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $ngpus GPUs, $(nproc) cores; solo_jacobi $together (at once), $size (sweep)"
 for r in $(seq "$rounds"); do
     for kr in "8 1" "16 1" "4 3" "6 2"; do
         set -- $kr
@@ -117,15 +126,17 @@ for r in $(seq "$rounds"); do
             line="$line $how ${got[$how]},"
         done
         echo "${line%,}"
-        if [ "${got[default]}" = fail ] || [ "${got[hand]}" = fail ]; then
+        dv=${got[default]%%(*} hv=${got[hand]%%(*}
+        if [ "$dv" = fail ] || [ "$hv" = fail ]; then
             notok "$k x $n, run $r: a job failed"
             tail -3 "$T"/o.0.err | sed 's/^/#   /'
             continue
         fi
-        echo "# ratios: default/hand $(ratio "${got[default]}" "${got[hand]}"), plain/default $(ratio "${got[plain]}" "${got[default]}")$([ "${got[job]}" != fail ] && echo ", job/default $(ratio "${got[job]}" "${got[default]}")")"
-        within "${got[default]}" "${got[hand]}" 1.1 &&
-            ok "$k x $n, run $r: gsrun's default (${got[default]} s) within 1.1x of one hand server per GPU (${got[hand]} s)" ||
-            notok "$k x $n, run $r: gsrun's default (${got[default]} s) not within 1.1x of one hand server per GPU (${got[hand]} s)"
+        pv=${got[plain]%%(*} jv=${got[job]%%(*}
+        echo "# ratios: default/hand $(ratio "$dv" "$hv")$([ "$pv" != fail ] && echo ", plain/default $(ratio "$pv" "$dv")")$([ "$jv" != fail ] && echo ", job/default $(ratio "$jv" "$dv")")"
+        within "$dv" "$hv" 1.1 &&
+            ok "$k x $n, run $r: gsrun's default ($dv s) within 1.1x of one hand server per GPU ($hv s)" ||
+            notok "$k x $n, run $r: gsrun's default ($dv s) not within 1.1x of one hand server per GPU ($hv s)"
     done
     declare -A sw=()
     line="# sweep of 32 one-rank jobs, 8 at a time, run $r: wall ms / worst solve s:"

@@ -137,7 +137,7 @@ for i in $(seq 1 "$runs"); do
     n_ok=$(grep "result=ok" "$out" | grep -vc " FAIL")
     [ "$n_ok" -eq "$np" ] && ok "run $i: $n_ok ranks see $expect_sms SMs (${expect_pct}%) and a correct result" \
         || notok "run $i: only $n_ok ranks passed the SM-share and result checks"
-    n_daemons=$(grep -c "MPS control daemon [0-9]* on" "$out")
+    n_daemons=$(grep -cE "MPS control daemon [0-9]* on|shared MPS server [0-9]* \(control daemon [0-9]* on" "$out")
     [ "$n_daemons" -eq 1 ] && ok "run $i: exactly one MPS control daemon for the GPU" \
         || notok "run $i: $n_daemons MPS control daemons reported"
     # MPS's own log errors and any escalation of the stop come as problems.
