@@ -418,7 +418,12 @@ static int task_env(const gs_config_t *cfg, const char *node_dir, gs_state_t *st
     /* The setting, else what the job's agent found for the driver. */
     int limit =
         gs_policy_clients_per_server_known(cfg->clients_per_server, stp->clients_per_server);
-    if ((rc = gs_policy_plan_compute(cfg, local_size, ngpus, 1, "", limit, &plan, err)) != 0) {
+    /* The batch job's servers are its steps' already: the user's shared
+     * servers (--mps-share) play no part in a step's plan. */
+    gs_config_t step_cfg = *cfg;
+    step_cfg.share_node = 0;
+    if ((rc = gs_policy_plan_compute(&step_cfg, local_size, ngpus, 1, "", limit, &plan, err)) !=
+        0) {
         return rc;
     }
     if (!plan.use_mps) {

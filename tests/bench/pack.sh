@@ -19,6 +19,9 @@
 #   default  gsrun as it comes (auto: packed, the user's shared servers;
 #            the same as --mps-share=node outside a Slurm job step)
 #   hand     one MPS server per GPU started by hand, job i on GPU i mod G
+#   linger   (the sweep only) the default with --mps-linger=5: the shared
+#            servers stay between the sweep's jobs
+# PACK_PARTS (default "at-once sweep") picks the parts to run.
 # Checks the target: the default within 1.1x of hand on every point and on
 # the sweep, and that nothing of MPS is left. Ends with "N passed, N failed".
 set -u
@@ -70,6 +73,7 @@ one() {
     plain) mpirun -np "$nr" "$solo" "$@" >"$out" 2>"$out.err" ;;
     job) "$G" --mps-share=job -np "$nr" "$solo" "$@" >"$out" 2>"$out.err" ;;
     default) "$G" -np "$nr" "$solo" "$@" >"$out" 2>"$out.err" ;;
+    linger) "$G" --mps-linger=5 -np "$nr" "$solo" "$@" >"$out" 2>"$out.err" ;;
     hand)
         g=$((i % ngpus))
         CUDA_MPS_PIPE_DIRECTORY=$T/hand$g/p CUDA_MPS_LOG_DIRECTORY=$T/hand$g/l \
@@ -113,8 +117,10 @@ sweep() { # sweep HOW
 }
 
 echo "# $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $ngpus GPUs, $(nproc) cores; solo_jacobi $together (at once), $size (sweep)"
+parts=${PACK_PARTS:-at-once sweep}
 for r in $(seq "$rounds"); do
     for kr in "8 1" "16 1" "4 3" "6 2"; do
+        case $parts in *at-once*) ;; *) break ;; esac
         set -- $kr
         k=$1 n=$2
         declare -A got=()
@@ -138,12 +144,16 @@ for r in $(seq "$rounds"); do
             ok "$k x $n, run $r: gsrun's default ($dv s) within 1.1x of one hand server per GPU ($hv s)" ||
             notok "$k x $n, run $r: gsrun's default ($dv s) not within 1.1x of one hand server per GPU ($hv s)"
     done
+    case $parts in *sweep*) ;; *) continue ;; esac
     declare -A sw=()
     line="# sweep of 32 one-rank jobs, 8 at a time, run $r: wall ms / worst solve s:"
-    for how in plain job default hand; do
+    for how in plain job default linger hand; do
         [ $how = hand ] && hand_up
         sw[$how]=$(sweep $how)
         [ $how = hand ] && hand_down
+        # The linger's servers end 5 s after the sweep: the next configuration
+        # starts on a quiet node.
+        for _ in $(seq 100); do pgrep -x nvidia-cuda-mps >/dev/null || break; sleep 0.1; done
         line="$line $how ${sw[$how]// / \/ },"
     done
     echo "${line%,}"

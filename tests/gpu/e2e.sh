@@ -18,7 +18,8 @@
 # --prolog provisions the node for a "job" with `gsrun prolog`, runs each
 # rank through `gsrun task-prolog` and ends with `gsrun epilog`; --exec puts
 # the rank prefix `gsrun exec` in front of each rank under plain mpirun.
-# Every rank must report MPS enabled and 200/16 = 12.5 % of the SMs and
+# Every rank must report MPS enabled and 200 / (its GPU's ranks) of the SMs (16 ranks: 12.5 % on
+# one GPU, 25 % on two, 50 % on four) and
 # a correct result; after each job no MPS process and no gsrun run dir may
 # remain. Ends with "N passed, N failed".
 set -u
@@ -114,7 +115,22 @@ nvidia-smi --query-gpu=name,uuid,driver_version,compute_mode,mig.mode.current --
 mps_procs() { live_procs 'nvidia-cuda-mps*'; }
 before=$(mps_procs)
 [ -z "$before" ] || echo "# note: MPS processes already running before the test: $before"
-expect_pct=$(awk -v n="$np" 'BEGIN { p = 200 / n; if (p > 100) p = 100; print p }')
+# The GPUs the job may use: the ranks are dealt over them in equal blocks
+# (np a multiple of their count), each rank's share 200 / (its GPU's ranks).
+# Otherwise the test pins itself to GPU 0 and says so.
+if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
+    ngpu=$(echo "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' | grep -c .)
+else
+    ngpu=$(nvidia-smi -L | grep -c '^GPU ')
+fi
+if [ "$ngpu" -gt 1 ] && [ $((np % ngpu)) -ne 0 ]; then
+    echo "# $np ranks do not divide over $ngpu GPUs: pinned to GPU 0 (CUDA_VISIBLE_DEVICES=0)"
+    export CUDA_VISIBLE_DEVICES=0
+    ngpu=1
+fi
+per_gpu=$((np / ngpu))
+echo "# $ngpu GPU(s): $per_gpu ranks each"
+expect_pct=$(awk -v n="$per_gpu" 'BEGIN { p = 200 / n; if (p > 100) p = 100; print p }')
 # The whole GPU's SM count, from one rank without MPS; MPS gives a client
 # its percentage of it, rounded down to whole TPCs (2 SMs).
 total_sms=$("$build/launcher/gsrun" --mps=off -np 1 "$build/examples/mps_probe" --iters 1 2>/dev/null |
@@ -138,8 +154,8 @@ for i in $(seq 1 "$runs"); do
     [ "$n_ok" -eq "$np" ] && ok "run $i: $n_ok ranks see $expect_sms SMs (${expect_pct}%) and a correct result" \
         || notok "run $i: only $n_ok ranks passed the SM-share and result checks"
     n_daemons=$(grep -cE "MPS control daemon [0-9]* on|shared MPS server [0-9]* \(control daemon [0-9]* on" "$out")
-    [ "$n_daemons" -eq 1 ] && ok "run $i: exactly one MPS control daemon for the GPU" \
-        || notok "run $i: $n_daemons MPS control daemons reported"
+    [ "$n_daemons" -eq "$ngpu" ] && ok "run $i: exactly one MPS control daemon a GPU ($ngpu)" \
+        || notok "run $i: $n_daemons MPS control daemons reported for $ngpu GPU(s)"
     # MPS's own log errors and any escalation of the stop come as problems.
     problems=$(grep -c "problem" "$out")
     [ "$problems" -eq 0 ] && ok "run $i: no problem reported (MPS logs, stop)" \

@@ -26,7 +26,7 @@ export PRTE_MCA_rmaps_default_mapping_policy=:oversubscribe OMPI_MCA_btl_tcp_if_
 # The suites check a job's own MPS servers (--mps-share=job): what each job
 # starts, reports and ends. The default (auto: the user's jobs share) has
 # its own tests, share.sh and pack.sh, which set it themselves.
-export GSRUN_MPS_SHARE=job
+export GSRUN_MPS_SHARE=job OMPI_MCA_rtc_gsrun_mps_share=job
 unset GSRUN_MPS GSRUN_MPS_PERCENTAGE GSRUN_MPS_CONTROL GSRUN_MPS_TIMEOUT GSRUN_LAUNCHER \
     GSRUN_DRY_RUN GSRUN_VERBOSE CUDA_VISIBLE_DEVICES CUDA_MPS_PIPE_DIRECTORY \
     CUDA_MPS_LOG_DIRECTORY CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
