@@ -10,8 +10,11 @@
 # seeing the SM share of its own GPU's count, one daemon per GPU on distinct
 # cores; `gsrun status` during a job; the memory limit enforced; one GPU
 # per rank without MPS; nothing left after each job. Ends with
-# "N passed, N failed".
+# "N passed, N failed". Each job's own servers (--mps-share=job): the script
+# checks each job's daemons, cores and no-MPS placement, which the user's
+# shared servers (the default, tests/gpu/share.sh) would hide.
 set -u
+export GSRUN_MPS_SHARE=job
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$top/_build}
 nps=${GSRUN_MGPU_NPS:-4 8 16 32 17}
@@ -102,7 +105,7 @@ sed 's/^/# status: /' "$st"
 check "status during the job: MPS on, 16 of 16 ranks registered and alive" \
     grep -q "MPS on, 16 of 16 ranks registered, 16 alive" "$st"
 check "status: one line per GPU with daemon, core, server and share" \
-    [ "$(grep -c '^  GPU [0-9]* (.*): daemon [0-9]* on core .*, server [0-9]*, [0-9.]*%, ranks ' "$st")" -eq "$ngpu" ]
+    [ "$(grep -c '^  GPU [0-9]* (.*): daemon [0-9]* on core .*, server [0-9]*, [0-9.]*%, pipe [^ ]*, ranks ' "$st")" -eq "$ngpu" ]
 check "status --json: running, $ngpu GPUs" grep -q '"state":"running","mps":"on"' "$st.json"
 head -c 600 "$st.json" | sed 's/^/# json: /'; echo
 wait $job

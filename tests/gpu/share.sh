@@ -22,15 +22,22 @@ ok() { pass=$((pass + 1)); echo "ok - $*"; }
 notok() { fail=$((fail + 1)); echo "not ok - $*"; }
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
+# Jobs sharing one GPU's server: on a node of several GPUs the jobs would be
+# spread over them (packing: tests/bench/pack.sh), so the script pins itself
+# to one GPU.
+export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
+echo "# on GPU(s) $CUDA_VISIBLE_DEVICES (CUDA_VISIBLE_DEVICES)"
 . "$(dirname "$0")/procs.sh"
 G=$b/launcher/gsrun
 T=$(mktemp -d /tmp/gss.XXXXXX)
 base=${TMPDIR:-/tmp}/gsrun-$(id -u)
 mps_procs() { live_procs 'nvidia-cuda-mps*'; }
 # Control daemons: a child a daemon forks is named as it until it execs the
-# server, so only those whose parent is not one count.
+# server, so only those whose parent is not one count; and only daemons
+# (-f, -d), not the short-lived command clients an agent runs (start_server,
+# get_server_list), which were once counted as a second daemon.
 controls() {
-    ps -eo pid=,ppid=,args= | awk '$3 ~ /nvidia-cuda-mps-control/ { ctl[$1] = $2 }
+    ps -eo pid=,ppid=,args= | awk '$3 ~ /nvidia-cuda-mps-control/ && ($4 == "-f" || $4 == "-d") { ctl[$1] = $2 }
         END { n = 0; for (p in ctl) if (!(ctl[p] in ctl)) n++; print n }'
 }
 clean() { # clean "what": waits up to 15 s for MPS, the shared agent and run dirs to go
