@@ -59,6 +59,9 @@ int gs_agent_pack(gs_agent_t *a, int *counts, int *packed)
     if (n < 1 || (a->o->cfg.mps == GS_MPS_OFF && !a->o->cfg.gpu_bind)) {
         return 0; /* the ranks get no GPU of gsrun's choosing */
     }
+    if (!gs_ledger_applies(a->o->args.job_dir)) {
+        return 0; /* a batch-provisioned step: the scheduler placed it */
+    }
     if (gs_ledger_lock(&a->ledger, a->o->args.node_name, PACK_LOCK_MS, &err) != 0) {
         gs_report_add(&a->report, 0, "the job is placed without the user's other jobs: %s",
                       err.text);

@@ -23,6 +23,13 @@ void gs_ledger_init(gs_ledger_t *l)
     l->entry_fd = -1;
 }
 
+int gs_ledger_applies(const char *job_dir)
+{
+    const char *name = strrchr(job_dir, '/');
+    name = name != NULL ? name + 1 : job_dir;
+    return strncmp(name, "slurm-", 6) != 0 && strncmp(name, "job-", 4) != 0;
+}
+
 int gs_ledger_path(const char *base, const char *node, char *out, size_t len)
 {
     if ((size_t)snprintf(out, len, "%s/%s/%s", base, GS_LEDGER_DIR, node) >= len) {

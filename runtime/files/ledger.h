@@ -33,6 +33,13 @@ typedef struct {
 
 void gs_ledger_init(gs_ledger_t *l);
 
+/* Whether a job of this run dir takes part: not a step or job a batch
+ * system provisioned through root (dirs "slurm-<job>.<step>", "job-<id>":
+ * the SPANK plugin, a prolog). Their GPUs are the scheduler's, and the batch
+ * system ends a step's processes all at once (cgroups), leaving nobody to
+ * remove the step's entry. */
+int gs_ledger_applies(const char *job_dir);
+
 /* The record of this node in the user's base (made when missing), locked
  * for a decision: waits up to timeout_ms for the jobs deciding before. 0,
  * or -errno with err. */

@@ -19,7 +19,8 @@ cluster_test_up 3
 # stays, empty: cluster_leftovers lists what is in it).
 OURS_FILES='file /tmp/gsrun-0/'
 
-FAKE="export LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=1 GSRUN_MPS_CONTROL=$FAKE_CONTROL;"
+FAKE="export LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=1 GSRUN_MPS_CONTROL=$FAKE_CONTROL \
+GSRUN_MPS_SHARE=job;"
 
 # Checks a 3 x 4 job's output: each host's 4 ranks under its own daemon.
 check_ranks() { # check_ranks WHAT OUT ERR
@@ -87,6 +88,7 @@ else
     OMPI="Open MPI 5, odls_base_exec_agent" AGENT=PRTE_MCA_odls_base_exec_agent LAUNCHER="-x prterun" DAEMON="-o -x prted"
 fi
 OMPI_RUN="$OMPI_ENV $AGENT='$GSRUN exec -v' mpirun -x LD_LIBRARY_PATH -x FAKE_NVML_GPUS \
+-x GSRUN_MPS_SHARE \
 -x GSRUN_MPS_CONTROL -host host1:4,host2:4,host3:4 -np 12"
 
 # --- MPICH's Hydra ------------------------------------------------------------

@@ -13,7 +13,8 @@ cluster_test_up 3
 JOBENV="export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1 \
 OMPI_MCA_plm_rsh_agent='$(cluster_rsh_agent)' PRTE_MCA_plm_ssh_agent='$(cluster_rsh_agent)' \
-PRTE_MCA_hwloc_default_binding_policy=none LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=1;"
+PRTE_MCA_hwloc_default_binding_policy=none LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=1 \
+GSRUN_MPS_SHARE=job OMPI_MCA_rtc_gsrun_mps_share=job;"
 # Open MPI 4's per-host daemon is orted; Open MPI 5's (PRRTE's) prted, which
 # reads its remote shell from plm_ssh_agent (and would bind 4 ranks to the
 # 2 cores of a host here: an error, not a warning as in Open MPI 4).

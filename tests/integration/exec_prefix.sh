@@ -256,7 +256,7 @@ rm -f "$REC"
 FAKE_MPS_RECORD=$REC gsrun_fake 1 -np 2 "$GSRUN" exec -- "$PROG" >"$OUT" 2>"$ERR"
 check "inside a gsrun job: status 0, one daemon (gsrun's), every rank with MPS" \
     eval '[ $? -eq 0 ] && [ "$(grep -c "^start " "$REC")" -eq 1 ] && [ "$(grep -c "mps=1 " "$OUT")" -eq 2 ]'
-check "  ... and no job dir of the prefix" [ ! -e "$base" ]
+check "  ... and no job dir of the prefix" [ -z "$(ls -d "$base"/exec-* 2>/dev/null)" ]
 check_clean "the prefix under gsrun"
 
 # --mps=off runs the program alone; a bad option is refused before it runs.

@@ -178,12 +178,22 @@ static void test_each_and_garbage(void **state)
     end_job(p);
 }
 
+static void test_applies(void **state)
+{
+    (void)state;
+    assert_true(gs_ledger_applies("/tmp/gsrun.Ab12Cd"));
+    assert_true(gs_ledger_applies("/tmp/gsrun-0/exec-1234abcd-key"));
+    assert_false(gs_ledger_applies("/run/gsrun/slurm-77.4"));
+    assert_false(gs_ledger_applies("/run/gsrun/job-803"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_live_jobs_count, setup, teardown),
         cmocka_unit_test_setup_teardown(test_last_job_leaves_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_each_and_garbage, setup, teardown),
+        cmocka_unit_test(test_applies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
