@@ -300,7 +300,7 @@ static int prolog(batch_opts_t *o, const char *name)
         /* A dead job's dir under a reused id, for another user: what root
          * started for that job goes with it. */
         int left;
-        gs_keeper_end(base, name, GS_WAIT_ENDJOB_MS, &left);
+        gs_keeper_end(base, name, GS_WAIT_KEEPER_MS, &left);
     }
     if (gs_provision_make_dir(o->dir, name, pw->pw_uid, pw->pw_gid, job_dir, sizeof(job_dir),
                               &err) != 0) {
@@ -326,7 +326,7 @@ static int prolog(batch_opts_t *o, const char *name)
     }
     if (code != 0) {
         int left;
-        gs_keeper_end(base, name, GS_WAIT_ENDJOB_MS, &left);
+        gs_keeper_end(base, name, GS_WAIT_KEEPER_MS, &left);
         gs_rundir_remove(job_dir); /* the job will not run here: nothing of it stays */
     }
     return code;
@@ -500,7 +500,7 @@ static int epilog(batch_opts_t *o, const char *name)
      * then, for a prolog that ran without a keeper, every process of the
      * agent's sessions. */
     int left = 0;
-    int kept = gs_keeper_end(base, name, GS_WAIT_ENDJOB_MS + 500, &left);
+    int kept = gs_keeper_end(base, name, GS_WAIT_KEEPER_MS, &left);
     int ended = gs_endjob_kill(NULL, job_dir, uid, GS_WAIT_ENDJOB_MS);
     if (kept > 0 || ended > 0) {
         int n = (kept > 0 ? kept : 0) + (ended > 0 ? ended : 0);

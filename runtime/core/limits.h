@@ -18,9 +18,14 @@
 #define GS_WAIT_SYSFS_MS 1000
 #define GS_WAIT_VERSION_MS 10000
 /* How long root's epilog keeps ending a job's leftover processes. */
-#define GS_WAIT_ENDJOB_MS 3000
+#define GS_WAIT_ENDJOB_MS 5000
 /* How long a child asked to exit is given before it is killed. */
 #define GS_WAIT_CHILD_EXIT_MS 1000
+/* How long root gives a job's keeper to end the job's tree: the keeper's
+ * own end of it (GS_WAIT_ENDJOB_MS), its reaping of what died last
+ * (GS_WAIT_CHILD_EXIT_MS), and a second for a loaded node. A keeper killed
+ * before it is done hands its unreaped zombies to PID 1. */
+#define GS_WAIT_KEEPER_MS (GS_WAIT_ENDJOB_MS + GS_WAIT_CHILD_EXIT_MS + 1000)
 
 /* GPUs (or MIG instances) on one node. */
 #define GS_MAX_GPUS 64

@@ -236,6 +236,9 @@ static void mark_tree(const proc_entry_t *list, long n, pid_t self, const char *
  * fork has returned ends the chain. A PID of a child stays ours until we
  * reap it: no pidfd needed. Returns how many new ones it signalled, or -1
  * where the kernel keeps no such list (CONFIG_PROC_CHILDREN). */
+/* Above this many children, kill_children pauses between its reads. */
+#define GS_KILL_SPIN_CHILDREN 64
+
 static int kill_children(int ms, const char *const *spare, const char *marker, pidset_t *signalled)
 {
     char path[64], buf[4096];
@@ -245,6 +248,7 @@ static int kill_children(int ms, const char *const *spare, const char *marker, p
     do {
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         long pid = 0;
+        int listed = 0;
         ssize_t n;
         if (fd < 0) {
             return -1;
@@ -255,6 +259,7 @@ static int kill_children(int ms, const char *const *spare, const char *marker, p
                     pid = pid * 10 + (buf[i] - '0');
                     continue;
                 }
+                listed += pid > 1;
                 if (pid > 1 && !named((pid_t)pid, spare) && marked((pid_t)pid, marker) &&
                     kill((pid_t)pid, SIGKILL) == 0 && !pidset_has(signalled, (pid_t)pid)) {
                     pidset_add(signalled, (pid_t)pid);
@@ -265,6 +270,13 @@ static int kill_children(int ms, const char *const *spare, const char *marker, p
         }
         close(fd);
         while (waitpid(-1, NULL, WNOHANG) > 0) {
+        }
+        /* A chain is one child or two: spun on. Thousands (a fork bomb's
+         * orphans, killed) need the CPU to exit, and this loop at the
+         * keeper's raised priority kept it from them for seconds on a
+         * loaded 2-core node. */
+        if (listed > GS_KILL_SPIN_CHILDREN) {
+            usleep(2000);
         }
     } while (gs_proc_now_ms() < end);
     return count;

@@ -27,7 +27,7 @@ H=$B/tests/progs/hostile_user
 GAMES=$(id -u games)
 mkdir -m 1777 "$TEST_TMP/esc"
 # The bound root's epilog is held to, whole (the agent's stop, the keeper's
-# end of the job, 3 s at most by GS_WAIT_ENDJOB_MS, the sessions' pass).
+# end of the job, 5 s at most by GS_WAIT_ENDJOB_MS, the sessions' pass).
 BOUND_MS=10000
 
 running() { # running NAME: how many processes named NAME run (a zombie leader with threads does)
