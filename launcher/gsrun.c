@@ -223,11 +223,14 @@ static int run_job(const gs_opts_t *o, char *launcher, char **cmd, const char *a
      * to us too, and end by themselves) do not. */
     static const char *const agents[] = {"gsrun-agent", "gsrun-guard", NULL};
     /* The user's shared MPS (--mps-share=node) outlives the job: never
-     * ended or waited for here. */
+     * ended or waited for here. Known by name and by the agent program it
+     * runs (guards and shared agents are the agent's forks and execs): a
+     * name alone is any program's to take. */
     static const char *const spare[] = {"gsrun-agent", "gsrun-guard", GS_AGENT_SHARED_COMM,
                                         NULL};
     int running;
-    int ended = gs_proctree_kill(spare, "GSRUN_LOCAL_RANK=", GS_LEFTOVER_KILL_MS, &running);
+    int ended =
+        gs_proctree_kill(spare, agent, "GSRUN_LOCAL_RANK=", GS_LEFTOVER_KILL_MS, &running);
     if (ended > 0) {
         fprintf(stderr, "gsrun: ended %d process%s the job's ranks left running\n", ended,
                 ended == 1 ? "" : "es");

@@ -17,6 +17,7 @@
 #include "runtime/agent/agent.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,11 @@ static gs_agent_state_t discovering(gs_agent_t *a)
                                   a->control, sizeof(a->control), &err) == 0;
     if (!a->have_control) {
         snprintf(a->control_error, sizeof(a->control_error), "%s", err.text);
+    }
+    char abs[PATH_MAX];
+    if (a->have_control && a->control[0] != '/' && realpath(a->control, abs) != NULL) {
+        /* Absolute: the shared agent this job may start runs in '/'. */
+        snprintf(a->control, sizeof(a->control), "%s", abs);
     }
     gs_daemons_init(&a->daemons, a->node_dir, a->control, a->o->cfg.prestart, a->o->cfg.timeout_s,
                     &a->report, &a->guard);
@@ -402,6 +408,14 @@ static gs_agent_state_t starting(gs_agent_t *a)
         err = a->early_err;
     } else if (a->plan.use_mps && cfg->share_node) {
         rc = gs_agent_share_join(a, &err); /* the user's servers on this node */
+        if (rc != 0) {
+            /* Sharing is an optimisation, never a reason to lose MPS: the
+             * job runs servers of its own, and says why. */
+            int named = strncmp(err.text, "the user's shared MPS", 21) == 0;
+            gs_report_add(&a->report, 1, "%s%s; this job runs MPS servers of its own",
+                          named ? "" : "the user's shared MPS could not be had: ", err.text);
+            rc = gs_daemons_start(&a->daemons, &a->servers, a->plan.nservers, &err);
+        }
     } else if (a->plan.use_mps) {
         rc = gs_daemons_start(&a->daemons, &a->servers, a->plan.nservers, &err);
     }

@@ -40,6 +40,9 @@
 static void lease_name(const gs_agent_t *a, char *out, size_t len);
 
 #define RETRY_MS 20           /* between tries to reach a shared agent that comes or goes */
+/* How long a shared agent waits for its first lease: the job that started
+ * it asks right after its start. */
+#define SHARE_FIRST_LEASE_MS 30000
 
 /* --- the shared agent ------------------------------------------------------- */
 
@@ -169,6 +172,14 @@ void gs_agent_share_on_lease(gs_agent_t *a, gs_agent_conn_t *c)
         gs_report_add(&a->report, 1, "job %s: %s", q.job, err.text);
         dprintf(c->fd, "error %s\n", err.text);
         close(c->fd);
+        if (a->nleases == 0) {
+            /* Serving no one, with a start that failed (a bad control
+             * program, a broken GPU): it goes now, and the user's next job
+             * starts one with its own settings. */
+            a->ever_leased = 1;
+            a->linger_ms = 0;
+            a->idle_since = gs_proc_now_ms();
+        }
         return;
     }
     l->fd = c->fd;
@@ -203,14 +214,18 @@ static void drop(gs_agent_t *a, int i)
 }
 
 /* How long it waits for a job while none holds a lease: the first job's
- * agent leases right after it started this one (bounded by the start
- * timeout); after that, the last job's linger. */
+ * agent leases right after it started this one (SHARE_FIRST_LEASE_MS at
+ * most); after that, the last job's linger (0 after a failed start). */
 int gs_agent_share_idle_ms(const gs_agent_t *a)
 {
     if (a->nleases > 0) {
         return -1;
     }
-    long long bound = a->ever_leased ? a->linger_ms : (long long)a->o->cfg.timeout_s * 1000;
+    long long first = (long long)a->o->cfg.timeout_s * 1000;
+    if (first > SHARE_FIRST_LEASE_MS) {
+        first = SHARE_FIRST_LEASE_MS; /* not the first job's --mps-timeout, up to an hour */
+    }
+    long long bound = a->ever_leased ? a->linger_ms : first;
     long long left = a->idle_since + bound - gs_proc_now_ms();
     return left < 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
 }
@@ -297,7 +312,7 @@ static int domain(char *dir, size_t len, char *node_dir, size_t nlen, gs_error_t
 
 /* What the shared agent's daemon runs: this program in node-share mode. */
 typedef struct {
-    const char *self, *dir, *node;
+    const char *self, *dir, *node, *control;
 } share_child_t;
 
 static void share_child(void *ctx, int ready_w)
@@ -309,6 +324,15 @@ static void share_child(void *ctx, int ready_w)
     /* Not a rank's: what ends a job's leftovers by a rank's variable must
      * not see it. */
     unsetenv("GSRUN_LOCAL_RANK");
+    /* It outlives the job that started it: it, its guard and its daemons
+     * must not keep that job's directory busy (a tmpfs to unmount). The
+     * control program goes by the path this job found (absolute). */
+    if (chdir("/") != 0) {
+        _exit(127);
+    }
+    if (c->control[0] == '/') {
+        setenv("GSRUN_MPS_CONTROL", c->control, 1);
+    }
     gs_agentcmd_init(&args);
     snprintf(args.job_dir, sizeof(args.job_dir), "%s", c->dir);
     snprintf(args.node_name, sizeof(args.node_name), "%s", c->node);
@@ -334,7 +358,7 @@ static int spawn(gs_agent_t *a, const char *dir, gs_error_t *err)
         return gs_error_set(err, errno, "cannot start the shared MPS agent: %s", strerror(errno));
     }
     self[n] = '\0';
-    share_child_t c = {self, dir, a->o->args.node_name};
+    share_child_t c = {self, dir, a->o->args.node_name, a->control};
     if ((rc = gs_proc_spawn_daemon(share_child, &c, &ready_rd, err)) != 0) {
         return gs_error_set(err, -rc, "cannot start the shared MPS agent: %s", strerror(-rc));
     }

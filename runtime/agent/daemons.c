@@ -139,6 +139,9 @@ static int spawn_one(gs_daemons_t *ds, const gs_gpu_t *gpu, int g, gs_error_t *e
                             d->pipe_dir);
     }
     snprintf(d->log_dir, sizeof(d->log_dir), "%s/g%d.log", ds->node_dir, g);
+    /* Made new: a dead daemon's socket left there (its agent and guard
+     * killed together) would pass for the new one's readiness. */
+    gs_rundir_remove(d->pipe_dir);
     if ((rc = gs_rundir_ensure(d->pipe_dir, err)) != 0 ||
         (rc = gs_rundir_ensure(d->log_dir, err)) != 0) {
         return rc;

@@ -54,7 +54,7 @@ static void keep(const char *file, const char *cgroup)
             if (cgroup[0] != '\0') {
                 ended = gs_cgroup_kill(cgroup, GS_WAIT_ENDJOB_MS, &left);
             } else {
-                ended = gs_proctree_kill(NULL, NULL, GS_WAIT_ENDJOB_MS, &left);
+                ended = gs_proctree_kill(NULL, NULL, NULL, GS_WAIT_ENDJOB_MS, &left);
             }
             /* What died last came to us: reaped here, not left to PID 1
              * (a zombie also keeps its cgroup from being removed). */

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,30 @@ static int named(pid_t pid, const char *const *names)
         }
     }
     return 0;
+}
+
+/* The spared: a name of spare's, and, where the caller named one, the
+ * executable it runs (a name alone is any process's to take: a copy of
+ * sleep named gsrun-share, started by a rank, outlived the job). */
+typedef struct {
+    const char *const *names;
+    int by_exe;
+    dev_t dev;
+    ino_t ino;
+} spare_t;
+
+static int spared_one(pid_t pid, const spare_t *sp)
+{
+    char path[64];
+    struct stat st;
+    if (!named(pid, sp->names)) {
+        return 0;
+    }
+    if (!sp->by_exe) {
+        return 1;
+    }
+    snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+    return stat(path, &st) == 0 && st.st_dev == sp->dev && st.st_ino == sp->ino;
 }
 
 /* Whether the environment at path (its first 256 KiB) holds a "marker..."
@@ -205,7 +230,7 @@ static int running(const proc_entry_t *e)
 /* Marks in tree the descendants of self in the snapshot that are below no
  * spared process (those go in spared): passes until the set stops growing
  * (a child may be listed before its parent). */
-static void mark_tree(const proc_entry_t *list, long n, pid_t self, const char *const *spare,
+static void mark_tree(const proc_entry_t *list, long n, pid_t self, const spare_t *spare,
                       pidset_t *tree, pidset_t *spared)
 {
     int grew = 1;
@@ -218,7 +243,7 @@ static void mark_tree(const proc_entry_t *list, long n, pid_t self, const char *
                 !pidset_has(tree, e->ppid)) {
                 continue;
             }
-            if (named(e->pid, spare)) {
+            if (spared_one(e->pid, spare)) {
                 pidset_add(spared, e->pid);
             } else {
                 pidset_add(tree, e->pid);
@@ -239,7 +264,7 @@ static void mark_tree(const proc_entry_t *list, long n, pid_t self, const char *
 /* Above this many children, kill_children pauses between its reads. */
 #define GS_KILL_SPIN_CHILDREN 64
 
-static int kill_children(int ms, const char *const *spare, const char *marker, pidset_t *signalled)
+static int kill_children(int ms, const spare_t *spare, const char *marker, pidset_t *signalled)
 {
     char path[64], buf[4096];
     long long end = gs_proc_now_ms() + ms;
@@ -260,7 +285,7 @@ static int kill_children(int ms, const char *const *spare, const char *marker, p
                     continue;
                 }
                 listed += pid > 1;
-                if (pid > 1 && !named((pid_t)pid, spare) && marked((pid_t)pid, marker) &&
+                if (pid > 1 && !spared_one((pid_t)pid, spare) && marked((pid_t)pid, marker) &&
                     kill((pid_t)pid, SIGKILL) == 0 && !pidset_has(signalled, (pid_t)pid)) {
                     pidset_add(signalled, (pid_t)pid);
                     count++;
@@ -292,8 +317,17 @@ static int childless(void)
     return r < 0 && errno == ECHILD;
 }
 
-int gs_proctree_kill(const char *const *spare, const char *marker, int timeout_ms, int *left)
+int gs_proctree_kill(const char *const *spare, const char *spare_exe, const char *marker,
+                     int timeout_ms, int *left)
 {
+    spare_t sp = {spare, 0, 0, 0};
+    struct stat est;
+    if (spare_exe != NULL) {
+        sp.by_exe = 1;
+        if (stat(spare_exe, &est) == 0) {
+            sp.dev = est.st_dev, sp.ino = est.st_ino;
+        } /* else none is spared: no process runs a file that is not there */
+    }
     long long deadline = gs_proc_now_ms() + timeout_ms;
     pid_t self = getpid();
     proc_entry_t *list = NULL;
@@ -316,7 +350,7 @@ int gs_proctree_kill(const char *const *spare, const char *marker, int timeout_m
         }
         pidset_clear(&tree);
         pidset_clear(&spared);
-        mark_tree(list, n, self, spare, &tree, &spared);
+        mark_tree(list, n, self, &sp, &tree, &spared);
         alive = 0;
         for (long i = 0; i < n; i++) {
             const proc_entry_t *e = &list[i];
@@ -357,7 +391,7 @@ int gs_proctree_kill(const char *const *spare, const char *marker, int timeout_m
             *left = alive > 0 ? alive : 1;
             break;
         }
-        int fast = kill_children(20, spare, marker, &signalled);
+        int fast = kill_children(20, &sp, marker, &signalled);
         if (fast < 0) {
             usleep(alive > 0 ? 2000 : 200); /* the killed ones' children come back to us */
         } else {

@@ -25,15 +25,16 @@ int gs_proctree_gone(pid_t pid, int pidfd);
  * a thread group whose leader has exited while its other threads run) that
  * carry marker in their environment ("NAME=": a rank's variable, which what
  * a rank starts inherits; NULL: every one), except those whose command name
- * (/proc/<pid>/comm) is in spare (NULL-terminated; NULL: none) and what
- * descends from them, reaping this process's exited children as it goes,
+ * (/proc/<pid>/comm) is in spare (NULL-terminated; NULL: none) and, with
+ * spare_exe, that run spare_exe (the same file), and what descends from them, reaping this process's exited children as it goes,
  * pass after pass, until a pass finds none running and no exited child to
  * reap (for the whole tree, marker and spare NULL: until this process has
  * no child left at all) or timeout_ms passes; then *left is how many the
  * last pass found running (0 when done). Signals go through pidfds, to
  * processes checked again after the pidfd was taken. Returns how many
  * processes it signalled, or -ENOMEM. */
-int gs_proctree_kill(const char *const *spare, const char *marker, int timeout_ms, int *left);
+int gs_proctree_kill(const char *const *spare, const char *spare_exe, const char *marker,
+                     int timeout_ms, int *left);
 
 /* Reaps this process's exited children until none of those named in names
  * is left (living or not yet reaped) or timeout_ms passes; other children

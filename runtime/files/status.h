@@ -14,6 +14,8 @@
 #include "runtime/plan/policy.h"
 
 #define GS_STATUS_FILE "status"
+/* Far more than a node agent writes (64 servers, 64 jobs each). */
+#define GS_STATUS_MAX_BYTES (1 << 20)
 
 typedef struct {
     char uuid[96];

@@ -285,6 +285,31 @@ static pid_t escaper(int pipe_w)
     return pid;
 }
 
+/* A name is not an identity: a process named like gsrun's own helpers
+ * that runs another program is ended with the rest (issue 46, hole 8). */
+static void test_proctree_spare_needs_the_program(void **state)
+{
+    static const char *const spare[] = {"gsrun-share", NULL};
+    int left = -1;
+    (void)state;
+    assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+    pid_t named = fork();
+    if (named == 0) {
+        prctl(PR_SET_NAME, "gsrun-share");
+        pause();
+        _exit(0);
+    }
+    for (int i = 0; i < 1000 && gs_proctree_stat_field(named, 3) != 'S'; i++) {
+        usleep(1000);
+    }
+    /* It runs this test, not /bin/sh: not spared. */
+    assert_int_equal(gs_proctree_kill(spare, "/bin/sh", "PATH=", 1000, &left), 1);
+    assert_int_equal(left, 0);
+    assert_true(gs_proctree_stat_field(named, 3) == -1 || gs_proctree_stat_field(named, 3) == 'Z');
+    assert_int_equal(gs_proc_reap_all(1000), 0);
+    prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
 static void test_proctree_kill(void **state)
 {
     int p[2];
@@ -314,20 +339,20 @@ static void test_proctree_kill(void **state)
     static const char *const spare[] = {"gsrun-agent", NULL};
     /* Only what carries the marker in its environment (a rank's variable). */
     int left = -1;
-    assert_int_equal(gs_proctree_kill(spare, "GS_TEST_NO_SUCH_VARIABLE=", 200, &left), 0);
+    assert_int_equal(gs_proctree_kill(spare, NULL, "GS_TEST_NO_SUCH_VARIABLE=", 200, &left), 0);
     assert_int_equal(left, 0);
     assert_true(gs_proctree_stat_field(esc, 3) != 'Z' && gs_proctree_stat_field(esc, 3) != -1);
-    assert_int_equal(gs_proctree_kill(spare, "PATH=", 1000, &left), 1);
+    assert_int_equal(gs_proctree_kill(spare, "/proc/self/exe", "PATH=", 1000, &left), 1);
     assert_true(gs_proctree_stat_field(esc, 3) == -1 || gs_proctree_stat_field(esc, 3) == 'Z');
     assert_true(gs_proctree_stat_field(spared, 3) != 'Z' && gs_proctree_stat_field(spared, 3) != -1);
     assert_true(gs_proctree_stat_field(spared_child, 3) != 'Z');
     /* Without spares everything goes, and nothing is left to reap. */
     static const char *const agent[] = {"gsrun-agent", NULL};
     assert_int_equal(gs_proctree_reap(agent, 100), -ETIMEDOUT); /* it lives */
-    assert_int_equal(gs_proctree_kill(NULL, NULL, 1000, &left), 2);
+    assert_int_equal(gs_proctree_kill(NULL, NULL, NULL, 1000, &left), 2);
     assert_int_equal(gs_proctree_reap(agent, 1000), 0);
     assert_int_equal(gs_proc_reap_all(1000), 0);
-    assert_int_equal(gs_proctree_kill(NULL, NULL, 1000, &left), 0);
+    assert_int_equal(gs_proctree_kill(NULL, NULL, NULL, 1000, &left), 0);
     assert_int_equal(left, 0);
     prctl(PR_SET_CHILD_SUBREAPER, 0);
     close(p[0]);
@@ -385,7 +410,7 @@ static void test_proctree_kill_escapes(void **state)
     for (int run = 0; run < 5; run++) {
         fork_chain();
         usleep(20000);
-        assert_true(gs_proctree_kill(NULL, NULL, 3000, &left) >= 1);
+        assert_true(gs_proctree_kill(NULL, NULL, NULL, 3000, &left) >= 1);
         assert_int_equal(left, 0);
         assert_true(no_child_left());
     }
@@ -407,7 +432,7 @@ static void test_proctree_kill_escapes(void **state)
     assert_int_equal(gs_proctree_stat_field(group, GS_STAT_STATE), 'Z');
     assert_int_equal(gs_proc_threads(NULL, group), 2);
     usleep(50000); /* its thread's child is there */
-    assert_int_equal(gs_proctree_kill(NULL, NULL, 3000, &left), 2);
+    assert_int_equal(gs_proctree_kill(NULL, NULL, NULL, 3000, &left), 2);
     assert_int_equal(left, 0);
     assert_true(no_child_left());
     /* A small fork bomb: 2^9 processes in a tree nine deep, all ended. */
@@ -422,7 +447,7 @@ static void test_proctree_kill_escapes(void **state)
         _exit(0);
     }
     usleep(300000);
-    assert_true(gs_proctree_kill(NULL, NULL, 5000, &left) >= 500);
+    assert_true(gs_proctree_kill(NULL, NULL, NULL, 5000, &left) >= 500);
     assert_int_equal(left, 0);
     assert_true(no_child_left());
     prctl(PR_SET_CHILD_SUBREAPER, 0);
@@ -435,7 +460,7 @@ int main(void)
         cmocka_unit_test(test_stop_child_escalates), cmocka_unit_test(test_signal_and_alive),
         cmocka_unit_test(test_reap_all),        cmocka_unit_test(test_env_build),
         cmocka_unit_test(test_reads_are_bounded), cmocka_unit_test(test_text_rstrip), cmocka_unit_test(test_stat_fields), cmocka_unit_test(test_exiting_is_gone),
-        cmocka_unit_test(test_proctree_kill),
+        cmocka_unit_test(test_proctree_kill), cmocka_unit_test(test_proctree_spare_needs_the_program),
         cmocka_unit_test(test_proctree_kill_escapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,136 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# covers: runtime/agent/agent_share.c, runtime/agent/daemons.c, runtime/files/status.c, runtime/core/proctree.c
+# --mps-share=node under faults (issue 46): sharing is an optimisation,
+# never a reason to lose MPS. A shared agent killed with its guard and
+# daemons leaves nothing the next job mistakes for a live daemon; a shared
+# agent whose start failed goes at once; where the shared servers cannot be
+# had (another user's directories under every name), the job says so in one
+# line and runs servers of its own; the shared agent and its daemons keep no
+# job's directory busy; a rank's process named like gsrun's helpers is ended
+# with the job; root's `gsrun status` reads a status file no further than one
+# can be.
+. "$GS_TOP_SRCDIR/tests/integration/lib.sh"
+ME=$(id -u)
+BASE=$TMPDIR/gsrun-$ME
+SHARED_RE="$BASE/mps-share/[^/ ]*/g0"
+
+shared_agents() { # the PIDs of this test's shared agents
+    local p
+    for p in $(pgrep -x gsrun-share); do
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "GS_TEST_MARK=$TEST_TMP" && echo "$p"
+    done
+}
+wait_no_shared() { # wait_no_shared SECONDS: until no shared agent of this test runs
+    for _ in $(seq $(($1 * 20))); do
+        [ -z "$(shared_agents)" ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+clean_share() { # clean_share "context"
+    wait_no_shared 5
+    [ -d "$BASE" ] && [ -z "$(ls -A "$BASE")" ] && rmdir "$BASE"
+    check_clean "$1"
+}
+job() { # job OUT ERR args...: a gsrun job with --mps-share=node (status in OUT.rc)
+    local o=$1 e=$2
+    shift 2
+    gsrun_fake 1 --mps-share=node "$@" >"$o" 2>"$e"
+    echo $? >"$o.rc"
+}
+
+# 1. The shared agent, its guard and its daemon SIGKILLed together: the
+# next job's server starts in a pipe dir made new, not beside the dead
+# daemon's socket (before: "Cannot find MPS control daemon process", 70).
+mkdir -p "$TEST_TMP/wd"
+(cd "$TEST_TMP/wd" && job "$OUT.1" "$ERR.1" --mps-linger=60 -np 2 "$PROG")
+pid=$(shared_agents | head -1)
+check "a job with --mps-linger=60: status $(cat "$OUT.1.rc") (0), its shared agent stays (${pid:-none})" \
+    [ "$(cat "$OUT.1.rc")" = 0 -a -n "$pid" ] || diag "$ERR.1"
+# 2. It, its guard and its daemons keep no job's directory: '/' (before:
+# the first job's, a tmpfs that could not be unmounted).
+cwds=$( (echo "$pid"; pgrep -P "$pid"; pgrep -f "$FAKE_CONTROL") | while read -r p; do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "GS_TEST_MARK=$TEST_TMP" && readlink "/proc/$p/cwd"
+done | sort | uniq -c | tr -s ' \n' '  ')
+check "  ... it and its processes all run in '/' ($cwds)" \
+    eval '[ -n "$cwds" ] && ! readlink /proc/'"$pid"'/cwd | grep -qv "^/$" && [ "$(echo "$cwds" | grep -o "/[^ ]*" | sort -u)" = / ]'
+[ -n "$pid" ] && kill -9 -- "-$(ps -o pgid= "$pid" | tr -d ' ')"
+wait_no_shared 5
+job "$OUT.2" "$ERR.2" --mps=on -np 2 "$PROG"
+check "  ... killed with its group: the next --mps=on job: status $(cat "$OUT.2.rc") (0), its 2 ranks on a shared server" \
+    [ "$(cat "$OUT.2.rc")" = 0 -a "$(grep -c "mps=1 pipe=$SHARED_RE " "$OUT.2")" -eq 2 ] || diag "$ERR.2"
+rm -rf "$BASE/mps-share" # what the killed agent left (its pipe dir, now the next one's, is gone)
+clean_share "a killed shared agent"
+
+# 3. A shared agent whose start failed (a bad control program) goes at once;
+# the next job starts one with its own settings (before: it stayed up to the
+# first job's --mps-timeout, and the next --mps=on job exited 70).
+LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=1 "$GSRUN" --mps-control=/bin/false --mps-share=node \
+    --mps-timeout=3600 -np 2 "$PROG" >"$OUT.1" 2>"$ERR.1"
+rc=$?
+wait_no_shared 3
+left=$(shared_agents | wc -l)
+check "--mps-control=/bin/false (auto): status $rc (0), no MPS, its shared agent gone within 3 s ($left left)" \
+    [ $rc = 0 -a "$left" -eq 0 -a "$(grep -c 'mps=0' "$OUT.1")" -eq 2 ] || diag "$ERR.1"
+job "$OUT.2" "$ERR.2" --mps=on -np 2 "$PROG"
+check "  ... the next --mps=on job: status $(cat "$OUT.2.rc") (0), its 2 ranks on a shared server" \
+    [ "$(cat "$OUT.2.rc")" = 0 -a "$(grep -c "mps=1 pipe=$SHARED_RE " "$OUT.2")" -eq 2 ] || diag "$ERR.2"
+clean_share "a failed shared start"
+
+# 4. Another user's directories under every name the user's base may take:
+# the job runs servers of its own and says why in one line (before: 70
+# under --mps=on, no MPS under auto).
+if [ "$ME" = 0 ] && getent passwd nobody >/dev/null; then
+    for n in "" $(seq -f .%g 16); do
+        mkdir -m 700 "$BASE$n" && chown nobody "$BASE$n"
+    done
+    for mps in on auto; do
+        job "$OUT.1" "$ERR.1" --mps=$mps -np 2 "$PROG"
+        check "17 directories of nobody's as root's base, --mps=$mps: status $(cat "$OUT.1.rc") (0), 2 ranks under MPS" \
+            [ "$(cat "$OUT.1.rc")" = 0 -a "$(grep -c "mps=1 pipe=$TMPDIR/gsrun\.[^/]*/" "$OUT.1")" -eq 2 ] ||
+            diag "$ERR.1" "$OUT.1"
+        check "  ... one line says why and that the job runs servers of its own" \
+            [ "$(grep -c "shared MPS could not be had: .*; this job runs MPS servers of its own" "$ERR.1")" -eq 1 ] ||
+            diag "$ERR.1"
+    done
+    for n in "" $(seq -f .%g 16); do
+        rmdir "$BASE$n"
+    done
+    clean_share "a denied base"
+else
+    ok "# SKIP another user's directories: needs root and the user nobody"
+fi
+
+# 5. A rank's process named like gsrun's shared agent (a copy of sleep) is
+# ended with the job (before: spared by its name, it outlived the job).
+cp "$(command -v sleep)" "$TEST_TMP/gsrun-share"
+gsrun_fake 1 --mps-share=job -np 1 sh -c "setsid '$TEST_TMP/gsrun-share' 300 </dev/null >/dev/null 2>&1 &" \
+    >"$OUT" 2>"$ERR"
+rc=$?
+sleep 0.2
+left=$(pgrep -f "^$TEST_TMP/gsrun-share" | wc -l)
+check "a rank's copy of sleep named gsrun-share: status $rc (0), ended with the job ($left left)" \
+    [ $rc = 0 -a "$left" -eq 0 ] || diag "$ERR"
+pkill -9 -f "^$TEST_TMP/gsrun-share" 2>/dev/null
+check "  ... gsrun says it ended it" grep -q "ended 1 process the job's ranks left running" "$ERR"
+clean_share "a process named like gsrun's"
+
+# 6. A status file of 4 GiB (sparse) where the shared agent's goes: read no
+# further than a status file can be (before: 19 s here, 36 s for 16 GiB).
+node=$(hostname | cut -d. -f1 | tr -cd 'A-Za-z0-9_-' | cut -c1-32) # as gs_rundir_node_name
+mkdir -p -m 700 "$BASE/mps-share/${node:-node}"
+printf 'gsrun-status 1\n' >"$BASE/mps-share/${node:-node}/status"
+truncate -s 4G "$BASE/mps-share/${node:-node}/status"
+t0=$(date +%s%N)
+"$GSRUN" status >"$OUT" 2>&1
+ms=$((($(date +%s%N) - t0) / 1000000))
+check "gsrun status beside a 4 GiB status file: done in $ms ms (under 2000)" [ "$ms" -lt 2000 ] || diag "$OUT"
+rm -rf "$BASE/mps-share"
+clean_share "a huge status file"
+
+# 7. gsrun exec -h names the share options it takes.
+"$GSRUN" exec -h >"$OUT" 2>&1
+check "gsrun exec -h names --mps-share, --mps-linger and --mps-priority" \
+    eval 'grep -q -- "--mps-share" "$OUT" && grep -q -- "--mps-linger" "$OUT" && grep -q -- "--mps-priority" "$OUT"'
+finish
