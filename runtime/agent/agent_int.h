@@ -103,6 +103,7 @@ typedef struct {
     gs_agent_lease_t *leases;
     int nleases, ever_leased, linger_ms;
     int leased[GS_MAX_GPUS];
+    unsigned char lost_told[GS_MAX_GPUS]; /* a dead server's jobs were told */
     long long idle_since;
     /* A job's agent: its lease (the connection, -1: none), the shared
      * agent's node dir and each plan server's index there. */
@@ -207,6 +208,9 @@ int gs_agent_share_idle_ms(const gs_agent_t *a);
 void gs_agent_share_on_lease(gs_agent_t *a, gs_agent_conn_t *c);
 /* Stops taking leases (its socket goes) before the servers stop. */
 void gs_agent_share_close(gs_agent_t *a);
+/* Tells each job leasing a server whose control daemon has died, once
+ * ("lost S how" on its lease), and updates the status. */
+void gs_agent_share_tell_lost(gs_agent_t *a);
 /* A job's agent: leases the plan's servers on the user's shared agent of
  * this node (starting it when none runs) and takes them as its daemons
  * (borrowed). 0, or -errno with err. */

@@ -40,6 +40,7 @@
 static void lease_name(const gs_agent_t *a, char *out, size_t len);
 
 #define RETRY_MS 20           /* between tries to reach a shared agent that comes or goes */
+#define SHARE_LOST "lost"     /* on a lease: "lost S signal|status N", server S's daemon died */
 /* How long a shared agent waits for its first lease: the job that started
  * it asks right after its start. */
 #define SHARE_FIRST_LEASE_MS 30000
@@ -197,6 +198,33 @@ void gs_agent_share_on_lease(gs_agent_t *a, gs_agent_conn_t *c)
     }
 }
 
+void gs_agent_share_tell_lost(gs_agent_t *a)
+{
+    int changed = 0;
+    for (int s = 0; s < a->daemons.n; s++) {
+        const gs_mps_daemon_t *d = &a->daemons.daemon[s];
+        if (!d->daemon_reaped || a->lost_told[s]) {
+            continue;
+        }
+        a->lost_told[s] = 1;
+        changed = 1;
+        int st = d->daemon_status;
+        for (int i = 0; i < a->nleases; i++) {
+            for (int e = 0; e < a->leases[i].n; e++) {
+                if (a->leases[i].server[e] == s) {
+                    /* Short: one write the job's agent reads whole. */
+                    dprintf(a->leases[i].fd, "%s %d %s %d\n", SHARE_LOST, s,
+                            WIFSIGNALED(st) ? "signal" : "status",
+                            WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+                }
+            }
+        }
+    }
+    if (changed) {
+        gs_agent_write_status(a);
+    }
+}
+
 /* Lease i has ended (its job's agent closed the connection, or exited). */
 static void drop(gs_agent_t *a, int i)
 {
@@ -246,6 +274,30 @@ int gs_agent_share_fds(gs_agent_t *a, struct pollfd *p, int max)
     return 0;
 }
 
+/* A job's agent: "lost S how N" from the shared agent, said of each of the
+ * job's servers that is shared server S. */
+static void on_lost(gs_agent_t *a, const char *line)
+{
+    char how[16];
+    int s, code;
+    if (sscanf(line, SHARE_LOST " %d %15s %d", &s, how, &code) != 3) {
+        return;
+    }
+    for (int e = 0; e < a->daemons.n; e++) {
+        if (a->share_server[e] != s) {
+            continue;
+        }
+        char who[48];
+        gs_daemons_label(&a->daemons, e, who, sizeof(who));
+        a->daemons.daemon[e].daemon_pid = 0;
+        gs_report_add(&a->report, 1,
+                      "%s (%s): the shared MPS control daemon exited while the job ran (%s %d); "
+                      "ranks on this server lost MPS",
+                      who, a->daemons.daemon[e].uuid, how, code);
+    }
+    gs_agent_write_status(a);
+}
+
 void gs_agent_share_ready(gs_agent_t *a, const struct pollfd *p, int n)
 {
     if (a->mode == GS_MODE_SHARED) {
@@ -264,14 +316,25 @@ void gs_agent_share_ready(gs_agent_t *a, const struct pollfd *p, int n)
         }
         return;
     }
-    if (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-        gs_report_add(&a->report, 1,
-                      "the user's shared MPS on this node (%s) ended while this job ran: its "
-                      "servers are gone",
-                      a->share_dir);
-        close(a->share_fd);
-        a->share_fd = -1;
+    if (n <= 0 || !(p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+        return;
     }
+    char buf[512];
+    ssize_t got = (p[0].revents & POLLIN) ? read(a->share_fd, buf, sizeof(buf) - 1) : 0;
+    if (got > 0) {
+        buf[got] = '\0';
+        for (char *line = buf, *nl; (nl = strchr(line, '\n')) != NULL; line = nl + 1) {
+            *nl = '\0';
+            on_lost(a, line);
+        }
+        return;
+    }
+    gs_report_add(&a->report, 1,
+                  "the user's shared MPS on this node (%s) ended while this job ran: its "
+                  "servers are gone",
+                  a->share_dir);
+    close(a->share_fd);
+    a->share_fd = -1;
 }
 
 void gs_agent_share_close(gs_agent_t *a)

@@ -28,10 +28,15 @@ void gs_status_print_text(FILE *f, const gs_status_t *s, int n, long long now_ms
                     s->alive == 1 ? "" : "s");
             for (int g = 0; g < s->nservers; g++) {
                 const gs_status_server_t *x = &s->server[g];
-                fprintf(f, "  GPU %d server %d of %d (%s, %s): daemon %d on %s, server %d, pipe %s, "
-                           "jobs %s\n",
-                        x->gpu, x->server, x->gpu_servers, x->name, x->uuid, x->daemon_pid,
-                        x->core, x->server_pid, x->pipe_dir, x->jobs[0] ? x->jobs : "none");
+                fprintf(f, "  GPU %d server %d of %d (%s, %s): ", x->gpu, x->server,
+                        x->gpu_servers, x->name, x->uuid);
+                if (x->daemon_pid > 0) {
+                    fprintf(f, "daemon %d on %s, server %d, pipe %s, ", x->daemon_pid, x->core,
+                            x->server_pid, x->pipe_dir);
+                } else {
+                    fprintf(f, "control daemon exited, ");
+                }
+                fprintf(f, "jobs %s\n", x->jobs[0] ? x->jobs : "none");
             }
             continue;
         }

@@ -14,6 +14,8 @@
 # 4. Fault coupling: a rank of job A writes through an invalid pointer while
 #    job B runs kernels on the same server: what B sees, what gsrun says,
 #    whether the next job runs (printed; checked: the next job runs).
+# 5. The shared agent killed with its group: the next job gets MPS.
+# 6. The shared control daemon killed under two jobs: both are told.
 # After each: no MPS process and no run directory. Ends with N passed, N failed.
 set -u
 b=$1
@@ -142,6 +144,50 @@ echo "# job A's messages:"; sed 's/^/#   /' "$T/eA" | tail -8
     { notok "after the fault: the next job failed"; tail -5 "$T/eC"; }
 [ $ra -ne 0 ] && ok "the faulting job ends with a failure ($ra)" || notok "the faulting job ended 0"
 clean "fault coupling"
+
+# 5. The shared agent, its guard and its daemons SIGKILLed together (issue
+# 46, hole 1): the next job gets MPS on a server started anew.
+"$G" --mps-share=node --mps-linger=60 --mps=on -np 2 "$b/examples/mps_probe" --expect-mps >"$T/o1" 2>"$T/e1"
+r1=$?
+sa=$(live_procs gsrun-share | awk '{print $1}' | head -1)
+if [ -n "$sa" ]; then
+    kill -9 -- "-$(ps -o pgid= "$sa" | tr -d ' ')"
+fi
+sleep 1
+for p in $(mps_procs); do kill -9 "$p" 2>/dev/null; done # what left the group (quit every daemon)
+"$G" --mps-share=node --mps=on -np 4 "$b/examples/mps_probe" --expect-mps >"$T/o2" 2>"$T/e2"
+r2=$?
+[ $r1 -eq 0 ] && [ -n "$sa" ] && [ $r2 -eq 0 ] && [ "$(clients "$T/o2")" -eq 4 ] &&
+    ok "the shared agent ($sa) killed with its group: the next job status 0, 4 MPS clients" ||
+    { notok "a killed shared agent: first $r1 (agent '$sa'), next $r2, $(clients "$T/o2") clients"; tail -3 "$T/e2"; }
+rm -rf "$base/mps-share" 2>/dev/null # the killed agent's dir: the next one made its own g0 anew
+clean "a killed shared agent"
+
+# 6. The shared control daemon SIGKILLed under two jobs (issue 46, hole 5):
+# each job says so; gsrun status shows it.
+for j in 1 2; do
+    "$G" --mps-share=node --mps=on -np 2 "$b/examples/mps_probe" --sleep 6000 >"$T/o$j" 2>"$T/e$j" &
+done
+for _ in $(seq 100); do
+    "$G" status >"$T/st" 2>&1
+    grep -q "jobs gsrun\.[A-Za-z0-9]*:2 gsrun\.[A-Za-z0-9]*:2" "$T/st" && break
+    sleep 0.1
+done
+dpid=$(sed -n 's/^  GPU [0-9]* server 0 of 1 .*: daemon \([0-9]*\) on .*/\1/p' "$T/st" | head -1)
+[ -n "$dpid" ] && kill -9 "$dpid"
+sleep 1
+"$G" status >"$T/st2" 2>&1
+wait
+echo "# after the control daemon's SIGKILL:"; sed 's/^/#   /' "$T/st2" | head -4
+told=$(cat "$T/e1" "$T/e2" | grep -c 'the shared MPS control daemon exited while the job ran (signal 9)')
+[ -n "$dpid" ] && [ "$told" -eq 2 ] && grep -q 'control daemon exited, jobs' "$T/st2" &&
+    ok "the shared control daemon ($dpid) killed under two jobs: both told, status shows it" ||
+    { notok "a dead shared daemon: '$dpid', $told told"; tail -3 "$T/e1" "$T/st2"; }
+sleep 1
+left=$(mps_procs)
+[ -n "$left" ] && echo "# MPS processes left after the dead daemon's jobs: $left (killed now)"
+for p in $left; do kill -9 "$p" 2>/dev/null; done
+clean "a dead shared daemon"
 
 rm -rf "$T"
 echo "$pass passed, $fail failed"

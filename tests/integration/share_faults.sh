@@ -8,8 +8,8 @@
 # had (another user's directories under every name), the job says so in one
 # line and runs servers of its own; the shared agent and its daemons keep no
 # job's directory busy; a rank's process named like gsrun's helpers is ended
-# with the job; root's `gsrun status` reads a status file no further than one
-# can be.
+# with the job; a shared daemon's death is told to every job on it; root's
+# `gsrun status` reads a status file no further than one can be.
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"
 ME=$(id -u)
 BASE=$TMPDIR/gsrun-$ME
@@ -62,6 +62,24 @@ check "  ... killed with its group: the next --mps=on job: status $(cat "$OUT.2.
     [ "$(cat "$OUT.2.rc")" = 0 -a "$(grep -c "mps=1 pipe=$SHARED_RE " "$OUT.2")" -eq 2 ] || diag "$ERR.2"
 rm -rf "$BASE/mps-share" # what the killed agent left (its pipe dir, now the next one's, is gone)
 clean_share "a killed shared agent"
+
+# A shared control daemon that dies while two jobs lease it: both are told,
+# and status shows it (before: neither job said a word, status "daemon 0").
+job "$OUT.1" "$ERR.1" -np 2 "$PROG" --sleep 4000 &
+job "$OUT.2" "$ERR.2" -np 2 "$PROG" --sleep 4000 &
+wait_status "$OUT.st" "jobs gsrun\.[A-Za-z0-9]*:2 gsrun\.[A-Za-z0-9]*:2"
+dpid=$(sed -n 's/^  GPU 0 server 0 of 1 .*: daemon \([0-9]*\) on .*/\1/p' "$OUT.st" | head -1)
+[ -n "$dpid" ] && kill -9 "$dpid"
+wait_status "$OUT.st" "control daemon exited, jobs"
+st=$?
+wait
+check "the shared control daemon ($dpid) SIGKILLed under two jobs: gsrun status says it exited" [ $st -eq 0 ] ||
+    diag "$OUT.st"
+check "  ... each job is told, in one line" \
+    [ "$(grep -c "the shared MPS control daemon exited while the job ran (signal 9); ranks on this server lost MPS" "$ERR.1")" -eq 1 -a \
+        "$(grep -c "the shared MPS control daemon exited while the job ran (signal 9)" "$ERR.2")" -eq 1 ] ||
+    diag "$ERR.1" "$ERR.2"
+clean_share "a dead shared daemon"
 
 # 3. A shared agent whose start failed (a bad control program) goes at once;
 # the next job starts one with its own settings (before: it stayed up to the
