@@ -132,8 +132,12 @@ void gs_agent_teardown(gs_agent_t *a, int lockfd)
     }
     gs_ranks_free(&a->ranks);
     gs_placer_free(&a->placer);
-    if (a->code == 0 && a->report.sink == GS_SINK_FILE) {
-        gs_report_deliver(&a->report); /* a file, read by gsrun once we unlock */
+    if (a->code == 0) {
+        /* A file, read by gsrun once we unlock; or lines on a descriptor,
+         * written before the dir goes: a rank that finds the dir gone takes
+         * the agent for ended, and its launcher may end before lines
+         * written later (the component's case). */
+        gs_report_write(&a->report);
     }
     /* The node dir goes last, while we still hold its lock. */
     gs_rundir_remove(a->node_dir);
@@ -144,8 +148,8 @@ void gs_agent_teardown(gs_agent_t *a, int lockfd)
     }
     gs_guard_release(&a->guard);
     if (a->code == 0) {
-        /* Lines for gsrun through the launcher; closing the leader's stderr
-         * last lets the launcher finish that rank only now. */
+        /* Closing the leader's stderr last lets the launcher finish that
+         * rank only now. */
         gs_report_deliver(&a->report);
     }
     close(lockfd);

@@ -122,7 +122,7 @@ void gs_report_close(gs_report_t *r)
     }
 }
 
-void gs_report_deliver(gs_report_t *r)
+void gs_report_write(gs_report_t *r)
 {
     if (r->delivered) {
         return;
@@ -133,6 +133,11 @@ void gs_report_deliver(gs_report_t *r)
     } else if (r->sink != GS_SINK_NOWHERE && r->fd >= 0) {
         write_lines(r);
     }
+}
+
+void gs_report_deliver(gs_report_t *r)
+{
+    gs_report_write(r);
     gs_report_close(r);
 }
 

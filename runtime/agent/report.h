@@ -40,6 +40,11 @@ void gs_report_to_fd(gs_report_t *r, gs_sink_t sink, int fd);
  * FD are filtered as gsrun filters: everything with -v, else the problems;
  * one write per line keeps them whole among the job's output. */
 void gs_report_deliver(gs_report_t *r);
+/* Its lines written (once), the descriptor kept open: a waiter may take the
+ * agent's dir being gone for its end, so the lines go before the dir; the
+ * descriptor (the leader's stderr, which lets the launcher finish that
+ * rank) is closed after, by gs_report_deliver. */
+void gs_report_write(gs_report_t *r);
 /* Closes this process's copy of the FD without delivering (the guard, once
  * the agent has delivered). */
 void gs_report_close(gs_report_t *r);
