@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: launcher/options.c, launcher/gsrun.c, runtime/core/config.c, doc/gsrun.1
+# covers: launcher/options.c, launcher/gsrun.c, runtime/core/config.c, runtime/core/config_keys.c, doc/gsrun.1
 # Bad input is refused before anything starts, with the documented status
 # and a message naming the option; --help, --version and --dry-run work.
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"
