@@ -208,19 +208,26 @@ int gs_agent_share_idle_ms(const gs_agent_t *a);
 void gs_agent_share_on_lease(gs_agent_t *a, gs_agent_conn_t *c);
 /* Stops taking leases (its socket goes) before the servers stop. */
 void gs_agent_share_close(gs_agent_t *a);
+/* On a lease: "lost S signal|status N", shared server S's daemon died. */
+#define GS_AGENT_SHARE_LOST "lost"
 /* Tells each job leasing a server whose control daemon has died, once
  * ("lost S how" on its lease), and updates the status. */
 void gs_agent_share_tell_lost(gs_agent_t *a);
-/* A job's agent: leases the plan's servers on the user's shared agent of
- * this node (starting it when none runs) and takes them as its daemons
- * (borrowed). 0, or -errno with err. */
-int gs_agent_share_join(gs_agent_t *a, gs_error_t *err);
-/* A job's agent: gives its lease back. */
-void gs_agent_share_leave(gs_agent_t *a);
-/* The extra descriptors of a waiting state: the leases (shared agent) or
- * the job's lease (a job's agent, whose end means the shared agent is gone). */
+/* The shared agent's extra descriptors while it holds: its leases, each
+ * ending when its job's agent closes it. */
 int gs_agent_share_fds(gs_agent_t *a, struct pollfd *p, int max);
 void gs_agent_share_ready(gs_agent_t *a, const struct pollfd *p, int n);
+
+/* agent_lease.c, a job's agent. Leases the plan's servers on the user's
+ * shared agent of this node (starting it when none runs) and takes them as
+ * its daemons (borrowed). 0, or -errno with err. */
+int gs_agent_share_join(gs_agent_t *a, gs_error_t *err);
+/* Gives its lease back. */
+void gs_agent_share_leave(gs_agent_t *a);
+/* The lease to watch while the job runs, and what it hears there (a
+ * server's death, the shared agent's end). */
+int gs_agent_lease_fds(gs_agent_t *a, struct pollfd *p, int max);
+void gs_agent_lease_ready(gs_agent_t *a, const struct pollfd *p, int n);
 
 /* agent_pack.c: the job's place among the user's jobs on the node. Locks
  * the node's placement record, counts each GPU's load and puts a->gpus in

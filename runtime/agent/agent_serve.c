@@ -314,8 +314,8 @@ void gs_agent_serve(gs_agent_t *a)
                                       .timeout = serving_timeout,
                                       .check = serving_check,
                                       .ranks_dropped = serving_dropped,
-                                      .extra = gs_agent_share_fds, /* a lease's end */
-                                      .extra_ready = gs_agent_share_ready};
+                                      .extra = gs_agent_lease_fds, /* its lease */
+                                      .extra_ready = gs_agent_lease_ready};
     gs_ranks_t *t = &a->ranks;
     a->last_change = gs_proc_now_ms();
     a->ended_whole = 0;

@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* --mps-share=node, a job's side: its agent leases servers of the user's
+ * shared agent (agent_share.c), starting one when none runs, takes them as
+ * its daemons (borrowed), hears on the lease of a server's death or the
+ * shared agent's end, and gives the lease back at the job's end. */
+#include "gs_autoconf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "runtime/agent/agent_int.h"
+#include "runtime/core/proc.h"
+#include "runtime/core/unixsock.h"
+#include "runtime/files/rundir.h"
+#include "runtime/files/status.h"
+#include "runtime/wire/protocol.h"
+
+#define SHARE_DIR "mps-share" /* in the user's base: the shared agent's "job dir" */
+#define RETRY_MS 20           /* between tries to reach a shared agent that comes or goes */
+static void lease_name(const gs_agent_t *a, char *out, size_t len);
+
+/* A job's agent: "lost S how N" from the shared agent, said of each of the
+ * job's servers that is shared server S. */
+static void on_lost(gs_agent_t *a, const char *line)
+{
+    char how[16];
+    int s, code;
+    if (sscanf(line, GS_AGENT_SHARE_LOST " %d %15s %d", &s, how, &code) != 3) {
+        return;
+    }
+    for (int e = 0; e < a->daemons.n; e++) {
+        if (a->share_server[e] != s) {
+            continue;
+        }
+        char who[48];
+        gs_daemons_label(&a->daemons, e, who, sizeof(who));
+        a->daemons.daemon[e].daemon_pid = 0;
+        gs_report_add(&a->report, 1,
+                      "%s (%s): the shared MPS control daemon exited while the job ran (%s %d); "
+                      "ranks on this server lost MPS",
+                      who, a->daemons.daemon[e].uuid, how, code);
+    }
+    gs_agent_write_status(a);
+}
+
+int gs_agent_lease_fds(gs_agent_t *a, struct pollfd *p, int max)
+{
+    if (a->share_fd >= 0 && max > 0) {
+        p[0] = (struct pollfd){a->share_fd, POLLIN, 0};
+        return 1;
+    }
+    return 0;
+}
+
+void gs_agent_lease_ready(gs_agent_t *a, const struct pollfd *p, int n)
+{
+    short revents = n > 0 ? p[0].revents : 0;
+    if (!(revents & (POLLIN | POLLHUP | POLLERR))) {
+        return;
+    }
+    char buf[512];
+    ssize_t got = (revents & POLLIN) ? read(a->share_fd, buf, sizeof(buf) - 1) : 0;
+    if (got > 0) {
+        buf[got] = '\0';
+        for (char *line = buf, *nl; (nl = strchr(line, '\n')) != NULL; line = nl + 1) {
+            *nl = '\0';
+            on_lost(a, line);
+        }
+        return;
+    }
+    gs_report_add(&a->report, 1,
+                  "the user's shared MPS on this node (%s) ended while this job ran: its "
+                  "servers are gone",
+                  a->share_dir);
+    close(a->share_fd);
+    a->share_fd = -1;
+}
+
+/* --- a job's agent ---------------------------------------------------------- */
+
+/* The shared agent's dirs: <user's base>/mps-share and its node dir. */
+static int domain(char *dir, size_t len, char *node_dir, size_t nlen, gs_error_t *err)
+{
+    char stem[300], base[512], taken[512], node[64];
+    int rc;
+    snprintf(stem, sizeof(stem), "%s/gsrun-%u", gs_rundir_tmpdir(), (unsigned)getuid());
+    if ((rc = gs_rundir_user_base_any(stem, base, sizeof(base), taken, sizeof(taken), err)) != 0) {
+        return rc;
+    }
+    gs_rundir_node_name(node, sizeof(node));
+    if ((size_t)snprintf(dir, len, "%s/%s", base, SHARE_DIR) >= len ||
+        (size_t)snprintf(node_dir, nlen, "%s/%s", dir, node) >= nlen) {
+        return gs_error_set(err, ENAMETOOLONG, "'%s' is too long for the shared MPS's dir", base);
+    }
+    return 0;
+}
+
+/* What the shared agent's daemon runs: this program in node-share mode. */
+typedef struct {
+    const char *self, *dir, *node, *control;
+} share_child_t;
+
+static void share_child(void *ctx, int ready_w)
+{
+    const share_child_t *c = ctx;
+    static char buf[1024];
+    char *argv[40];
+    gs_agentcmd_t args;
+    /* Not a rank's: what ends a job's leftovers by a rank's variable must
+     * not see it. */
+    unsetenv("GSRUN_LOCAL_RANK");
+    /* It outlives the job that started it: it, its guard and its daemons
+     * must not keep that job's directory busy (a tmpfs to unmount). The
+     * control program goes by the path this job found (absolute). */
+    if (chdir("/") != 0) {
+        _exit(127);
+    }
+    if (c->control[0] == '/') {
+        setenv("GSRUN_MPS_CONTROL", c->control, 1);
+    }
+    gs_agentcmd_init(&args);
+    snprintf(args.job_dir, sizeof(args.job_dir), "%s", c->dir);
+    snprintf(args.node_name, sizeof(args.node_name), "%s", c->node);
+    args.mode = GS_MODE_SHARED;
+    args.report = GS_SINK_NOWHERE;
+    args.ready_fd = fcntl(ready_w, F_DUPFD, 3);
+    if (gs_agentcmd_to_argv(&args, c->self, buf, sizeof(buf), argv, 40) == 0) {
+        execv(c->self, argv);
+    }
+    _exit(127);
+}
+
+/* Starts the shared agent (this program, as a daemon of its own session);
+ * returns what it said on its ready pipe: 0 "ok" (listening, state
+ * published), 1 otherwise ("error": another holds the dir, or it failed),
+ * or -errno with err when it could not be started. */
+static int spawn(gs_agent_t *a, const char *dir, gs_error_t *err)
+{
+    char self[PATH_MAX], line[64];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    int ready_rd, rc;
+    if (n <= 0) {
+        return gs_error_set(err, errno, "cannot start the shared MPS agent: %s", strerror(errno));
+    }
+    self[n] = '\0';
+    share_child_t c = {self, dir, a->o->args.node_name, a->control};
+    if ((rc = gs_proc_spawn_daemon(share_child, &c, &ready_rd, err)) != 0) {
+        return gs_error_set(err, -rc, "cannot start the shared MPS agent: %s", strerror(-rc));
+    }
+    long r = gs_proc_read_line(ready_rd, line, sizeof(line),
+                               gs_proc_now_ms() + (long long)a->o->cfg.timeout_s * 1000 + 5000);
+    close(ready_rd);
+    return r > 0 && strncmp(line, "ok", 2) == 0 ? 0 : 1;
+}
+
+/* One try at a lease: 0 with *fd kept, 1 when no shared agent takes
+ * leases there now (none, or one that is stopping), or -errno with err
+ * (it refused the lease). */
+static int try_lease(gs_agent_t *a, const char *sock, const char *req, int *server, int *fd,
+                     long long deadline, gs_error_t *err)
+{
+    char reply[GS_LINE_MAX];
+    gs_error_t ignored;
+    int c = gs_unixsock_connect(sock, &ignored);
+    if (c < 0) {
+        return 1;
+    }
+    if (write(c, req, strlen(req)) != (ssize_t)strlen(req) ||
+        gs_proc_read_line(c, reply, sizeof(reply), deadline) <= 0) {
+        close(c);
+        return 1; /* it closed: stopping */
+    }
+    reply[strcspn(reply, "\n")] = '\0';
+    if (gs_protocol_leased_parse(reply, a->plan.nservers, GS_MAX_GPUS, server) == 0) {
+        *fd = c;
+        return 0;
+    }
+    close(c);
+    if (strstr(reply, "is not taken by the agent now") != NULL) {
+        return 1; /* between its start and its end */
+    }
+    return gs_error_set(err, EPROTO, "the user's shared MPS on this node refused the job: %s",
+                        strncmp(reply, "error ", 6) == 0 ? reply + 6 : reply);
+}
+
+/* The leased servers as this job's daemons, from the shared agent's state
+ * (pipe and log dirs) and status (PIDs, cores). */
+static int take_servers(gs_agent_t *a, const int *server, gs_error_t *err)
+{
+    gs_state_t *st = calloc(1, sizeof(*st));
+    gs_status_t *ss = calloc(1, sizeof(*ss));
+    gs_error_t ignored;
+    int rc = st == NULL || ss == NULL ? gs_error_set(err, ENOMEM, "out of memory")
+                                      : gs_state_read(a->share_dir, st, err);
+    if (rc == 0 && gs_status_read(a->share_dir, ss, &ignored) != 0) {
+        ss->nservers = 0;
+    }
+    for (int e = 0; rc == 0 && e < a->plan.nservers; e++) {
+        int s = server[e];
+        gs_mps_daemon_t *d = &a->daemons.daemon[e];
+        if (s >= st->nservers) {
+            rc = gs_error_set(err, EPROTO, "the shared MPS's state has no server %d", s);
+            break;
+        }
+        snprintf(d->uuid, sizeof(d->uuid), "%s", st->server[s].uuid);
+        snprintf(d->pipe_dir, sizeof(d->pipe_dir), "%s", st->server[s].pipe_dir);
+        snprintf(d->log_dir, sizeof(d->log_dir), "%s", st->server[s].log_dir);
+        if (s < ss->nservers) {
+            d->daemon_pid = ss->server[s].daemon_pid;
+            d->server_pid[0] = ss->server[s].server_pid;
+            d->nservers = ss->server[s].server_pid > 0;
+            snprintf(a->daemons.pinned[e], sizeof(a->daemons.pinned[e]), "%s",
+                     ss->server[s].core);
+        }
+        a->share_server[e] = s;
+    }
+    if (rc == 0) {
+        a->daemons.n = a->plan.nservers;
+        a->daemons.borrowed = 1;
+    }
+    free(st);
+    free(ss);
+    return rc;
+}
+
+int gs_agent_share_join(gs_agent_t *a, gs_error_t *err)
+{
+    char dir[560], sock[700], req[GS_LINE_MAX];
+    gs_protocol_lease_t q;
+    int server[GS_MAX_GPUS], rc, started = 0;
+    long long t0 = gs_proc_now_ms(), deadline = gs_proc_now_ms() + (long long)a->o->cfg.timeout_s * 1000;
+
+    if ((rc = domain(dir, sizeof(dir), a->share_dir, sizeof(a->share_dir), err)) != 0) {
+        return rc;
+    }
+    if ((size_t)snprintf(sock, sizeof(sock), "%s/%s", a->share_dir, GS_PROTO_SOCKET) >=
+        sizeof(((struct sockaddr_un *)0)->sun_path)) {
+        return gs_error_set(err, ENAMETOOLONG, "'%s' is too long for a socket; set TMPDIR to a "
+                            "shorter directory", sock);
+    }
+    memset(&q, 0, sizeof(q));
+    q.linger_s = a->o->cfg.linger_s;
+    lease_name(a, q.job, sizeof(q.job));
+    q.n = a->plan.nservers;
+    for (int e = 0; e < q.n; e++) {
+        snprintf(q.uuid[e], sizeof(q.uuid[e]), "%s", a->servers.gpu[e].uuid);
+        q.clients[e] = a->plan.server[e].nranks > 0 ? a->plan.server[e].nranks : 1;
+    }
+    if (gs_protocol_lease_format(req, sizeof(req), &q) != 0) {
+        return gs_error_set(err, E2BIG, "the lease of %d servers does not fit a message", q.n);
+    }
+    for (;;) {
+        rc = try_lease(a, sock, req, server, &a->share_fd, deadline, err);
+        if (rc <= 0) {
+            break;
+        }
+        if (gs_proc_now_ms() >= deadline) {
+            return gs_error_set(err, ETIMEDOUT,
+                                "the user's shared MPS on this node (%s) took no lease within "
+                                "%d s",
+                                a->share_dir, a->o->cfg.timeout_s);
+        }
+        /* None takes leases: start one (a second start, by another job at
+         * the same time or while the last one stops, fails on its lock,
+         * and the next try finds the one that won). */
+        rc = gs_rundir_ensure(dir, err);
+        rc = rc == 0 ? gs_rundir_ensure(a->share_dir, err) : rc;
+        if (rc != 0 && rc != -ENOENT) {
+            return rc; /* ENOENT: the last shared agent removed it as we looked */
+        }
+        int up = rc == 0 ? spawn(a, dir, err) : 1;
+        if (up < 0) {
+            return up;
+        }
+        if (up == 0) {
+            started = 1;
+            continue;
+        }
+        gs_state_t st;
+        gs_error_t ignored;
+        if (rc == 0 && gs_state_read(a->share_dir, &st, &ignored) == 0 &&
+            st.kind == GS_STATE_ERROR) {
+            return gs_error_set(err, EIO, "%s", st.message);
+        }
+        usleep(RETRY_MS * 1000);
+    }
+    if (rc == 0 && (rc = take_servers(a, server, err)) != 0) {
+        gs_agent_share_leave(a);
+    }
+    if (rc == 0) {
+        gs_report_add(&a->report, 0, "the user's shared MPS on this node (%s): %s, leased in %lld ms",
+                      a->share_dir, started ? "started for this job" : "found running",
+                      gs_proc_now_ms() - t0);
+    }
+    return rc;
+}
+
+/* The job's name as its lease gives it (the job dir's last part). */
+static void lease_name(const gs_agent_t *a, char *out, size_t len)
+{
+    const char *job = strrchr(a->o->args.job_dir, '/');
+    snprintf(out, len, "%s", job != NULL ? job + 1 : a->o->args.job_dir);
+    for (char *p = out; *p != '\0'; p++) {
+        *p = *p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' ? '_' : *p;
+    }
+}
+
+/* Whether the shared agent's status still lists job on a server. */
+static int listed(const gs_status_t *ss, const char *job)
+{
+    size_t n = strlen(job);
+    for (int g = 0; g < ss->nservers; g++) {
+        for (const char *p = ss->server[g].jobs; (p = strstr(p, job)) != NULL; p += n) {
+            if ((p == ss->server[g].jobs || p[-1] == ' ') && p[n] == ':') {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* A job that gave back the last lease, with no linger asked for: the
+ * shared agent stops its servers now. The job's end waits for that
+ * (bounded), so that nothing of the job's MPS outlives it, as with servers
+ * of its own; it stops waiting as soon as the status shows other jobs'
+ * leases without this one's (the servers stay for them). */
+static void wait_shared_end(gs_agent_t *a, int dirfd)
+{
+    char job[96];
+    gs_status_t *ss = malloc(sizeof(*ss));
+    gs_error_t ignored;
+    long long deadline = gs_proc_now_ms() + GS_DAEMON_QUIT_TIMEOUT_MS + 2000;
+    lease_name(a, job, sizeof(job));
+    while (ss != NULL && gs_proc_now_ms() < deadline) {
+        if (flock(dirfd, LOCK_EX | LOCK_NB) == 0) {
+            break; /* its lock is free: it has ended */
+        }
+        if (gs_status_read(a->share_dir, ss, &ignored) == 0 && ss->alive > 0 && !listed(ss, job)) {
+            break;
+        }
+        usleep(5000);
+    }
+    free(ss);
+}
+
+void gs_agent_share_leave(gs_agent_t *a)
+{
+    if (a->share_fd < 0) {
+        return;
+    }
+    /* The shared agent holds its dir's flock while it runs. */
+    int dirfd = open(a->share_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    close(a->share_fd);
+    a->share_fd = -1;
+    if (dirfd >= 0 && a->o->cfg.linger_s == 0 && a->state == GS_AGENT_STOPPING) {
+        wait_shared_end(a, dirfd);
+    }
+    if (dirfd >= 0) {
+        close(dirfd);
+    }
+}
