@@ -120,7 +120,13 @@ slurm_plugstack "$PLUG"
 check "slurmd is not wedged: both nodes idle" [ "$(on_slurm host1 "sinfo -h -t idle -o %D")" = 2 ]
 
 # --- gsrun srun ---------------------------------------------------------------
-# Two MPS servers on each node's GPU (2 clients each, 4 tasks per node).
+# Two MPS servers on each node's GPU (2 clients each, 4 tasks per node). On
+# idle nodes, as every job after a failed step here: this first job after the
+# failed --mps=on steps and the plugstack's change failed twice in about ten
+# full runs (a task's segfault in Open MPI's start-up, its shared-memory
+# segment then missing for its neighbours; gsrun's agents served and stopped
+# normally); cause not found.
+slurm_wait_idle
 job gs "$GSRUN -v --mps-control=$FAKE_CONTROL --mps-clients-per-server=2 $SRUN $PROG --mps-client"
 rc=$?
 check "gsrun --mps-clients-per-server=2 srun -N2 -n8: status 0, every task an MPS client" \
