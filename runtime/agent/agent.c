@@ -408,9 +408,11 @@ static gs_agent_state_t starting(gs_agent_t *a)
         err = a->early_err;
     } else if (a->plan.use_mps && cfg->share_node) {
         rc = gs_agent_share_join(a, &err); /* the user's servers on this node */
-        if (rc != 0) {
+        if (rc != 0 && !a->share_refused_own) {
             /* Sharing is an optimisation, never a reason to lose MPS: the
-             * job runs servers of its own, and says why. */
+             * job runs servers of its own, and says why. (Not where the
+             * shared agent it started with its own settings could not
+             * start MPS: its own servers would fail the same way.) */
             int named = strncmp(err.text, "the user's shared MPS", 21) == 0;
             gs_report_add(&a->report, 1, "%s%s; this job runs MPS servers of its own",
                           named ? "" : "the user's shared MPS could not be had: ", err.text);

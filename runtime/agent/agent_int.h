@@ -108,6 +108,7 @@ typedef struct {
     /* A job's agent: its lease (the connection, -1: none), the shared
      * agent's node dir and each plan server's index there. */
     int share_fd;
+    int share_refused_own; /* its lease refused by the shared agent it started */
     char share_dir[256];
     int share_server[GS_MAX_GPUS];
 

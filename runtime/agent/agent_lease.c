@@ -260,9 +260,13 @@ int gs_agent_share_join(gs_agent_t *a, gs_error_t *err)
     if (gs_protocol_lease_format(req, sizeof(req), &q) != 0) {
         return gs_error_set(err, E2BIG, "the lease of %d servers does not fit a message", q.n);
     }
+    a->share_refused_own = 0;
     for (;;) {
         rc = try_lease(a, sock, req, server, &a->share_fd, deadline, err);
         if (rc <= 0) {
+            /* Refused by the shared agent this job started, with this job's
+             * settings: MPS itself failed here, not the sharing. */
+            a->share_refused_own = rc < 0 && started;
             break;
         }
         if (gs_proc_now_ms() >= deadline) {

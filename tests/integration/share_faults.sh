@@ -91,6 +91,10 @@ wait_no_shared 3
 left=$(shared_agents | wc -l)
 check "--mps-control=/bin/false (auto): status $rc (0), no MPS, its shared agent gone within 3 s ($left left)" \
     [ $rc = 0 -a "$left" -eq 0 -a "$(grep -c 'mps=0' "$OUT.1")" -eq 2 ] || diag "$ERR.1"
+# The shared agent it started had its settings: no second try of its own.
+check "  ... one line of why, no servers of its own tried" \
+    eval '[ "$(grep -c "MPS could not start: .*running without MPS" "$ERR.1")" -eq 1 ] && ! grep -q "servers of its own" "$ERR.1"' ||
+    diag "$ERR.1"
 job "$OUT.2" "$ERR.2" --mps=on -np 2 "$PROG"
 check "  ... the next --mps=on job: status $(cat "$OUT.2.rc") (0), its 2 ranks on a shared server" \
     [ "$(cat "$OUT.2.rc")" = 0 -a "$(grep -c "mps=1 pipe=$SHARED_RE " "$OUT.2")" -eq 2 ] || diag "$ERR.2"
