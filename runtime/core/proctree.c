@@ -261,9 +261,6 @@ static void mark_tree(const proc_entry_t *list, long n, pid_t self, const spare_
  * fork has returned ends the chain. A PID of a child stays ours until we
  * reap it: no pidfd needed. Returns how many new ones it signalled, or -1
  * where the kernel keeps no such list (CONFIG_PROC_CHILDREN). */
-/* Above this many children, kill_children pauses between its reads. */
-#define GS_KILL_SPIN_CHILDREN 64
-
 static int kill_children(int ms, const spare_t *spare, const char *marker, pidset_t *signalled)
 {
     char path[64], buf[4096];
@@ -273,7 +270,6 @@ static int kill_children(int ms, const spare_t *spare, const char *marker, pidse
     do {
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         long pid = 0;
-        int listed = 0;
         ssize_t n;
         if (fd < 0) {
             return -1;
@@ -284,7 +280,6 @@ static int kill_children(int ms, const spare_t *spare, const char *marker, pidse
                     pid = pid * 10 + (buf[i] - '0');
                     continue;
                 }
-                listed += pid > 1;
                 if (pid > 1 && !spared_one((pid_t)pid, spare) && marked((pid_t)pid, marker) &&
                     kill((pid_t)pid, SIGKILL) == 0 && !pidset_has(signalled, (pid_t)pid)) {
                     pidset_add(signalled, (pid_t)pid);
@@ -295,13 +290,6 @@ static int kill_children(int ms, const spare_t *spare, const char *marker, pidse
         }
         close(fd);
         while (waitpid(-1, NULL, WNOHANG) > 0) {
-        }
-        /* A chain is one child or two: spun on. Thousands (a fork bomb's
-         * orphans, killed) need the CPU to exit, and this loop at the
-         * keeper's raised priority kept it from them for seconds on a
-         * loaded 2-core node. */
-        if (listed > GS_KILL_SPIN_CHILDREN) {
-            usleep(2000);
         }
     } while (gs_proc_now_ms() < end);
     return count;
