@@ -17,7 +17,6 @@
 #include "runtime/agent/agent.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,11 +110,6 @@ static gs_agent_state_t discovering(gs_agent_t *a)
                                   a->control, sizeof(a->control), &err) == 0;
     if (!a->have_control) {
         snprintf(a->control_error, sizeof(a->control_error), "%s", err.text);
-    }
-    char abs[PATH_MAX];
-    if (a->have_control && a->control[0] != '/' && realpath(a->control, abs) != NULL) {
-        /* Absolute: the shared agent this job may start runs in '/'. */
-        snprintf(a->control, sizeof(a->control), "%s", abs);
     }
     gs_daemons_init(&a->daemons, a->node_dir, a->control, a->o->cfg.prestart, a->o->cfg.timeout_s,
                     &a->report, &a->guard);

@@ -154,7 +154,12 @@ static int spawn(gs_agent_t *a, const char *dir, gs_error_t *err)
         return gs_error_set(err, errno, "cannot start the shared MPS agent: %s", strerror(errno));
     }
     self[n] = '\0';
-    share_child_t c = {self, dir, a->o->args.node_name, a->control};
+    /* Absolute: the shared agent runs in '/'. */
+    char control[PATH_MAX];
+    if (a->control[0] == '/' || realpath(a->control, control) == NULL) {
+        snprintf(control, sizeof(control), "%s", a->control);
+    }
+    share_child_t c = {self, dir, a->o->args.node_name, control};
     if ((rc = gs_proc_spawn_daemon(share_child, &c, &ready_rd, err)) != 0) {
         return gs_error_set(err, -rc, "cannot start the shared MPS agent: %s", strerror(-rc));
     }
