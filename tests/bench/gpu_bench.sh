@@ -27,6 +27,8 @@
 # --summarize prints medians, spread, speedups and ratios from a CSV.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/tests/gpu/procs.sh"
+pin_one_gpu
 
 summarize() {
     awk -F, '

@@ -26,6 +26,8 @@
 # pinned to the last core (daemon and, by inheritance, its server).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/tests/gpu/procs.sh"
+pin_one_gpu
 build=$top/_build reps=5 np=16
 while [ $# -gt 0 ]; do
     case $1 in

@@ -23,6 +23,8 @@
 # configuration's median and its ratio to plain and to hand.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/tests/gpu/procs.sh"
+pin_one_gpu
 build=$top/_build src=$top/.thirdparty/mgpm copies="60 96" coupled=64 reps=1
 configs="plain gsrun gpushare off hand" csv=""
 while [ $# -gt 0 ]; do

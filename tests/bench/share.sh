@@ -52,6 +52,8 @@ export OMPI_MCA_rmaps_base_oversubscribe=1
 G=$build/launcher/gsrun
 control=$(command -v nvidia-cuda-mps-control)
 . "$top/tests/bench/mps_by_hand.sh"
+. "$top/tests/gpu/procs.sh"
+pin_one_gpu
 T=$(mktemp -d /tmp/gsb.XXXXXX)
 hand=$T/hand
 size="--n 2048 --iters 4000"

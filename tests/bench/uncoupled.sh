@@ -17,6 +17,8 @@
 # failed".
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/tests/gpu/procs.sh"
+pin_one_gpu
 build=${1:-$top/_build}
 pass=0 fail=0
 ok() { pass=$((pass + 1)); echo "ok - $*"; }

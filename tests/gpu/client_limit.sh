@@ -11,6 +11,8 @@
 # the daemon. gsrun's pre-flight limit (GS_MPS_MAX_CLIENTS) must not exceed
 # the largest N that fully succeeds.
 set -u
+. "$(dirname "$0")/procs.sh"
+pin_one_gpu
 build=$1; shift
 sizes=${*:-40 48 56 60 64}
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

@@ -23,6 +23,7 @@ notok() { fail=$((fail + 1)); echo "not ok - $*"; }
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
 . "$(dirname "$0")/procs.sh"
+pin_one_gpu
 mps_procs() { live_procs 'nvidia-cuda-mps*'; }
 live_ranks() { live_procs small_kernels; }
 clean() { # clean "what": waits up to 10 s for MPS and run dirs to go

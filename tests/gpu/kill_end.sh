@@ -36,6 +36,7 @@ args=("$@")
 [ -x "$prog" ] || { echo "1..0 # SKIP $prog is not built (no nvcc?)"; exit 77; }
 
 . "$(dirname "$0")/procs.sh"
+pin_one_gpu
 dirs_left() { ls -d "${TMPDIR:-/tmp}"/gsrun.* /run/gsrun/* 2>/dev/null | tr '\n' ' '; }
 
 run_case() { # run_case CASE REP

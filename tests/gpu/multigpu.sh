@@ -107,7 +107,7 @@ check "status during the job: MPS on, 16 of 16 ranks registered and alive" \
 check "status: one line per GPU with daemon, core, server and share" \
     [ "$(grep -c '^  GPU [0-9]* (.*): daemon [0-9]* on core .*, server [0-9]*, [0-9.]*%, pipe [^ ]*, ranks ' "$st")" -eq "$ngpu" ]
 check "status --json: running, $ngpu GPUs" grep -q '"state":"running","mps":"on"' "$st.json"
-head -c 600 "$st.json" | sed 's/^/# json: /'; echo
+head -c 3000 "$st.json" | sed 's/^/# json: /'; echo
 wait $job
 check "the job under status ends with 0" [ $? -eq 0 ]
 clean "status"

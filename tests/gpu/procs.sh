@@ -18,3 +18,16 @@ live_procs() {
         printf '%s ' "${p#/proc/}"
     done
 }
+
+# pin_one_gpu: for a script that measures one GPU. On a node of several GPUs
+# gsrun spreads a job's ranks over all of them, while plain mpirun and MPS
+# started by hand put every rank on CUDA's device 0: the script's
+# expectations and its side-by-side figures mean one GPU. So it runs on the
+# first GPU CUDA_VISIBLE_DEVICES names (GPU 0 when unset) and says so.
+pin_one_gpu() {
+    local n
+    n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+    export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
+    CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES%%,*}
+    echo "# on GPU $CUDA_VISIBLE_DEVICES of the node's $n (CUDA_VISIBLE_DEVICES): this script measures one GPU"
+}

@@ -24,6 +24,7 @@ build=$1
 np=${2:-100}
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/gpu/procs.sh"
+pin_one_gpu
 pass=0 fail=0
 ok() { pass=$((pass + 1)); echo "ok - $*"; }
 notok() { fail=$((fail + 1)); echo "not ok - $*"; }

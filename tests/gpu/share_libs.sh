@@ -11,6 +11,8 @@
 # (tests/gpu/nccl_pair.c, if nccl.h is found) without and with MPS. Prints one
 # line per case: "case=... exit=N" and what the programs said.
 set -u
+. "$(dirname "$0")/procs.sh"
+pin_one_gpu
 build=$(cd "$1" && pwd) || exit 2
 here=$(cd "$(dirname "$0")" && pwd)
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
