@@ -420,6 +420,24 @@ int gs_rundir_user_base_any(const char *dir, char *out, size_t len, char *taken,
     char name[512];
     int rc = 0;
     taken[0] = '\0';
+    /* A name of ours that exists wins over making one: where another user
+     * took dir first, the user's jobs went to dir.k, and the next ones
+     * must find them there (their shared MPS, their placement record)
+     * even once dir is free again. */
+    for (int k = 0; k <= GS_RUNDIR_BASE_TRIES; k++) {
+        struct stat st;
+        if (gs_rundir_base_name(dir, k, name, sizeof(name), err) != 0) {
+            break;
+        }
+        if (lstat(name, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid() &&
+            (st.st_mode & 077) == 0 && gs_rundir_user_base(name, out, len, err) == 0) {
+            if (k > 0) {
+                snprintf(taken, taken_len, "'%s' was taken when the user's first job here ran",
+                         dir);
+            }
+            return 0;
+        }
+    }
     for (int k = 0; k <= GS_RUNDIR_BASE_TRIES; k++) {
         if ((rc = gs_rundir_base_name(dir, k, name, sizeof(name), err)) != 0) {
             return rc;

@@ -87,8 +87,11 @@ int gs_rundir_base_name(const char *dir, int k, char *out, size_t len, gs_error_
 /* The same where another user may have taken the name: dir, else, when
  * another user took that name first (a link, a file, a directory not ours
  * or not private, one that vanished as we looked), the first of dir.1 ...
- * dir.N that is ours or can be made. *taken gets why dir itself was
- * refused ("" when it was used). */
+ * dir.N that is ours or can be made. One of these names that is the
+ * caller's private directory already is taken first, the lowest such, so
+ * the user's jobs keep meeting in one place whatever another user does to
+ * the names meanwhile. *taken gets why dir itself was not used ("" when it
+ * was). */
 int gs_rundir_user_base_any(const char *dir, char *out, size_t len, char *taken,
                             size_t taken_len, gs_error_t *err);
 

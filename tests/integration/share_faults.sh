@@ -1,12 +1,13 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: runtime/agent/agent_share.c, runtime/agent/agent_lease.c, runtime/agent/daemons.c, runtime/files/status.c, runtime/core/proctree.c
+# covers: runtime/agent/agent_share.c, runtime/agent/agent_lease.c, runtime/agent/daemons.c, runtime/files/status.c, runtime/files/rundir.c, runtime/core/proctree.c
 # --mps-share=node under faults (issue 46): sharing is an optimisation,
 # never a reason to lose MPS. A shared agent killed with its guard and
 # daemons leaves nothing the next job mistakes for a live daemon; a shared
 # agent whose start failed goes at once; where the shared servers cannot be
 # had (another user's directories under every name), the job says so in one
-# line and runs servers of its own; the shared agent and its daemons keep no
+# line and runs servers of its own; another user's name at the base, removed
+# between two jobs, does not split them over two shared agents; the shared agent and its daemons keep no
 # job's directory busy; a rank's process named like gsrun's helpers is ended
 # with the job; a shared daemon's death is told to every job on it; root's
 # `gsrun status` reads a status file no further than one can be.
@@ -122,6 +123,29 @@ if [ "$ME" = 0 ] && getent passwd nobody >/dev/null; then
     clean_share "a denied base"
 else
     ok "# SKIP another user's directories: needs root and the user nobody"
+fi
+
+# 4b. Another user's directory at the user's base while the first job
+# starts (its shared agent goes to <base>.1), then removed: the next job
+# finds the same shared agent (before: it made <base>, a second agent and
+# daemon, and the user's jobs were split).
+if [ "$ME" = 0 ] && getent passwd nobody >/dev/null; then
+    mkdir -m 700 "$BASE" && chown nobody "$BASE"
+    job "$OUT.1" "$ERR.1" --mps-linger=60 -np 2 "$PROG"
+    first=$(shared_agents)
+    rmdir "$BASE"
+    job "$OUT.2" "$ERR.2" --mps=on --mps-linger=60 -np 2 "$PROG"
+    check "nobody's dir at root's base, then gone: both jobs 0 ($(cat "$OUT.1.rc"), $(cat "$OUT.2.rc")), on one shared agent ($(echo $(shared_agents)))" \
+        [ "$(cat "$OUT.1.rc")" = 0 -a "$(cat "$OUT.2.rc")" = 0 -a -n "$first" -a "$(shared_agents)" = "$first" ] ||
+        diag "$ERR.1" "$ERR.2"
+    check "  ... the second job's ranks on the first one's server, in $BASE.1" \
+        [ "$(grep -c "mps=1 pipe=$BASE\.1/mps-share/[^/ ]*/g0 " "$OUT.2")" -eq 2 -a ! -e "$BASE" ] || diag "$OUT.2"
+    kill $(shared_agents) 2>/dev/null
+    wait_no_shared 5
+    rm -rf "$BASE.1"
+    clean_share "a base taken, then freed"
+else
+    ok "# SKIP a base taken, then freed: needs root and the user nobody"
 fi
 
 # 5. A rank's process named like gsrun's shared agent (a copy of sleep) is

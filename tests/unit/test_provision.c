@@ -119,6 +119,17 @@ static void test_user_base_any(void **state)
     assert_int_equal(gs_rundir_user_base_any(want, out, sizeof(out), taken, sizeof(taken), &err),
                      0);
     assert_string_equal(out, path);
+    /* The other user's name freed again: the user's jobs stay where they
+     * met (before: the next job made want, a second place). */
+    assert_int_equal(unlink(want), 0);
+    assert_int_equal(gs_rundir_user_base_any(want, out, sizeof(out), taken, sizeof(taken), &err),
+                     0);
+    assert_string_equal(out, path);
+    assert_non_null(strstr(taken, "was taken when the user's first job here ran"));
+    assert_int_equal(access(want, F_OK), -1);
+    f = fopen(want, "w"); /* planted again, for the cases below */
+    assert_non_null(f);
+    fclose(f);
     assert_int_equal(rmdir(path), 0);
     for (int k = 1; k <= GS_RUNDIR_BASE_TRIES; k++) {
         snprintf(path, sizeof(path), "%s.%d", want, k);
