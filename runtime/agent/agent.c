@@ -402,6 +402,9 @@ static gs_agent_state_t starting(gs_agent_t *a)
         err = a->early_err;
     } else if (a->plan.use_mps && cfg->share_node) {
         rc = gs_agent_share_join(a, &err); /* the user's servers on this node */
+        if (rc == -ECANCELED) {
+            return fail(a, GS_EXIT_SETUP, err.text, 1); /* the job ends: nothing to start */
+        }
         if (rc != 0 && !a->share_refused_own) {
             /* Sharing is an optimisation, never a reason to lose MPS: the
              * job runs servers of its own, and says why. (Not where the

@@ -30,6 +30,38 @@
 #define RETRY_MS 20           /* between tries to reach a shared agent that comes or goes */
 static void lease_name(const gs_agent_t *a, char *out, size_t len);
 
+/* A line from the shared agent (fd) by deadline: its length, -ETIMEDOUT,
+ * or -ECANCELED as soon as the job ends (its launcher exited: gsrun closed
+ * the watch pipe) or this agent is told to stop. A shared agent that is
+ * stuck (stopped, hung) answers nothing: a job that ends must not wait for
+ * it up to --mps-timeout and leave its own agent behind. */
+static long read_reply(gs_agent_t *a, int fd, char *buf, size_t len, long long deadline)
+{
+    for (;;) {
+        struct pollfd p[3] = {{fd, POLLIN, 0}, {a->sig_fd, POLLIN, 0}, {a->watch_fd, POLLIN, 0}};
+        long long left = deadline - gs_proc_now_ms();
+        if (left <= 0) {
+            return -ETIMEDOUT;
+        }
+        if (poll(p, 3, (int)left) <= 0) {
+            continue; /* EINTR, or the deadline: checked above */
+        }
+        if (((p[1].revents & POLLIN) && gs_agent_read_signals(a) != NULL) ||
+            (p[2].revents & (POLLIN | POLLHUP | POLLERR))) {
+            return -ECANCELED;
+        }
+        if (p[0].revents != 0) {
+            return gs_proc_read_line(fd, buf, len, deadline);
+        }
+    }
+}
+
+static int told_to_stop(gs_error_t *err)
+{
+    return gs_error_set(err, ECANCELED,
+                        "the job ended while its agent waited for the user's shared MPS");
+}
+
 /* A job's agent: "lost S how N" from the shared agent, said of each of the
  * job's servers that is shared server S. */
 static void on_lost(gs_agent_t *a, const char *line)
@@ -163,9 +195,12 @@ static int spawn(gs_agent_t *a, const char *dir, gs_error_t *err)
     if ((rc = gs_proc_spawn_daemon(share_child, &c, &ready_rd, err)) != 0) {
         return gs_error_set(err, -rc, "cannot start the shared MPS agent: %s", strerror(-rc));
     }
-    long r = gs_proc_read_line(ready_rd, line, sizeof(line),
-                               gs_proc_now_ms() + (long long)a->o->cfg.timeout_s * 1000 + 5000);
+    long r = read_reply(a, ready_rd, line, sizeof(line),
+                        gs_proc_now_ms() + (long long)a->o->cfg.timeout_s * 1000 + 5000);
     close(ready_rd);
+    if (r == -ECANCELED) {
+        return told_to_stop(err);
+    }
     return r > 0 && strncmp(line, "ok", 2) == 0 ? 0 : 1;
 }
 
@@ -181,10 +216,12 @@ static int try_lease(gs_agent_t *a, const char *sock, const char *req, int *serv
     if (c < 0) {
         return 1;
     }
-    if (write(c, req, strlen(req)) != (ssize_t)strlen(req) ||
-        gs_proc_read_line(c, reply, sizeof(reply), deadline) <= 0) {
+    long r = write(c, req, strlen(req)) == (ssize_t)strlen(req)
+                 ? read_reply(a, c, reply, sizeof(reply), deadline)
+                 : -EPIPE;
+    if (r <= 0) {
         close(c);
-        return 1; /* it closed: stopping */
+        return r == -ECANCELED ? told_to_stop(err) : 1; /* else it closed: stopping */
     }
     reply[strcspn(reply, "\n")] = '\0';
     if (gs_protocol_leased_parse(reply, a->plan.nservers, GS_MAX_GPUS, server) == 0) {
@@ -254,6 +291,17 @@ int gs_agent_share_join(gs_agent_t *a, gs_error_t *err)
         return gs_error_set(err, ENAMETOOLONG, "'%s' is too long for a socket; set TMPDIR to a "
                             "shorter directory", sock);
     }
+    /* The shared servers' sockets are longer than a job's own (mps-share/
+     * in the user's base): a TMPDIR they do not fit is the job's to find,
+     * before a shared agent refuses it as if MPS could not start. */
+    char pipe[700];
+    snprintf(pipe, sizeof(pipe), "%s/g%d", a->share_dir, GS_MAX_GPUS - 1);
+    if (!gs_rundir_socket_fits(pipe)) {
+        return gs_error_set(err, ENAMETOOLONG,
+                            "its servers' sockets in '%s' would be too long (108 bytes); set "
+                            "TMPDIR to a shorter directory to share them",
+                            a->share_dir);
+    }
     memset(&q, 0, sizeof(q));
     q.linger_s = a->o->cfg.linger_s;
     lease_name(a, q.job, sizeof(q.job));
@@ -271,7 +319,7 @@ int gs_agent_share_join(gs_agent_t *a, gs_error_t *err)
         if (rc <= 0) {
             /* Refused by the shared agent this job started, with this job's
              * settings: MPS itself failed here, not the sharing. */
-            a->share_refused_own = rc < 0 && started;
+            a->share_refused_own = rc < 0 && rc != -ECANCELED && started;
             break;
         }
         if (gs_proc_now_ms() >= deadline) {
@@ -302,7 +350,10 @@ int gs_agent_share_join(gs_agent_t *a, gs_error_t *err)
             st.kind == GS_STATE_ERROR) {
             return gs_error_set(err, EIO, "%s", st.message);
         }
-        usleep(RETRY_MS * 1000);
+        char none[1]; /* the pause, which the job's end cuts short */
+        if (read_reply(a, -1, none, sizeof(none), gs_proc_now_ms() + RETRY_MS) == -ECANCELED) {
+            return told_to_stop(err);
+        }
     }
     if (rc == 0 && (rc = take_servers(a, server, err)) != 0) {
         gs_agent_share_leave(a);

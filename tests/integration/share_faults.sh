@@ -7,7 +7,9 @@
 # agent whose start failed goes at once; where the shared servers cannot be
 # had (another user's directories under every name), the job says so in one
 # line and runs servers of its own; another user's name at the base, removed
-# between two jobs, does not split them over two shared agents; the shared agent and its daemons keep no
+# between two jobs, does not split them over two shared agents; a stuck
+# shared agent costs a job neither its MPS nor its end, nor does a TMPDIR
+# too long for the shared servers' sockets alone, nor a 65th job; the shared agent and its daemons keep no
 # job's directory busy; a rank's process named like gsrun's helpers is ended
 # with the job; a shared daemon's death is told to every job on it; root's
 # `gsrun status` reads a status file no further than one can be.
@@ -147,6 +149,82 @@ if [ "$ME" = 0 ] && getent passwd nobody >/dev/null; then
 else
     ok "# SKIP a base taken, then freed: needs root and the user nobody"
 fi
+
+# 4c. A stuck shared agent (SIGSTOPped): a job that waits for its lease
+# runs servers of its own once --mps-timeout is over, and a gsrun told to
+# stop meanwhile ends at once, its agent with it (before: SIGTERM took 25 s
+# here and left the job's agent running).
+job "$OUT.1" "$ERR.1" --mps-linger=60 -np 2 "$PROG"
+stuck=$(shared_agents)
+kill -STOP $stuck
+t0=$(date +%s%N)
+job "$OUT.2" "$ERR.2" --mps=on --mps-timeout=3 -np 2 "$PROG"
+ms=$((($(date +%s%N) - t0) / 1000000))
+check "a stuck shared agent ($stuck), --mps-timeout=3: status $(cat "$OUT.2.rc") (0) after $ms ms, 2 ranks on servers of its own" \
+    [ "$(cat "$OUT.2.rc")" = 0 -a "$ms" -lt 8000 -a "$(grep -c "mps=1 pipe=$TMPDIR/gsrun\.[^/]*/" "$OUT.2")" -eq 2 ] ||
+    diag "$ERR.2" "$OUT.2"
+check "  ... one line says it took no lease and the job runs servers of its own" \
+    [ "$(grep -c "took no lease within 3 s; this job runs MPS servers of its own" "$ERR.2")" -eq 1 ] || diag "$ERR.2"
+t0=$(date +%s%N)
+gsrun_fake_exec 1 --mps-share=node --mps=on -np 2 "$PROG" >"$OUT.3" 2>"$ERR.3" &
+g=$!
+sleep 1
+kill -TERM $g
+wait $g
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+sleep 0.2
+agents=$(pgrep -f "gsrun-agent --job-dir $TMPDIR/gsrun\." | wc -l)
+check "  ... SIGTERM to a job waiting on it: gsrun ends in $ms ms (under 5000), status $rc, $agents job agent(s) left" \
+    [ "$ms" -lt 5000 -a "$rc" -ne 0 -a "$agents" -eq 0 ] || diag "$ERR.3"
+kill -CONT $stuck
+kill $stuck
+clean_share "a stuck shared agent"
+
+# 4d. A TMPDIR short enough for a job's own MPS sockets and too long for the
+# shared servers' (mps-share/ in the user's base): the first such length
+# from 40 up runs the job on servers of its own (before: the shared agent
+# refused it, status 70, as if MPS could not start).
+found=""
+for len in $(seq 40 90); do
+    d=$TEST_TMP/$(printf 'x%.0s' $(seq $((len - ${#TEST_TMP} - 1))))
+    mkdir -p -m 1777 "$d"
+    TMPDIR=$d job "$OUT.1" "$ERR.1" --mps=on -np 2 "$PROG"
+    rmdir "$d/gsrun-$ME" 2>/dev/null
+    if [ "$(cat "$OUT.1.rc")" != 0 ] || grep -q "too long" "$ERR.1"; then
+        found=$len
+        rm -rf "$d"
+        break
+    fi
+    rm -rf "$d"
+done
+check "TMPDIR of $found bytes, the first too long for the shared sockets: status $(cat "$OUT.1.rc") (0), 2 ranks on servers of its own" \
+    [ -n "$found" -a "$(cat "$OUT.1.rc")" = 0 -a "$(grep -c "mps=1 pipe=$TEST_TMP/x*/gsrun\.[^/]*/" "$OUT.1")" -eq 2 ] ||
+    diag "$ERR.1" "$OUT.1"
+check "  ... one line says the shared sockets would be too long and the job runs servers of its own" \
+    [ "$(grep -c "would be too long (108 bytes); set TMPDIR to a shorter directory to share them; this job runs MPS servers of its own" "$ERR.1")" -eq 1 ] ||
+    diag "$ERR.1"
+clean_share "a long TMPDIR"
+
+# 4e. The shared agent's 64 leases all held (here by a process of the
+# user's that leases like a job): the 65th job runs servers of its own and
+# says why in one line.
+job "$OUT.1" "$ERR.1" --mps-linger=60 -np 2 "$PROG"
+sock=$(ls -d "$BASE"/mps-share/*/ | head -1)agent.sock
+"$B/tests/progs/hostile_user" hold "$sock" 64 30 "lease 0 filler 1 GPU-fa4e0000-0000-4000-8000-000000000000 1" \
+    >"$OUT.hold" 2>&1 &
+holder=$!
+for _ in $(seq 100); do grep -q "^hold:" "$OUT.hold" && break; sleep 0.1; done
+job "$OUT.2" "$ERR.2" --mps=on -np 2 "$PROG"
+check "64 leases held ($(cat "$OUT.hold")), the 65th job: status $(cat "$OUT.2.rc") (0), 2 ranks on servers of its own" \
+    [ "$(cat "$OUT.hold")" = "hold: 64 of 64 leased" -a "$(cat "$OUT.2.rc")" = 0 -a \
+      "$(grep -c "mps=1 pipe=$TMPDIR/gsrun\.[^/]*/" "$OUT.2")" -eq 2 ] || diag "$ERR.2" "$OUT.2"
+check "  ... one line says the shared MPS serves as many jobs as it can and the job runs its own" \
+    [ "$(grep -c "serves as many jobs as it can; this job runs MPS servers of its own" "$ERR.2")" -eq 1 ] ||
+    diag "$ERR.2"
+kill $holder $(shared_agents) 2>/dev/null
+wait $holder 2>/dev/null
+clean_share "64 leases held"
 
 # 5. A rank's process named like gsrun's shared agent (a copy of sleep) is
 # ended with the job (before: spared by its name, it outlived the job).

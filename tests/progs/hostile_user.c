@@ -13,6 +13,11 @@
  *                                  them S seconds
  *   hostile_user hello PATH LINE   send LINE and a newline, half-close, print the
  *                                  answer (5 s at most)
+ *   hostile_user hold PATH N S LINE  open N connections to PATH, send LINE and a
+ *                                  newline on each, read one answer line each
+ *                                  (5 s at most), print how many were leases ("ok S"),
+ *                                  hold them S seconds (a user's own process
+ *                                  taking all of the shared agent's leases)
  *
  * Processes that try to outlive the end of their job (issue 37), each named
  * NAME (its comm, which the tests look for) and gone by itself after S
@@ -202,6 +207,26 @@ static int hello(const char *path, const char *line)
     return 0;
 }
 
+static int hold(const char *path, int n, int seconds, const char *line)
+{
+    int leased = 0;
+    for (int i = 0; i < n; i++) {
+        char buf[256];
+        int fd = connect_to(path); /* held open until exit */
+        if (fd < 0 || dprintf(fd, "%s\n", line) < 0) {
+            continue;
+        }
+        struct pollfd p = {fd, POLLIN, 0};
+        ssize_t r = poll(&p, 1, 5000) > 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+        buf[r > 0 ? r : 0] = '\0';
+        leased += strncmp(buf, "ok ", 3) == 0;
+    }
+    printf("hold: %d of %d leased\n", leased, n);
+    fflush(stdout);
+    sleep((unsigned)seconds);
+    return leased == n ? 0 : 1;
+}
+
 static long long deadline_ms;
 
 static long long now_ms(void)
@@ -301,6 +326,9 @@ int main(int argc, char **argv)
     }
     if (argc == 5 && strcmp(argv[1], "idle") == 0) {
         return idle(argv[2], atoi(argv[3]), atoi(argv[4]));
+    }
+    if (argc == 6 && strcmp(argv[1], "hold") == 0) {
+        return hold(argv[2], atoi(argv[3]), atoi(argv[4]), argv[5]);
     }
     if (argc == 4 && strcmp(argv[1], "hello") == 0) {
         return hello(argv[2], argv[3]);
