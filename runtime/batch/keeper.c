@@ -104,8 +104,7 @@ static void keeper_main(const char *base, const char *name, int timeout_ms, int 
     char warning[GS_ERROR_LEN] = ""; /* told to the prolog after the code */
     char cgroup[GS_PATH_MAX] = "";
 
-    setsid(); /* no signal to the prolog's process group reaches us */
-    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    prctl(PR_SET_CHILD_SUBREAPER, 1); /* in a session of its own (gs_proc_spawn_daemon) */
     prctl(PR_SET_NAME, "gsrun-keeper");
     signal(SIGCHLD, SIG_DFL); /* not SIG_IGN: children must stay to be reaped */
     sigemptyset(&set);
@@ -195,46 +194,45 @@ static void keeper_main(const char *base, const char *name, int timeout_ms, int 
     _exit(0);
 }
 
+typedef struct {
+    const char *base, *name;
+    int timeout_ms;
+    int (*fn)(void *);
+    void *arg;
+} keeper_start_t;
+
+static void keeper_child(void *ctx, int ready_w)
+{
+    const keeper_start_t *k = ctx;
+    keeper_main(k->base, k->name, k->timeout_ms, k->fn, k->arg, ready_w);
+}
+
 int gs_keeper_run(const char *base, const char *name, int timeout_ms, int (*fn)(void *), void *arg,
                   gs_error_t *err, gs_error_t *warn)
 {
-    int p[2];
+    keeper_start_t k = {base, name, timeout_ms, fn, arg};
     unsigned char code;
     ssize_t r;
+    int rd, rc;
 
     warn->text[0] = '\0';
-    if (pipe2(p, O_CLOEXEC) != 0) {
-        return gs_error_set(err, errno, "cannot make a pipe for the job's keeper: %s",
-                            strerror(errno));
+    fflush(NULL); /* nothing buffered is written twice */
+    /* A daemon of its own session, not the prolog's child: it keeps the
+     * job's tree after the prolog has exited. */
+    if ((rc = gs_proc_spawn_daemon(keeper_child, &k, &rd, err)) != 0) {
+        return gs_error_set(err, -rc, "cannot start the job's keeper: %s", strerror(-rc));
     }
-    fflush(NULL);
-    pid_t keeper = fork();
-    if (keeper < 0) {
-        int e = errno;
-        close(p[0]);
-        close(p[1]);
-        return gs_error_set(err, e, "cannot start the job's keeper: %s", strerror(e));
-    }
-    if (keeper == 0) {
-        close(p[0]);
-        keeper_main(base, name, timeout_ms, fn, arg, p[1]);
-    }
-    close(p[1]);
     do {
-        r = read(p[0], &code, 1);
+        r = read(rd, &code, 1);
     } while (r < 0 && errno == EINTR);
     if (r == 1) {
         /* A warning may follow the code; the keeper closes its end then. */
-        long n = gs_proc_read_all(p[0], warn->text, sizeof(warn->text),
-                                  gs_proc_now_ms() + 2000);
+        long n = gs_proc_read_all(rd, warn->text, sizeof(warn->text), gs_proc_now_ms() + 2000);
         warn->text[n > 0 ? n : 0] = '\0';
     }
-    close(p[0]);
+    close(rd);
     if (r != 1) {
-        return gs_error_set(err, EPIPE,
-                            "the job's keeper (pid %d) ended before the prolog's "
-                            "work did",
-                            (int)keeper);
+        return gs_error_set(err, EPIPE, "the job's keeper ended before the prolog's work did");
     }
     return code;
 }

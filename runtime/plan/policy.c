@@ -139,28 +139,17 @@ int gs_policy_plan_compute(const gs_config_t *cfg, int local_size, int ngpus, in
                                  clients_per_server, plan, err);
 }
 
-int gs_policy_plan_packed(const gs_config_t *cfg, int local_size, int ngpus, const int *counts,
-                          int have_control, const char *control_error, int clients_per_server,
-                          gs_plan_t *plan, gs_error_t *err)
+/* Where the job's setting, the site or the node decides against MPS before
+ * any rank is dealt: 1 with the plan off (or -errno with err under
+ * --mps=on), 0 to go on. */
+static int decided_first(const gs_config_t *cfg, int ngpus, const char *mps, gs_plan_t *plan,
+                         gs_error_t *err)
 {
-    int used, most = 0, first[GS_MAX_GPUS], n[GS_MAX_GPUS];
-
-    memset(plan, 0, sizeof(*plan));
-    if (local_size < 1 || ngpus < 0 || clients_per_server < 1) {
-        return gs_error_set(err, EINVAL,
-                            "invalid plan input: %d local ranks, %d GPUs, %d clients per server",
-                            local_size, ngpus, clients_per_server);
-    }
-    if (ngpus > GS_MAX_GPUS) {
-        ngpus = GS_MAX_GPUS;
-    }
-    plan->clients_per_server = clients_per_server;
-    char mps[64], why[300];
-    gs_config_opt(cfg, "mps", mps, sizeof(mps));
+    char why[300];
     if (cfg->mps == GS_MPS_OFF) {
         snprintf(why, sizeof(why), "MPS disabled (%s=off)", mps);
         off(plan, 0, why);
-        return 0;
+        return 1;
     }
     if (cfg->site_mps[0] != '\0') {
         /* A second daemon on the GPUs of the site's would take them from
@@ -179,7 +168,7 @@ int gs_policy_plan_packed(const gs_config_t *cfg, int local_size, int ngpus, con
                  "the share as Slurm set it",
                  cfg->site_mps);
         off(plan, 1, why);
-        return 0;
+        return 1;
     }
     if (ngpus == 0) {
         if (cfg->mps == GS_MPS_ON) {
@@ -190,12 +179,18 @@ int gs_policy_plan_packed(const gs_config_t *cfg, int local_size, int ngpus, con
                                 mps, mps);
         }
         off(plan, 1, "no NVIDIA GPU found on this node; running without MPS");
-        return 0;
+        return 1;
     }
+    return 0;
+}
 
-    /* Blocks of consecutive local ranks per GPU: the packing's counts (a
-     * prefix of the GPUs), else sizes differing by at most one. */
-    used = ngpus < local_size ? ngpus : local_size;
+/* Blocks of consecutive local ranks per GPU, first[g] and n[g] for the
+ * GPUs used: the packing's counts (a prefix of the GPUs), else sizes
+ * differing by at most one. The number of GPUs used, or -EINVAL. */
+static int rank_blocks(int local_size, int ngpus, const int *counts, int *first, int *n,
+                       gs_error_t *err)
+{
+    int used = ngpus < local_size ? ngpus : local_size;
     if (counts != NULL) {
         int sum = 0;
         for (used = 0; used < ngpus && counts[used] > 0; used++) {
@@ -206,7 +201,6 @@ int gs_policy_plan_packed(const gs_config_t *cfg, int local_size, int ngpus, con
                                 sum, local_size);
         }
     }
-    plan->nused = used;
     for (int g = 0; g < used; g++) {
         if (counts != NULL) {
             first[g] = g == 0 ? 0 : first[g - 1] + n[g - 1];
@@ -215,11 +209,18 @@ int gs_policy_plan_packed(const gs_config_t *cfg, int local_size, int ngpus, con
             first[g] = (int)((long)g * local_size / used);
             n[g] = (int)((long)(g + 1) * local_size / used) - first[g];
         }
-        most = n[g] > most ? n[g] : most;
     }
-    /* The servers, listed even where MPS turns out off below (the GPUs the
-     * ranks are given); too many for a node only matters once MPS is on. */
-    int dealt = deal_servers(cfg, used, clients_per_server, first, n, plan);
+    return used;
+}
+
+/* Once the ranks are dealt (most: the most on one GPU; dealt: whether the
+ * servers fit a node): MPS on, or off with why (-errno under --mps=on). */
+static int decide_mps(const gs_config_t *cfg, int local_size, int most, int dealt,
+                      int have_control, const char *control_error, const char *mps,
+                      gs_plan_t *plan, gs_error_t *err)
+{
+    char why[300];
+    int per = plan->clients_per_server;
     /* Sharing the user's servers, a rank alone on its GPU is still their
      * client: the user's next job may land beside it, and a context outside
      * MPS would time-slice with the shared server (doc/tuning.md). */
@@ -241,23 +242,56 @@ int gs_policy_plan_packed(const gs_config_t *cfg, int local_size, int ngpus, con
         return 0;
     }
     if (dealt != 0) {
-        int room = GS_MAX_GPUS * clients_per_server;
         if (cfg->mps == GS_MPS_ON) {
             return gs_error_set(err, E2BIG,
                                 "%s=on: %d ranks on this node need more than the %d MPS servers "
                                 "gsrun starts per node (%d clients each); start at most %d "
                                 "ranks per node, or use %s=off",
-                                mps, local_size, GS_MAX_GPUS, clients_per_server, room, mps);
+                                mps, local_size, GS_MAX_GPUS, per, GS_MAX_GPUS * per, mps);
         }
         snprintf(why, sizeof(why),
                  "%d ranks on this node need more than the %d MPS servers gsrun starts per "
                  "node (%d clients each); running without MPS",
-                 local_size, GS_MAX_GPUS, clients_per_server);
+                 local_size, GS_MAX_GPUS, per);
         off(plan, 1, why);
         return 0;
     }
     plan->use_mps = 1;
     return 0;
+}
+
+int gs_policy_plan_packed(const gs_config_t *cfg, int local_size, int ngpus, const int *counts,
+                          int have_control, const char *control_error, int clients_per_server,
+                          gs_plan_t *plan, gs_error_t *err)
+{
+    int used, most = 0, first[GS_MAX_GPUS], n[GS_MAX_GPUS], rc;
+    char mps[64];
+
+    memset(plan, 0, sizeof(*plan));
+    if (local_size < 1 || ngpus < 0 || clients_per_server < 1) {
+        return gs_error_set(err, EINVAL,
+                            "invalid plan input: %d local ranks, %d GPUs, %d clients per server",
+                            local_size, ngpus, clients_per_server);
+    }
+    if (ngpus > GS_MAX_GPUS) {
+        ngpus = GS_MAX_GPUS;
+    }
+    plan->clients_per_server = clients_per_server;
+    gs_config_opt(cfg, "mps", mps, sizeof(mps));
+    if ((rc = decided_first(cfg, ngpus, mps, plan, err)) != 0) {
+        return rc < 0 ? rc : 0;
+    }
+    if ((used = rank_blocks(local_size, ngpus, counts, first, n, err)) < 0) {
+        return used;
+    }
+    plan->nused = used;
+    for (int g = 0; g < used; g++) {
+        most = n[g] > most ? n[g] : most;
+    }
+    /* The servers, listed even where MPS turns out off (the GPUs the ranks
+     * are given); too many for a node only matters once MPS is on. */
+    int dealt = deal_servers(cfg, used, clients_per_server, first, n, plan);
+    return decide_mps(cfg, local_size, most, dealt, have_control, control_error, mps, plan, err);
 }
 
 int gs_policy_plan_server_of_rank(const gs_plan_t *plan, int local_rank)
