@@ -20,6 +20,10 @@
 # GSRUN_SERVERS_FRONTS and GSRUN_SERVERS_KILLS choose the steps.
 # Ends with "N passed, N failed".
 set -u
+# Each job's own servers (--mps-share=job, in every front end): the script
+# counts the job's daemons, which the user's shared servers (the default,
+# tests/gpu/share.sh) would hide.
+export GSRUN_MPS_SHARE=job OMPI_MCA_rtc_gsrun_mps_share=job
 build=$1
 np=${2:-100}
 top=$(cd "$(dirname "$0")/../.." && pwd)
