@@ -17,6 +17,7 @@
 #   gsrun-100    gsrun --mps=on --mps-percentage=off (100 %)
 #   gsrun-equal  gsrun --mps=on --mps-percentage=<100/n> (the equal split)
 #   gsrun-floor  gsrun --mps=on --mps-percentage=<max(25, 200/n)> (200/n with a floor)
+#   gsrun-pP     gsrun --mps=on --mps-percentage=P (a fixed share, e.g. gsrun-p37.5)
 #   pre          mpirun on an MPS daemon started (and its server) before the timer
 #                and quit after it: the physical limit of what gsrun can reach
 # Columns: program,np,config,rep,wall_s,tts_s,first_kernel_s,init_s,gpu_mem_mib,ok,result
@@ -47,7 +48,8 @@ summarize() {
         seen[k] = 1; progs[$1] = 1; nps[$1 "," $2] = $2; cfgs[$3] = 1
     }
     END {
-        split("plain hand pre gsrun gsrun-100 gsrun-equal gsrun-floor", order, " ")
+        no = split("plain hand pre gsrun gsrun-100 gsrun-equal gsrun-floor", order, " ")
+        for (c in cfgs) if (c ~ /^gsrun-p/) order[++no] = c # fixed shares, after the named ones
         for (p in progs) {
             printf "\n%s (medians of the runs; spread = (max-min)/median of tts)\n", p
             printf "%4s %-12s %9s %7s %9s %8s %8s %9s %9s %8s\n", "np", "config", "tts_s", "spread", "speedup", "vs_hand", "vs_ideal", "first_s", "wall_s", "mem_MiB"
@@ -56,7 +58,7 @@ summarize() {
                 if (!((p "," n) in nps)) continue
                 base = med(p "," n ",plain,tts"); hand = ((p "," n ",hand") in seen) ? med(p "," n ",hand,tts") : ""
                 if (ideal == "" && ((p ",1,plain") in seen)) ideal = med(p ",1,plain,tts")
-                for (c = 1; c <= 7; c++) {
+                for (c = 1; c <= no; c++) {
                     k = p "," n "," order[c]
                     if (!(k in seen)) { if (k in bad) printf "%4d %-12s failed in %d run(s)\n", n, order[c], bad[k]; continue }
                     t = med(k ",tts"); sp = (hi[k ",tts"] - lo[k ",tts"]) / t * 100
@@ -138,6 +140,10 @@ run_one() { # run_one config np rep
     gsrun-floor)
         pct=$(awk -v n="$n" 'BEGIN { p = 200 / n; if (p < 25) p = 25; if (p > 100) p = 100; printf "%.4f", p }')
         timeout "$timeout_s" "$gsrun" --mps=on --mps-percentage="$pct" -np "$n" "$prog" $args >"$out" 2>&1
+        rc=$?
+        ;;
+    gsrun-p*)
+        timeout "$timeout_s" "$gsrun" --mps=on --mps-percentage="${cfg#gsrun-p}" -np "$n" "$prog" $args >"$out" 2>&1
         rc=$?
         ;;
     gsrun-equal)

@@ -21,6 +21,7 @@
 #   plain  mpirun, no MPS            gsrun  gsrun --mps=on, the default share
 #   off    gsrun --mps-percentage=off (100 %)
 #   fixed  gsrun --mps-percentage=25
+#   pP     gsrun --mps-percentage=P (any share: p37.5, p50)
 # Problem size: in.lj's box times --size in each direction (default 3: 27 x
 # 32,000 atoms); in.rhodo as it is (32,000 atoms); --steps for either
 # (default 1000). Rows: bench,np,config,rep,loop_s,perf (LAMMPS's own "Loop time" and
@@ -97,6 +98,9 @@ run() { # run NP CONFIG: prints "loop_s perf"
         "${args[@]}" -screen "$out" ;;
     fixed) "$build/launcher/gsrun" --mps=on --mps-percentage=25 -np "$np" --oversubscribe "$lmp" \
         "${args[@]}" -screen "$out" ;;
+    p[0-9]*) "$build/launcher/gsrun" --mps=on --mps-percentage="${config#p}" -np "$np" --oversubscribe "$lmp" \
+        "${args[@]}" -screen "$out" ;;
+    *) echo "lammps.sh: unknown config '$config' (plain gsrun off fixed pP)" >&2; false ;;
     esac >"$out.err" 2>&1
     local rc=$?
     local loop perf

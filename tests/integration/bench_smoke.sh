@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: tests/bench/launch_overhead.sh, gpu_bench.sh, lammps.sh (arguments), plot_scaling.sh
+# covers: tests/bench/launch_overhead.sh, gpu_bench.sh, lammps.sh (arguments), plot_scaling.sh, many_ranks.sh
 # The benchmarks that run without a GPU, at their smallest, as a smoke test.
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"
 "$S/tests/bench/launch_overhead.sh" --build "$B" --np 2 --pairs 1 >"$OUT" 2>"$ERR"
@@ -26,6 +26,22 @@ check "gpu_bench.sh --summarize: 70 rows of results" [ "$(grep -cE '^ +[0-9]+ (p
 rc=$?
 check "lammps.sh --gpus 0: status 2 (status $rc), names the option" \
     eval '[ $rc -eq 2 ] && grep -q "^lammps.sh: --gpus 0: give a count of GPUs" "$ERR"'
+# Many ranks over four (fake) GPUs: the floor's hand-started daemons, gsrun
+# with each kill, plain; a shell rank that prints the probe's line and stays.
+printf '%s\n' '#!/bin/sh' \
+    'echo "rank $OMPI_COMM_WORLD_RANK/$OMPI_COMM_WORLD_SIZE: mps=$([ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && echo 1 || echo 0)"' \
+    'while :; do sleep 1; done' >"$TEST_TMP/holdrank"
+chmod +x "$TEST_TMP/holdrank"
+LD_LIBRARY_PATH=$FAKE_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} FAKE_NVML_GPUS=4 \
+    "$S/tests/bench/many_ranks.sh" --build "$B" --np 12 --gpus 4 --clients-per-server 2 \
+    --prog "$TEST_TMP/holdrank" --control "$FAKE_CONTROL" --gsrun-args "--mps-control=$FAKE_CONTROL" \
+    --kill "gsrun mpirun agent rank" >"$OUT" 2>"$ERR"
+rc=$?
+check "many_ranks.sh on 4 fake GPUs: every case and kill (status $rc)" \
+    eval '[ $rc -eq 0 ] && grep -q "^6 passed, 0 failed$" "$OUT"' || diag "$OUT" "$ERR"
+check "  ... the floor deals 12 ranks over 8 hand-started daemons" grep -q "^# floor: 8 daemons with a server each (2 a GPU)$" "$OUT"
+check "  ... each run says when its ranks started and when all was gone" \
+    [ "$(grep -cE "run 1: 12 of 12 ranks \(mps=[01]\) started in [0-9.]+ s; SIGKILL: .* all after [0-9]+ ms$" "$OUT")" -eq 6 ]
 if command -v gnuplot >/dev/null; then
     "$S/tests/bench/plot_scaling.sh" "$S/doc/bench/h100-2026-11-25-lammps-lj.csv" "$TEST_TMP/lj.svg" "t" "x" >"$OUT" 2>"$ERR"
     check "plot_scaling.sh draws the four configs of the committed LAMMPS rows" \
