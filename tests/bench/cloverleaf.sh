@@ -7,18 +7,23 @@
 #
 #   tests/bench/cloverleaf.sh --src DIR --build GSRUN_BUILD [--ranks "1 4 16"]
 #                             [--configs "plain gsrun off fixed"] [--reps N] [--first-rep K]
-#                             [--cells N] [--steps N] [--csv FILE] [--work DIR]
+#                             [--cells N] [--steps N] [--csv FILE] [--work DIR] [--gpus N]
 #
 # --src: a CloverLeaf tree (CMakeLists.txt, cmake/, driver/, src/cuda/). Built
 # once in --work (default /tmp/gsclover) with -DMODEL=cuda -DENABLE_MPI=ON
 # for the GPU's architecture. The deck: --cells x --cells cells (default
-# 3840, as clover_bm16), --steps steps (default 300), every rank on GPU 0.
+# 3840, as clover_bm16), --steps steps (default 300). --gpus N (default 1)
+# uses the node's first N GPUs (CUDA_VISIBLE_DEVICES=0,..,N-1 unless set):
+# under plain mpirun a wrapper gives local rank r of n the GPU r * N / n (in
+# blocks, as gsrun deals them) as device 0; under gsrun each rank sees its
+# own GPU as device 0 and gsrun deals them, one MPS server per GPU.
 # Configs as tests/bench/lammps.sh: plain (mpirun, no MPS), gsrun (the
-# default share), off (--mps-percentage=off), fixed (--mps-percentage=25).
+# default share), off (--mps-percentage=off), fixed (--mps-percentage=25),
+# pP (--mps-percentage=P).
 # Rows: bench,np,config,rep,wall_s (CloverLeaf's own "Wall clock").
 set -u
 src="" build="" ranks="1 4 16" configs="plain gsrun off fixed" reps=1 first=1 cells=3840 steps=300
-csv="" work=/tmp/gsclover
+csv="" work=/tmp/gsclover gpus=1
 while [ $# -gt 0 ]; do
     case $1 in
     --src) src=$2; shift 2 ;;
@@ -31,13 +36,15 @@ while [ $# -gt 0 ]; do
     --steps) steps=$2; shift 2 ;;
     --csv) csv=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
+    --gpus) gpus=$2; shift 2 ;;
     *) echo "usage: see the head of $0" >&2; exit 2 ;;
     esac
 done
 [ -n "$src" ] && [ -n "$build" ] || { echo "usage: see the head of $0" >&2; exit 2; }
+case $gpus in '' | *[!0-9]* | 0) echo "cloverleaf.sh: --gpus $gpus: give a count of GPUs, 1 or more" >&2; exit 2 ;; esac
 src=$(cd "$src" && pwd) && build=$(cd "$build" && pwd) || exit 2
-# Every rank on the first GPU (gsrun would spread them over every GPU it sees).
-export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-0}
+# The first N GPUs (gsrun would spread the ranks over every GPU it sees).
+export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-$(seq -s, 0 $((gpus - 1)))}
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$work" && work=$(cd "$work" && pwd)
 csv=${csv:-$work/cloverleaf.csv}
@@ -75,10 +82,12 @@ run() { # run NP CONFIG: prints the wall clock in s, or NA
     local np=$1 config=$2 out=$work/out.$np.$config
     local args=(--device 0 --file "$work/clover.in" --out "$out.clover")
     case $config in
-    plain) mpirun -np "$np" --oversubscribe "$bin" "${args[@]}" ;;
+    plain) mpirun -np "$np" --oversubscribe "$work/onegpu" "$bin" "${args[@]}" ;;
     gsrun) "$build/launcher/gsrun" --mps=on -np "$np" --oversubscribe "$bin" "${args[@]}" ;;
     off) "$build/launcher/gsrun" --mps=on --mps-percentage=off -np "$np" --oversubscribe "$bin" "${args[@]}" ;;
     fixed) "$build/launcher/gsrun" --mps=on --mps-percentage=25 -np "$np" --oversubscribe "$bin" "${args[@]}" ;;
+    p[0-9]*) "$build/launcher/gsrun" --mps=on --mps-percentage="${config#p}" -np "$np" --oversubscribe "$bin" "${args[@]}" ;;
+    *) echo "cloverleaf.sh: unknown config '$config' (plain gsrun off fixed pP)" >&2; false ;;
     esac >"$out" 2>&1
     local rc=$? wall
     wall=$(sed -n 's/^ *Wall clock *\([0-9.e+-]*\).*/\1/p' "$out" | tail -1)
@@ -86,13 +95,23 @@ run() { # run NP CONFIG: prints the wall clock in s, or NA
     echo "$wall"
 }
 
+# plain mpirun: local rank r of n on GPU r * N / n of CUDA_VISIBLE_DEVICES, as device 0.
+cat >"$work/onegpu" <<'WRAP'
+#!/bin/sh
+n=$(echo "$CUDA_VISIBLE_DEVICES" | tr , '\n' | wc -l)
+i=$((${OMPI_COMM_WORLD_LOCAL_RANK:-0} * n / ${OMPI_COMM_WORLD_LOCAL_SIZE:-1}))
+CUDA_VISIBLE_DEVICES=$(echo "$CUDA_VISIBLE_DEVICES" | cut -d, -f$((i + 1))) exec "$@"
+WRAP
+chmod +x "$work/onegpu"
 cd "$work" || exit 1
+tag=""
+[ "$gpus" = 1 ] || tag="-${gpus}gpu"
 [ -f "$csv" ] || echo "bench,np,config,rep,wall_s" >"$csv"
 for rep in $(seq "$first" $((first + reps - 1))); do
     for np in $ranks; do
         for config in $configs; do
             [ "$np" = 1 ] && [ "$config" != plain ] && [ "$config" != gsrun ] && continue
-            echo "cloverleaf${cells}x${steps},$np,$config,$rep,$(run "$np" "$config")" | tee -a "$csv"
+            echo "cloverleaf${cells}x${steps}${tag},$np,$config,$rep,$(run "$np" "$config")" | tee -a "$csv"
         done
     done
 done

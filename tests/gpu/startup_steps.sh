@@ -7,13 +7,20 @@
 #
 #   tests/gpu/startup_steps.sh [RUNS]
 set -u
+runs=${1:-3}
+case $runs in
+'' | *[!0-9]* | 0)
+    echo "startup_steps.sh: '$runs': RUNS is a count from 1 (the script builds its own program from tests/gpu/startup_steps.c; it takes no build directory)" >&2
+    exit 2
+    ;;
+esac
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$(mktemp /tmp/gs-startup-steps.XXXXXX)
 trap 'rm -f "$bin"' EXIT
 cc -O2 -Wall -o "$bin" "$here/startup_steps.c" -ldl || exit 1
 control=$(command -v nvidia-cuda-mps-control) || { echo "$0: no nvidia-cuda-mps-control" >&2; exit 1; }
 rc=0
-for i in $(seq 1 "${1:-3}"); do
+for i in $(seq 1 "$runs"); do
     echo "# run $i"
     timeout 60 "$bin" "$control" || rc=1
 done

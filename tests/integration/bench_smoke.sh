@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: tests/bench/launch_overhead.sh, gpu_bench.sh, lammps.sh (arguments), plot_scaling.sh, many_ranks.sh
+# covers: tests/bench/launch_overhead.sh, gpu_bench.sh, lammps.sh and cloverleaf.sh (arguments), plot_scaling.sh, many_ranks.sh
 # The benchmarks that run without a GPU, at their smallest, as a smoke test.
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"
 "$S/tests/bench/launch_overhead.sh" --build "$B" --np 2 --pairs 1 >"$OUT" 2>"$ERR"
@@ -26,6 +26,10 @@ check "gpu_bench.sh --summarize: 70 rows of results" [ "$(grep -cE '^ +[0-9]+ (p
 rc=$?
 check "lammps.sh --gpus 0: status 2 (status $rc), names the option" \
     eval '[ $rc -eq 2 ] && grep -q "^lammps.sh: --gpus 0: give a count of GPUs" "$ERR"'
+"$S/tests/bench/cloverleaf.sh" --src "$TEST_TMP/none" --build "$B" --gpus x >"$OUT" 2>"$ERR"
+rc=$?
+check "cloverleaf.sh --gpus x: status 2 (status $rc), names the option" \
+    eval '[ $rc -eq 2 ] && grep -q "^cloverleaf.sh: --gpus x: give a count of GPUs" "$ERR"'
 # Many ranks over four (fake) GPUs: the floor's hand-started daemons, gsrun
 # with each kill, plain; a shell rank that prints the probe's line and stays.
 printf '%s\n' '#!/bin/sh' \
