@@ -67,10 +67,10 @@ if [ -z "$prog" ]; then
 fi
 control=${control:-$(command -v nvidia-cuda-mps-control)} ||
     { echo "many_ranks.sh: no nvidia-cuda-mps-control on PATH" >&2; exit 77; }
-np=${np:-$((100 * gpus))}
-for v in "$np" "$gpus" "$cps" "$reps"; do
+for v in "$gpus" "${np:-1}" "$cps" "$reps"; do
     case $v in '' | *[!0-9]* | 0) echo "many_ranks.sh: '$v': --np, --gpus, --clients-per-server and --reps take whole numbers from 1" >&2; exit 2 ;; esac
 done
+np=${np:-$((100 * gpus))}
 read -r -a prog_argv <<<"$prog"
 name=$(basename "${prog_argv[0]}")
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -85,6 +85,17 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
+# procs PATTERN: live_procs, limited under `make check` (GS_TEST_MARK, which
+# every process of a test's jobs inherits) to this test's own: tests running
+# beside it have mpiruns, agents and fake daemons of their own. (Not on a GPU
+# machine: there CUDA programs' environ cannot be read.)
+procs() {
+    local p
+    if [ -z "${GS_TEST_MARK:-}" ]; then live_procs "$1"; return; fi
+    for p in $(live_procs "$1"); do
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "GS_TEST_MARK=$GS_TEST_MARK" && printf '%s ' "$p"
+    done
+}
 pass=0 fail=0
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 rundirs() { ls -d "${TMPDIR:-/tmp}"/gsrun.* "${TMPDIR:-/tmp}"/gsrun-*/mps-share/* /run/gsrun/*/* 2>/dev/null | tr '\n' ' '; }
@@ -102,6 +113,20 @@ esac
 exec "\$@"
 EOF
 chmod +x "$work/wrap"
+
+# The job's node agent: not its guard (a gsrun-agent's child) nor the user's
+# shared agent (--mode node-share).
+job_agent() {
+    local p pp c
+    for p in $(procs gsrun-agent); do
+        read -r pp < <(awk '{print $4}' "/proc/$p/stat" 2>/dev/null) || continue
+        read -r c 2>/dev/null <"/proc/$pp/comm"
+        [ "$c" = gsrun-agent ] && continue
+        tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- "--mode node-share" && continue
+        echo "$p"
+        return
+    done
+}
 
 hand_up() { # the floor's daemons and servers, before the clock
     local spg=$(((np + gpus * cps - 1) / (gpus * cps))) s g d
@@ -146,32 +171,40 @@ one_run() { # one_run CASE KILL REP
     done
     n=$(grep -c "^rank [0-9]*/[0-9]*: mps=$expect" "$out")
     case $what in
-    floor | plain) victim=$(live_procs "$name") ;;
+    floor | plain) victim=$(procs "$name") ;;
     *) case $kill in
         gsrun) victim=$launched ;;
-        mpirun) victim=$(live_procs mpirun) ;;
-        agent) victim=$(live_procs gsrun-agent) ;;
-        rank) victim=$(live_procs "$name" | awk '{print $1}') ;;
+        mpirun) victim=$(procs mpirun)$(procs prterun) ;; # Open MPI 4, 5
+        agent) victim=$(job_agent) ;;
+        rank) victim=$(procs "$name" | awk '{print $1}') ;;
         esac ;;
     esac
     local label=$what
     [ "$what" = gsrun ] && label="gsrun (SIGKILL of $kill)"
     t0=$(now_ms)
+    if [ -z "$victim" ]; then
+        echo "#   no $kill to kill: the job is ended instead"
+        kill -KILL $launched $(procs "$name") 2>/dev/null
+    fi
     [ -n "$victim" ] && kill -KILL $victim 2>/dev/null
     [ "$what" = floor ] && hand_quit
     while :; do
         ms=$(($(now_ms) - t0))
-        r=$(live_procs "$name") m=$(live_procs 'nvidia-cuda-mps*') a=$(live_procs 'gsrun-*') d=$(rundirs)
+        r=$(procs "$name") m=$(procs 'nvidia-cuda-mps*') a=$(procs 'gsrun-*') d=$(rundirs)
         [ -z "$r" ] && [ -z "$t_r" ] && t_r=$ms
         [ -z "$m" ] && [ -z "$t_m" ] && t_m=$ms
         [ -z "$r$m$a$d" ] && { t_all=$ms; break; }
         [ $ms -ge 120000 ] && break
         sleep 0.01
     done
+    # Whatever outlived the poll is ended, so that the wait cannot hang.
+    [ -z "$t_all" ] && kill -KILL $launched $(procs "$name") $(procs mpirun) $(procs prterun) 2>/dev/null
+    for _ in $(seq 600); do kill -0 $launched 2>/dev/null || break; sleep 0.1; done
+    kill -KILL $launched 2>/dev/null
     wait 2>/dev/null
     echo "$label run $rep: $n of $np ranks (mps=$expect) started in ${t_start:+$((t_start / 1000)).$(printf %03d $((t_start % 1000)))} s; SIGKILL: ranks gone after ${t_r:--} ms, MPS after ${t_m:--} ms, all after ${t_all:--} ms"
     grep -v "^rank [0-9]*/[0-9]*: mps=$expect" "$out" | head -8 | sed 's/^/#   /' # gsrun's own lines
-    if [ -n "$t_start" ] && [ "$n" -eq "$np" ] && [ -n "$t_all" ]; then
+    if [ -n "$victim" ] && [ -n "$t_start" ] && [ "$n" -eq "$np" ] && [ -n "$t_all" ]; then
         pass=$((pass + 1))
     else
         fail=$((fail + 1))
