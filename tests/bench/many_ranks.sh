@@ -35,6 +35,7 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/gpu/procs.sh"
+. "$top/tests/bench/mps_by_hand.sh"
 build="" np="" cases="floor gsrun plain" kills=gsrun reps=1 cps=48 gsrun_args="" prog="" gpus="" control=""
 usage() { echo "usage: see the head of $0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -71,6 +72,7 @@ for v in "$gpus" "${np:-1}" "$cps" "$reps"; do
     case $v in '' | *[!0-9]* | 0) echo "many_ranks.sh: '$v': --np, --gpus, --clients-per-server and --reps take whole numbers from 1" >&2; exit 2 ;; esac
 done
 np=${np:-$((100 * gpus))}
+spg=$(((np + gpus * cps - 1) / (gpus * cps))) # the floor's servers a GPU
 read -r -a prog_argv <<<"$prog"
 name=$(basename "${prog_argv[0]}")
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -106,7 +108,7 @@ cat >"$work/wrap" <<EOF
 #!/bin/sh
 r=\${OMPI_COMM_WORLD_LOCAL_RANK:?not under Open MPI}
 case \$1 in
-floor) s=\$((r % $((gpus * ((np + gpus * cps - 1) / (gpus * cps)))))); shift
+floor) s=\$((r % $((gpus * spg)))); shift
     export CUDA_MPS_PIPE_DIRECTORY=$work/d\$s/p CUDA_MPS_LOG_DIRECTORY=$work/d\$s/l ;;
 plain) export CUDA_VISIBLE_DEVICES=\$((r % $gpus)); shift ;;
 esac
@@ -129,15 +131,13 @@ job_agent() {
 }
 
 hand_up() { # the floor's daemons and servers, before the clock
-    local spg=$(((np + gpus * cps - 1) / (gpus * cps))) s g d
+    local s d
     for s in $(seq 0 $((gpus * spg - 1))); do
-        g=$((s / spg)) d=$work/d$s
-        mkdir -p "$d/p" "$d/l"
-        CUDA_VISIBLE_DEVICES=$g CUDA_MPS_PIPE_DIRECTORY=$d/p CUDA_MPS_LOG_DIRECTORY=$d/l "$control" -d || return 1
+        d=$work/d$s
+        CUDA_VISIBLE_DEVICES=$((s / spg)) mps_hand_up "$d" || return 1
         daemons+=("$d")
     done
     for d in "${daemons[@]}"; do
-        for _ in $(seq 500); do [ -S "$d/p/control" ] && break; sleep 0.01; done
         echo "start_server -uid $(id -u)" | CUDA_MPS_PIPE_DIRECTORY=$d/p "$control" >/dev/null || return 1
     done
     echo "# floor: $((gpus * spg)) daemons with a server each ($spg a GPU)"
