@@ -58,7 +58,15 @@ if [ $rc -ne 0 ]; then
     tail -20 check.out
 fi
 if [ $rc -eq 0 ] && [ "${GSRUN_SKIP_DISTCHECK:-0}" != 1 ]; then
-    make -s distcheck >distcheck.out 2>&1 || { tail -40 distcheck.out; echo "make distcheck failed"; rc=1; }
+    if ! make -s distcheck >distcheck.out 2>&1; then
+        tail -40 distcheck.out
+        # distcheck leaves its tree behind on failure: show what failed there.
+        for l in gsrun-*/_build/sub/test-suite.log; do
+            [ -f "$l" ] && echo "=== $l" && tail -150 "$l"
+        done
+        echo "make distcheck failed"
+        rc=1
+    fi
     [ $rc -eq 0 ] && echo "make distcheck: passed"
 fi
 sh "$top/tests/summary.sh" .

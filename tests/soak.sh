@@ -22,8 +22,14 @@ GS_TOP_BUILDDIR=$B GS_TOP_SRCDIR=$top
 . "$top/tests/integration/lib.sh"
 # What jobs leave in /dev/shm is counted.
 unset OMPI_MCA_btl_vader_backing_directory OMPI_MCA_btl_sm_backing_directory
+# This shell's open descriptors, listed by a glob in the shell itself into
+# $fds (count, then the numbers): anything in a command substitution races
+# the shell's closing of the pipe's write end after the fork, and now and then
+# counts one more.
+fds_now() { local f=(/proc/$$/fd/*); fds="${#f[@]} (${f[*]##*/})"; }
 shm_before=$(ls /dev/shm | wc -l)
-fds_before=$(ls /proc/$$/fd | wc -l)
+fds_now
+fds_before=$fds
 bad_status=0
 t0=$(date +%s)
 for i in $(seq 1 "$jobs"); do
@@ -42,10 +48,16 @@ done
 echo "# $jobs jobs in $(($(date +%s) - t0)) s"
 for _ in $(seq 50); do [ -z "$(leftover_procs)" ] && break; sleep 0.1; done
 check "$jobs jobs: every exit status as expected ($bad_status wrong)" [ $bad_status -eq 0 ]
-check "$jobs jobs: no leaked process ($(leftover_procs | wc -l))" [ -z "$(leftover_procs)" ]
-check "$jobs jobs: no run directory left ($(run_files | wc -l))" [ -z "$(run_files)" ]
-check "$jobs jobs: no file added in /dev/shm ($shm_before before, $(ls /dev/shm | wc -l) after)" [ "$(ls /dev/shm | wc -l)" -le "$shm_before" ]
-check "$jobs jobs: no descriptor leaked by the test ($fds_before before, $(ls /proc/$$/fd | wc -l) after)" [ "$(ls /proc/$$/fd | wc -l)" -le "$fds_before" ]
+left=$(leftover_procs | tr '\n' ' ')
+check "$jobs jobs: no leaked process ($(wc -w <<<"$left"))" [ -z "$left" ] || echo "# left: $left"
+left=$(run_files | tr '\n' ' ')
+check "$jobs jobs: no run directory left ($(wc -w <<<"$left"))" [ -z "$left" ] || echo "# left: $left"
+shm_after=$(ls /dev/shm | wc -l)
+check "$jobs jobs: no file added in /dev/shm ($shm_before before, $shm_after after)" [ "$shm_after" -le "$shm_before" ]
+fds_now
+fds_after=$fds
+check "$jobs jobs: no descriptor leaked by the test (${fds_before%% *} before, ${fds_after%% *} after)" \
+    [ "${fds_after%% *}" -le "${fds_before%% *}" ] || echo "# descriptors before: $fds_before; after: $fds_after"
 n=$T_N f=$T_FAIL
 rm -rf "$TEST_TMP"
 echo "1..$n"
