@@ -37,6 +37,12 @@ export TMPDIR=$TEST_TMP/tmp
 mkdir -p "$TMPDIR" "$TEST_TMP/ompi"
 # Open MPI's own session files go elsewhere, so TMPDIR shows only gsrun's.
 export OMPI_MCA_orte_tmpdir_base=$TEST_TMP/ompi PRTE_MCA_prte_tmpdir_base=$TEST_TMP/ompi
+# Open MPI 4's user session dir made once for all the test's jobs: two
+# mpiruns that start at once where it is missing race to make it, and the
+# loser fails in orte_init ("A call to mkdir was unable to create the desired
+# directory: .../ompi.vm.0, File exists": seen in share.sh under make -j2).
+# Every mpirun removes it at its end when it is empty: a subdirectory keeps it.
+mkdir -p "$TEST_TMP/ompi/ompi.$(uname -n).$(id -u)/keep"
 # So do its shared-memory segments, which ranks killed by a test leave
 # behind (as under plain mpirun); the soak test counts /dev/shm itself.
 export OMPI_MCA_btl_vader_backing_directory=$TEST_TMP/ompi OMPI_MCA_btl_sm_backing_directory=$TEST_TMP/ompi
