@@ -15,7 +15,7 @@
 #                       helper programs
 #   6  runtime/batch/   a batch job's node: provisioning, root's keeper and end
 #                       of a job (for the front ends; the agent never uses it)
-#   7  agent: report ranks placer      11 agent: agent_loop
+#   7  agent: report ranks placer      11 agent: agent_loop agent_fault
 #   8  agent: guard                     12 agent: agent_serve
 #   9  agent: daemons                   13 agent: agent (agent.c: the states)
 #   10 agent: agent_setup agent_publish 14 agent: agent_main (gsrun-agent)
@@ -56,7 +56,7 @@ layer_of() { # part -> layer
     guard) echo 8 ;;
     daemons) echo 9 ;;
     agent_setup | agent_publish | agent_pack | agent_int) echo 10 ;;
-    agent_loop) echo 11 ;;
+    agent_loop | agent_fault) echo 11 ;;
     agent_share | agent_lease) echo 12 ;;
     agent_serve) echo 13 ;;
     agent) echo 14 ;;
@@ -86,7 +86,7 @@ names_of() {
     placer) re='|gs_placer_[a-z_]+|GS_PLACER_WAIT' ;;
     guard) re='|gs_guard_[a-z_]+' ;;
     daemons) re='|gs_daemons_[a-z_]+|GS_DAEMON_[A-Z_]+' ;;
-    agent_setup | agent_publish | agent_pack | agent_loop | agent_share | agent_lease | agent_serve | agent | agent_main)
+    agent_setup | agent_publish | agent_pack | agent_loop | agent_fault | agent_share | agent_lease | agent_serve | agent | agent_main)
         for m in $(grep -hoE '^[a-z][a-z_ *]*\bgs_agent_[a-z_]+\(' "$S/runtime/agent/$p.c" |
             grep -oE 'gs_agent_[a-z_]+'); do
             re="$re|$m"
@@ -111,7 +111,7 @@ if [ -z "$stray" ]; then
 else
     not_ok "runtime files outside the layer folders: $stray"
 fi
-parts="core wire gpu plan files rank batch report ranks placer guard daemons agent_setup agent_publish agent_pack agent_loop agent_share agent_lease agent_serve agent agent_main"
+parts="core wire gpu plan files rank batch report ranks placer guard daemons agent_setup agent_publish agent_pack agent_loop agent_fault agent_share agent_lease agent_serve agent agent_main"
 declare -A RE
 for p in $parts; do RE[$p]=$(names_of "$p"); done
 

@@ -464,6 +464,7 @@ static gs_agent_state_t stopping(gs_agent_t *a)
     if (a->mode == GS_MODE_SHARED) {
         gs_agent_share_close(a);
     }
+    gs_agent_fault_shared(a); /* a fault that ended the job's ranks before it was told */
     gs_agent_share_leave(a); /* a job's lease: the shared agent stops its servers */
     gs_agent_pack_release(a); /* the job's ranks no longer count on its GPUs */
     gs_daemons_stop_from(&a->daemons, 0, gs_agent_rank_of_pid, a);

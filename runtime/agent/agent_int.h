@@ -112,6 +112,14 @@ typedef struct {
     char share_dir[256];
     int share_server[GS_MAX_GPUS];
 
+    /* GPU faults on the servers (agent_fault.c): when the daemons' logs are
+     * read again (a fault's client list not yet whole), and each entry's
+     * fault as `gsrun status` shows it. */
+    long long fault_due_ms;
+    char fault_note[GS_MAX_GPUS][512];
+    int fault_held[GS_MAX_GPUS]; /* the retired server's clients when the note was made */
+    int fault_told[GS_MAX_GPUS]; /* a job on shared servers: faults told of, each entry */
+
     gs_ledger_t ledger; /* the user's placement record of the node: this job's entry */
     int gpu_pos[GS_MAX_GPUS]; /* gpus.gpu[k]'s place among the visible GPUs (packing
                                * reorders them): its number in messages and status */
@@ -164,6 +172,8 @@ typedef struct {
      * many), and what came on them. */
     int (*extra)(gs_agent_t *a, struct pollfd *p, int max);
     void (*extra_ready)(gs_agent_t *a, const struct pollfd *p, int n);
+    /* The daemons' logs grew (or a fault's list is due): NULL, not followed. */
+    void (*faults)(gs_agent_t *a);
 } gs_agent_wait_t;
 /* Runs until a handler, a check, a signal or the launcher ends the wait
  * (gs_agent_loop_end); returns why. */
@@ -176,6 +186,24 @@ const char *gs_agent_read_signals(gs_agent_t *a);
 /* local rank of pid (for MPS's log lines), a gs_rank_of_pid_fn. */
 int gs_agent_rank_of_pid(const void *agent, pid_t pid);
 int gs_agent_listen(gs_agent_t *a, gs_error_t *err);
+
+/* agent_fault.c: a GPU fault on a server this agent runs (the shared
+ * agent's, a job's own, a batch job's): read from the daemons' logs (the
+ * loop's `faults`); the fault told once (a job's report; the shared
+ * agent's leases: "fault S <time> <PIDs>"), the server retired and a fresh
+ * one in its place before any job or rank is given it; the status's notes. */
+void gs_agent_faults(gs_agent_t *a);
+/* The PIDs MPS listed, as the user knows them: "this job's ranks 0-1, job
+ * gsrun.X's rank 0 (prog, pid P), pid Q (prog)". */
+void gs_agent_fault_who(const gs_agent_t *a, const pid_t *pids, int n, char *buf, size_t len);
+/* A job's agent on the user's shared servers: the faults their logs show
+ * since its lease that ended its ranks, each told once in its report (on
+ * "fault" from the shared agent, and at the job's end: ranks the fault
+ * ended may end the job before the shared agent's line is read). */
+void gs_agent_fault_shared(gs_agent_t *a);
+/* A line from the shared agent on the lease: "fault ..." (above) or "renew
+ * S" (the job's entries on S take the fresh server's dirs). */
+void gs_agent_fault_told(gs_agent_t *a, const char *line);
 
 /* agent_serve.c: the messages and the waiting states. */
 extern const gs_agent_msg_t gs_agent_messages[];
@@ -211,6 +239,10 @@ void gs_agent_share_on_lease(gs_agent_t *a, gs_agent_conn_t *c);
 void gs_agent_share_close(gs_agent_t *a);
 /* On a lease: "lost S signal|status N", shared server S's daemon died. */
 #define GS_AGENT_SHARE_LOST "lost"
+/* "fault S <time> <PIDs>": shared server S hit a GPU fault (agent_fault.c);
+ * "renew S": a fresh server took its place (its dirs in the shared state). */
+#define GS_AGENT_SHARE_FAULT "fault"
+#define GS_AGENT_SHARE_RENEW "renew"
 /* Tells each job leasing a server whose control daemon has died, once
  * ("lost S how" on its lease), and updates the status. */
 void gs_agent_share_tell_lost(gs_agent_t *a);

@@ -101,13 +101,18 @@ void gs_agent_lease_ready(gs_agent_t *a, const struct pollfd *p, int n)
     if (!(revents & (POLLIN | POLLHUP | POLLERR))) {
         return;
     }
-    char buf[512];
+    char buf[4096]; /* each line one write, shorter than this */
     ssize_t got = (revents & POLLIN) ? read(a->share_fd, buf, sizeof(buf) - 1) : 0;
     if (got > 0) {
         buf[got] = '\0';
         for (char *line = buf, *nl; (nl = strchr(line, '\n')) != NULL; line = nl + 1) {
             *nl = '\0';
-            on_lost(a, line);
+            if (strncmp(line, GS_AGENT_SHARE_FAULT " ", strlen(GS_AGENT_SHARE_FAULT) + 1) == 0 ||
+                strncmp(line, GS_AGENT_SHARE_RENEW " ", strlen(GS_AGENT_SHARE_RENEW) + 1) == 0) {
+                gs_agent_fault_told(a, line);
+            } else {
+                on_lost(a, line);
+            }
         }
         return;
     }
@@ -258,6 +263,12 @@ static int take_servers(gs_agent_t *a, const int *server, gs_error_t *err)
         snprintf(d->uuid, sizeof(d->uuid), "%s", st->server[s].uuid);
         snprintf(d->pipe_dir, sizeof(d->pipe_dir), "%s", st->server[s].pipe_dir);
         snprintf(d->log_dir, sizeof(d->log_dir), "%s", st->server[s].log_dir);
+        /* Its faults from now on are this job's to hear of (agent_fault.c). */
+        char out[GS_PATH_MAX + 16];
+        struct stat sb;
+        gs_mps_health_init(&a->daemons.health[e]);
+        snprintf(out, sizeof(out), "%s/" GS_MPS_CONTROL_OUT, d->log_dir);
+        a->daemons.health[e].offset = stat(out, &sb) == 0 ? (long long)sb.st_size : 0;
         if (s < ss->nservers) {
             d->daemon_pid = ss->server[s].daemon_pid;
             d->server_pid[0] = ss->server[s].server_pid;

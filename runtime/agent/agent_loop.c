@@ -195,7 +195,7 @@ const char *gs_agent_loop(gs_agent_t *a, const gs_agent_msg_t *msgs, const gs_ag
 {
     gs_ranks_t *t = &a->ranks;
     /* The rank table grows to the node's size at most (serving). */
-    int nfds = 3 + GS_AGENT_CONN_MAX + GS_AGENT_LEASES_MAX +
+    int nfds = 4 + GS_AGENT_CONN_MAX + GS_AGENT_LEASES_MAX +
                (a->local_size > t->nlive ? a->local_size : t->nlive);
     struct pollfd *p = calloc((size_t)nfds, sizeof(*p));
     conns_t *q = calloc(1, sizeof(*q));
@@ -211,6 +211,14 @@ const char *gs_agent_loop(gs_agent_t *a, const gs_agent_msg_t *msgs, const gs_ag
         for (int i = 0; i < q->n; i++) {
             p[k++] = (struct pollfd){q->c[i].fd, POLLIN, 0};
             timeout = min_timeout(timeout, q->c[i].deadline > now ? q->c[i].deadline - now : 0);
+        }
+        int logs = -1;
+        if (w->faults != NULL && a->daemons.log_fd >= 0) {
+            logs = k;
+            p[k++] = (struct pollfd){a->daemons.log_fd, POLLIN, 0};
+            if (a->fault_due_ms > 0) {
+                timeout = min_timeout(timeout, a->fault_due_ms > now ? a->fault_due_ms - now : 0);
+            }
         }
         int first_extra = k;
         k += w->extra != NULL ? w->extra(a, p + k, GS_AGENT_LEASES_MAX) : 0;
@@ -236,6 +244,12 @@ const char *gs_agent_loop(gs_agent_t *a, const gs_agent_msg_t *msgs, const gs_ag
         }
         if (dropped && w->ranks_dropped != NULL) {
             w->ranks_dropped(a);
+        }
+        /* A server's log grew: a GPU fault is acted on before any lease or
+         * rank below is answered. */
+        if (logs >= 0 && ((p[logs].revents & POLLIN) ||
+                          (a->fault_due_ms > 0 && gs_proc_now_ms() >= a->fault_due_ms))) {
+            w->faults(a);
         }
         if (w->extra_ready != NULL && first_rank > first_extra) {
             w->extra_ready(a, p + first_extra, first_rank - first_extra);

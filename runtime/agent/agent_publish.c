@@ -210,6 +210,17 @@ void gs_agent_write_status(const gs_agent_t *a)
     } else if (ds->borrowed) {
         snprintf(s->shared, sizeof(s->shared), "%s", a->share_dir);
     }
+    /* Every registration's PID (MPS's logs name PIDs: another job's agent
+     * names them as this job's ranks). */
+    size_t used = 0;
+    for (int i = 0; i < a->ranks.registered && a->ranks.seen != NULL; i++) {
+        const gs_rank_t *r = &a->ranks.seen[i];
+        if (r->rank < 0 || used + 24 >= sizeof(s->pids)) {
+            continue;
+        }
+        used += (size_t)snprintf(s->pids + used, sizeof(s->pids) - used, "%s%d:%d",
+                                 used > 0 ? " " : "", r->rank, (int)r->pid);
+    }
     s->nservers = p->ngpus;
     for (int g = 0; g < p->ngpus; g++) {
         gs_status_server_t *x = &s->server[g];
@@ -227,6 +238,9 @@ void gs_agent_write_status(const gs_agent_t *a)
         }
         if (a->mode == GS_MODE_SHARED) {
             jobs_text(a, g, x->jobs, sizeof(x->jobs));
+        }
+        if (g < GS_MAX_GPUS) {
+            snprintf(x->fault, sizeof(x->fault), "%s", a->fault_note[g]);
         }
         if (p->rank_gpu != NULL) {
             gs_placer_ranks_text(p, g, x->ranks, sizeof(x->ranks));

@@ -315,7 +315,8 @@ void gs_agent_serve(gs_agent_t *a)
                                       .check = serving_check,
                                       .ranks_dropped = serving_dropped,
                                       .extra = gs_agent_lease_fds, /* its lease */
-                                      .extra_ready = gs_agent_lease_ready};
+                                      .extra_ready = gs_agent_lease_ready,
+                                      .faults = gs_agent_faults};
     gs_ranks_t *t = &a->ranks;
     a->last_change = gs_proc_now_ms();
     a->ended_whole = 0;
@@ -338,7 +339,7 @@ void gs_agent_serve(gs_agent_t *a)
 
 void gs_agent_hold(gs_agent_t *a)
 {
-    static const gs_agent_wait_t w = {.launcher = 0};
+    static const gs_agent_wait_t w = {.launcher = 0, .faults = gs_agent_faults};
     const char *why = gs_agent_loop(a, gs_agent_messages, &w);
     gs_report_add(&a->report, 0, "stopping MPS: %s", why);
 }
@@ -363,7 +364,8 @@ void gs_agent_share_hold(gs_agent_t *a)
                                       .timeout = share_timeout,
                                       .check = share_check,
                                       .extra = gs_agent_share_fds,
-                                      .extra_ready = gs_agent_share_ready};
+                                      .extra_ready = gs_agent_share_ready,
+                                      .faults = gs_agent_faults};
     const char *why = gs_agent_loop(a, gs_agent_messages, &w);
     gs_report_add(&a->report, 0, "stopping the shared MPS: %s", why);
 }

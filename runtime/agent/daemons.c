@@ -4,9 +4,11 @@
 #include "runtime/agent/daemons.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,6 +28,7 @@ void gs_daemons_init(gs_daemons_t *ds, const char *node_dir, const char *control
     ds->timeout_s = timeout_s;
     ds->report = report;
     ds->guard = guard;
+    ds->log_fd = -1;
     for (int g = 0; g < GS_MAX_GPUS; g++) {
         gs_daemons_set_server(ds, g, g, 0, 1);
     }
@@ -115,8 +118,44 @@ void gs_daemons_stop_from(gs_daemons_t *ds, int first, gs_rank_of_pid_fn rank_of
         gs_rundir_remove(d->pipe_dir);
         gs_rundir_remove(d->log_dir);
     }
+    if (first == 0) {
+        /* The retired: quit long since sent; bounded like the rest. */
+        for (int i = 0; i < ds->nretired; i++) {
+            gs_mps_daemon_t *d = &ds->retired[i];
+            char note[512], who[48];
+            gs_daemons_label(ds, ds->retired_of[i], who, sizeof(who));
+            if (gs_mps_stop(d, ds->control, GS_DAEMON_QUIT_TIMEOUT_MS, note, sizeof(note))) {
+                gs_report_add(ds->report, 1, "%s (%s): the faulted MPS server: %s", who, d->uuid,
+                              note);
+            }
+            gs_rundir_remove(d->pipe_dir);
+            gs_rundir_remove(d->log_dir);
+        }
+        ds->nretired = 0;
+        if (ds->log_fd >= 0) {
+            close(ds->log_fd);
+            ds->log_fd = -1;
+        }
+    }
     if (first < ds->n) {
         ds->n = first;
+    }
+}
+
+/* Follows entry g's control.out from its start (gs_mps_spawn made it
+ * empty): its server's lines say when it faults. Without inotify the
+ * faults go unseen, as before, and nothing else changes. */
+static void watch_log(gs_daemons_t *ds, int g)
+{
+    char path[GS_PATH_MAX];
+    gs_mps_health_init(&ds->health[g]);
+    ds->listing_ms[g] = 0;
+    if (ds->log_fd < 0) {
+        ds->log_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    }
+    snprintf(path, sizeof(path), "%s/" GS_MPS_CONTROL_OUT, ds->daemon[g].log_dir);
+    if (ds->log_fd >= 0) {
+        inotify_add_watch(ds->log_fd, path, IN_MODIFY);
     }
 }
 
@@ -130,7 +169,15 @@ static int spawn_one(gs_daemons_t *ds, const gs_gpu_t *gpu, int g, gs_error_t *e
     memset(d, 0, sizeof(*d));
     d->gpu = g;
     snprintf(d->uuid, sizeof(d->uuid), "%s", gpu->uuid);
-    if ((size_t)snprintf(d->pipe_dir, sizeof(d->pipe_dir), "%s/g%d", ds->node_dir, g) >=
+    /* An entry's later daemons (after a GPU fault) get dirs of their own:
+     * the retired one may still hold its clients in g<N>. */
+    char name[sizeof(ds->node_dir) + 32];
+    if (ds->gen[g] == 0) {
+        snprintf(name, sizeof(name), "%s/g%d", ds->node_dir, g);
+    } else {
+        snprintf(name, sizeof(name), "%s/g%d.%d", ds->node_dir, g, ds->gen[g]);
+    }
+    if ((size_t)snprintf(d->pipe_dir, sizeof(d->pipe_dir), "%s", name) >=
             sizeof(d->pipe_dir) ||
         !gs_rundir_socket_fits(d->pipe_dir)) {
         return gs_error_set(err, ENAMETOOLONG,
@@ -138,7 +185,7 @@ static int spawn_one(gs_daemons_t *ds, const gs_gpu_t *gpu, int g, gs_error_t *e
                             "bytes); set TMPDIR to a shorter directory",
                             d->pipe_dir);
     }
-    snprintf(d->log_dir, sizeof(d->log_dir), "%s/g%d.log", ds->node_dir, g);
+    snprintf(d->log_dir, sizeof(d->log_dir), "%s.log", name);
     /* Made new: a dead daemon's socket left there (its agent and guard
      * killed together) would pass for the new one's readiness. */
     gs_rundir_remove(d->pipe_dir);
@@ -154,10 +201,13 @@ static int spawn_one(gs_daemons_t *ds, const gs_gpu_t *gpu, int g, gs_error_t *e
     int pin = gs_affinity_pick_core(gpu->have_cpumask ? gpu->cpumask : NULL, GS_GPU_CPUMASK_WORDS,
                                     &taken, &cpus, ds->pinned[g], sizeof(ds->pinned[g]));
     ds->cpus[g] = cpus;
-    ds->n = g + 1;
+    ds->n = g + 1 > ds->n ? g + 1 : ds->n;
     rc = gs_mps_spawn(d, ds->control, pin == 0 || pin == -ENOENT ? &cpus : NULL, err);
     if (rc == 0 && ds->guard != NULL) {
         gs_guard_tell(ds->guard, "mps", d->daemon_pid);
+    }
+    if (rc == 0) {
+        watch_log(ds, g);
     }
     return rc;
 }
@@ -247,6 +297,25 @@ void gs_daemons_record_servers(gs_daemons_t *ds, int g)
 
 int gs_daemons_reaped(gs_daemons_t *ds, pid_t pid, int st)
 {
+    for (int i = 0; i < ds->nretired; i++) {
+        gs_mps_daemon_t *d = &ds->retired[i];
+        if (d->daemon_pid == pid) {
+            char who[48];
+            gs_daemons_label(ds, ds->retired_of[i], who, sizeof(who));
+            d->daemon_reaped = 1;
+            d->daemon_status = st;
+            d->daemon_pid = 0;
+            gs_report_add(ds->report, 0, "%s: the faulted MPS server ended (its last client exited)",
+                          who);
+            gs_rundir_remove(d->pipe_dir);
+            gs_rundir_remove(d->log_dir);
+            ds->retired[i] = ds->retired[ds->nretired - 1];
+            ds->retired_health[i] = ds->retired_health[ds->nretired - 1];
+            ds->retired_of[i] = ds->retired_of[ds->nretired - 1];
+            ds->nretired--;
+            return 1;
+        }
+    }
     for (int g = 0; g < ds->n; g++) {
         gs_mps_daemon_t *d = &ds->daemon[g];
         if (d->daemon_pid == pid) {
@@ -307,4 +376,112 @@ void gs_daemons_avoid(gs_daemons_t *ds, const gs_gpu_list_t *gpus, const cpu_set
         ds->cpus[g] = to;
         snprintf(ds->pinned[g], sizeof(ds->pinned[g]), "%s", desc);
     }
+}
+
+static int pid_alive(pid_t pid)
+{
+    return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+int gs_daemons_follow(gs_daemons_t *ds, int *ev)
+{
+    char buf[4096], path[GS_PATH_MAX];
+    long long now = gs_proc_now_ms(), next = -1;
+    if (ds->log_fd >= 0) {
+        while (read(ds->log_fd, buf, sizeof(buf)) > 0) {
+            /* drained: every log is read below */
+        }
+    }
+    for (int g = 0; g < ds->n && g < GS_MAX_GPUS; g++) {
+        gs_mps_health_t *h = &ds->health[g];
+        ev[g] = 0;
+        if (ds->borrowed || ds->daemon[g].log_dir[0] == '\0') {
+            continue;
+        }
+        long long before = h->offset;
+        snprintf(path, sizeof(path), "%s/" GS_MPS_CONTROL_OUT, ds->daemon[g].log_dir);
+        ev[g] = gs_mps_health_follow(h, path);
+        if (!h->listing) {
+            ds->listing_ms[g] = 0;
+            continue;
+        }
+        if (h->offset != before || ds->listing_ms[g] == 0) {
+            ds->listing_ms[g] = now; /* still growing */
+        }
+        long long left = ds->listing_ms[g] + GS_DAEMONS_SETTLE_MS - now;
+        if (left <= 0) {
+            ev[g] |= gs_mps_health_settle(h);
+            ds->listing_ms[g] = 0;
+        } else if (next < 0 || left < next) {
+            next = left;
+        }
+    }
+    for (int i = 0; i < ds->nretired; i++) {
+        gs_mps_health_t *h = &ds->retired_health[i];
+        snprintf(path, sizeof(path), "%s/" GS_MPS_CONTROL_OUT, ds->retired[i].log_dir);
+        gs_mps_health_follow(h, path);
+        gs_mps_health_settle(h);
+        gs_mps_health_prune(h, pid_alive); /* a client killed before MPS logged it */
+    }
+    return (int)next;
+}
+
+int gs_daemons_retire(gs_daemons_t *ds, int g)
+{
+    if (ds->nretired == GS_DAEMONS_RETIRED_MAX) {
+        return -ENOSPC;
+    }
+    int i = ds->nretired++;
+    ds->retired[i] = ds->daemon[g];
+    ds->retired_health[i] = ds->health[g];
+    ds->retired_of[i] = g;
+    /* quit: MPS refuses new clients and ends once the last one has gone. */
+    gs_mps_quit_begin(&ds->retired[i], ds->control, 1000);
+    memset(&ds->daemon[g], 0, sizeof(ds->daemon[g]));
+    for (int k = 0; k < GS_MPS_MAX_SERVERS; k++) {
+        ds->daemon[g].server_pidfd[k] = -1;
+    }
+    gs_mps_health_init(&ds->health[g]);
+    return 0;
+}
+
+int gs_daemons_refill(gs_daemons_t *ds, const gs_gpu_list_t *gpus, int g, gs_error_t *err)
+{
+    long long deadline = gs_proc_now_ms() + (long long)ds->timeout_s * 1000;
+    gs_mps_daemon_t *d = &ds->daemon[g];
+    ds->gen[g]++;
+    int rc = spawn_one(ds, &gpus->gpu[g], g, err);
+    rc = rc == 0 ? gs_mps_wait_socket(d, deadline, err) : rc;
+    if (rc == 0 && ds->prestart) {
+        rc = gs_mps_start_server(d, ds->control, getuid(), deadline, err);
+    } else if (rc == 0) {
+        d->ready_ms = gs_proc_now_ms();
+    }
+    if (rc != 0) {
+        char note[512];
+        name_gpu(ds, err, g, d->uuid);
+        if (d->daemon_pid > 0) {
+            gs_mps_stop(d, ds->control, GS_DAEMON_QUIT_TIMEOUT_MS, note, sizeof(note));
+        }
+        gs_rundir_remove(d->pipe_dir);
+        gs_rundir_remove(d->log_dir);
+        d->daemon_pid = 0;
+        return rc;
+    }
+    if (ds->prestart) {
+        gs_daemons_record_servers(ds, g);
+    }
+    return 0;
+}
+
+const gs_mps_daemon_t *gs_daemons_retired_of(const gs_daemons_t *ds, int g,
+                                              const gs_mps_health_t **health)
+{
+    for (int i = ds->nretired - 1; i >= 0; i--) {
+        if (ds->retired_of[i] == g && ds->retired[i].daemon_pid > 0) {
+            *health = &ds->retired_health[i];
+            return &ds->retired[i];
+        }
+    }
+    return NULL;
 }

@@ -17,9 +17,15 @@
 #include "runtime/agent/report.h"
 #include "runtime/gpu/gpu.h"
 #include "runtime/gpu/mps.h"
+#include "runtime/gpu/mps_health.h"
 
 /* Bounded wait for a daemon's quit, before SIGTERM and SIGKILL. */
 #define GS_DAEMON_QUIT_TIMEOUT_MS 5000
+/* Daemons retired after a GPU fault that may still wait for their last
+ * client at once (each is a daemon and a server holding its context). */
+#define GS_DAEMONS_RETIRED_MAX 8
+/* A fault's list of clients that stopped growing this long ago is whole. */
+#define GS_DAEMONS_SETTLE_MS 30
 
 typedef int (*gs_rank_of_pid_fn)(const void *ctx, pid_t pid);
 
@@ -39,6 +45,18 @@ typedef struct {
     int n;                       /* daemons started, GPUs 0..n-1 */
     int borrowed; /* the entries are a shared agent's servers (--mps-share=node), leased
                    * by the caller: never quit, moved or followed here */
+    /* Each server's health, from its log as it is written (mps_health.h):
+     * an inotify descriptor the caller polls, and the daemons that served
+     * before a GPU fault, retired: told to quit, each ends once its last
+     * client has exited (MPS waits for them), never given out again. */
+    gs_mps_health_t health[GS_MAX_GPUS];
+    int gen[GS_MAX_GPUS]; /* daemons this entry has had: their dirs' names */
+    int log_fd;           /* inotify on the daemons' control.out, -1 none */
+    long long listing_ms[GS_MAX_GPUS];
+    gs_mps_daemon_t retired[GS_DAEMONS_RETIRED_MAX];
+    gs_mps_health_t retired_health[GS_DAEMONS_RETIRED_MAX];
+    int retired_of[GS_DAEMONS_RETIRED_MAX]; /* the entry it served */
+    int nretired;
 } gs_daemons_t;
 
 void gs_daemons_init(gs_daemons_t *ds, const char *node_dir, const char *control, int prestart,
@@ -68,6 +86,22 @@ void gs_daemons_stop_from(gs_daemons_t *ds, int first, gs_rank_of_pid_fn rank_of
                           const void *ctx);
 /* A child exited: 1 if it was a daemon (noted and reported), else 0. */
 int gs_daemons_reaped(gs_daemons_t *ds, pid_t pid, int status);
+/* Reads what the daemons' logs gained (the caller polls log_fd): ev[g] gets
+ * GS_MPS_EV_* for entry g; a retired daemon's clients that exited are
+ * dropped from its fault. Returns the ms until a fault's client list may be
+ * taken as whole (call again then), or -1. */
+int gs_daemons_follow(gs_daemons_t *ds, int *ev);
+/* Entry g's daemon hit a GPU fault: it is told to quit (it ends with its
+ * last client) and kept among the retired; the entry has no daemon until
+ * gs_daemons_refill. 0, or -ENOSPC when too many wait already (the entry
+ * keeps its faulted daemon). */
+int gs_daemons_retire(gs_daemons_t *ds, int g);
+/* A fresh daemon (and, with prestart, its server) for entry g, which has
+ * none, in dirs of a new name: its GPU is gpus->gpu[g]. */
+int gs_daemons_refill(gs_daemons_t *ds, const gs_gpu_list_t *gpus, int g, gs_error_t *err);
+/* The retired daemon that served entry g last and still runs, or NULL. */
+const gs_mps_daemon_t *gs_daemons_retired_of(const gs_daemons_t *ds, int g,
+                                              const gs_mps_health_t **health);
 /* Moves each daemon (and its servers) whose core is among ranks' to a free
  * core near its GPU, when there is one. */
 void gs_daemons_avoid(gs_daemons_t *ds, const gs_gpu_list_t *gpus, const cpu_set_t *ranks);

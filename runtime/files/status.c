@@ -57,6 +57,7 @@ const gs_rec_field_t gs_status_fields[] = {
     JOB("alive", GS_REC_INT, F | J, alive),
     JOB("memory_limit_mb", GS_REC_LLONG, F | J, memory_limit_mb),
     JOB("shared", GS_REC_STR, F | J, shared),
+    JOB("pids", GS_REC_STR, F | J, pids),
     GS_REC_END,
 };
 
@@ -97,6 +98,7 @@ const gs_rec_field_t gs_status_server_fields[] = {
     SRV("alive", GS_REC_INT, F | J, alive),
     SRV("gpu", GS_REC_INT, F, gpu),
     SRV("jobs", GS_REC_STR, F | J, jobs),
+    SRV("fault", GS_REC_STR, F | J | GS_REC_NULL_EMPTY, fault),
     GS_REC_END,
 };
 
@@ -109,8 +111,8 @@ double gs_status_uptime_s(const gs_status_t *s, long long now_ms)
                                                       : 0.0;
 }
 
-/* The file's size at most: 64 servers of 13 lines each, their strings full. */
-#define GS_STATUS_MAX (128 * 1024)
+/* The file's size at most: 64 servers of 14 lines each, their strings full. */
+#define GS_STATUS_MAX (256 * 1024)
 
 int gs_status_write(const char *node_dir, const gs_status_t *s, gs_error_t *err)
 {

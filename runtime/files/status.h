@@ -33,6 +33,8 @@ typedef struct {
     char pipe_dir[256]; /* the server's CUDA_MPS_PIPE_DIRECTORY, "" none */
     char jobs[256];     /* a shared server (--mps-share=node): the jobs it serves,
                          * "<job>:<ranks> ...", "" none */
+    char fault[512];    /* its server hit a GPU fault: when, and who MPS ended or who
+                         * still holds the faulted server; "" none */
 } gs_status_server_t;
 
 typedef struct {
@@ -53,6 +55,8 @@ typedef struct {
     int alive;
     char shared[256];   /* a job on the user's shared MPS (--mps-share=node): its node
                          * dir; the shared agent itself: "node"; "" neither */
+    char pids[2048];    /* "<local rank>:<PID> ..." of every registration: MPS's log
+                         * names PIDs, other jobs' agents name them as ranks */
     int nservers;       /* entries of server[]: MPS servers, or GPUs without MPS */
     gs_status_server_t server[GS_MAX_GPUS];
     int stale;          /* reader: the agent is gone but its dirs are left */

@@ -37,6 +37,9 @@ void gs_status_print_text(FILE *f, const gs_status_t *s, int n, long long now_ms
                     fprintf(f, "control daemon exited, ");
                 }
                 fprintf(f, "jobs %s\n", x->jobs[0] ? x->jobs : "none");
+                if (x->fault[0] != '\0') {
+                    fprintf(f, "    FAULT: %s\n", x->fault);
+                }
             }
             continue;
         }
@@ -72,6 +75,9 @@ void gs_status_print_text(FILE *f, const gs_status_t *s, int n, long long now_ms
             }
             fprintf(f, " ranks %s: %d registered, %d alive\n", x->ranks[0] ? x->ranks : "none",
                     x->registered, x->alive);
+            if (x->fault[0] != '\0') {
+                fprintf(f, "    FAULT: %s\n", x->fault);
+            }
         }
     }
 }

@@ -35,7 +35,19 @@
  * Clients: a connection that says "client <pid>" stands for a CUDA context
  * (tests/progs/rank_report --mps-client) and is held until the client
  * closes it; past the limit it is answered "refused", as the real server
- * refuses the 49th context (cudaErrorDevicesUnavailable). */
+ * refuses the 49th context (cudaErrorDevicesUnavailable).
+ *
+ * A GPU fault: a held client that writes "fault" on its connection
+ * (rank_report --mps-fault) faults the server as a real one does on Volta
+ * and later (measured on an H200, driver 580): the daemon prints the real
+ * lines on its output (control.out: "Client {PID: P, Context: 1}
+ * encountered a fatal GPU error.", "Server is handling a fatal GPU
+ * error.", the list of every client with a sticky error), tells every
+ * held client "fault", and until the last of them has closed its
+ * connection refuses new clients with 807 as the real server does
+ * ("Server teardown in progress. Refusing to accept new client ...");
+ * get_server_status says FAULT meanwhile, ACTIVE after. A quit in FAULT
+ * waits for those clients, as the real quit does. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -61,7 +73,9 @@ static int nservers;
 static double default_pct = 100.0;
 #define MAX_CLIENT_FDS 1024
 static int client_fd[MAX_CLIENT_FDS];
+static int client_pid[MAX_CLIENT_FDS];
 static int nclients;
+static int in_fault, quitting;
 
 static const char *env_or(const char *name, const char *dflt)
 {
@@ -93,6 +107,43 @@ static void logline(const char *file, const char *fmt, const char *arg)
         fputc('\n', f);
         fclose(f);
     }
+}
+
+/* A line of the server's, on the daemon's output as the real one prints
+ * them in the foreground. */
+static void serverline(const char *fmt, int a, int b)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    char t[64];
+    strftime(t, sizeof(t), "%Y-%m-%d %H:%M:%S", localtime(&ts.tv_sec));
+    printf("[%s.%03ld Server %5d] ", t, ts.tv_nsec / 1000000, nservers > 0 ? (int)servers[0] : 0);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+    printf(fmt, a, b); /* fmt is always one of this file's literals */
+#pragma GCC diagnostic pop
+    printf("\n");
+    fflush(stdout);
+}
+
+/* A client faulted: every client of the server gets a sticky error. */
+static void fault(void)
+{
+    serverline("Client {PID: %d, Context: %d} encountered a fatal GPU error.", client_pid[0], 1);
+    serverline("Server is handling a fatal GPU error.", 0, 0);
+    for (int i = 0; i < nclients; i++) {
+        serverline("Client {PID: %d, Context ID: %d} on device 0 to be torn down", client_pid[i], 1);
+    }
+    serverline("The following client process have a sticky error set:", 0, 0);
+    for (int i = 0; i < nclients; i++) {
+        serverline("%d", client_pid[i], 0);
+    }
+    for (int i = 0; i < nclients; i++) {
+        if (write(client_fd[i], "fault\n", 6) < 0) {
+            /* gone: its end comes on the next poll */
+        }
+    }
+    in_fault = 1;
 }
 
 static void record_start(void)
@@ -190,6 +241,10 @@ static int handle(int fd)
     logline("control.log", "User command: %s", buf);
     if (strcmp(buf, "quit") == 0) {
         quit = getenv("FAKE_MPS_HANG_ON_QUIT") ? 0 : 1;
+        if (quit && in_fault && nclients > 0) {
+            quitting = 1; /* ends with its last client */
+            quit = 0;
+        }
     } else if (strncmp(buf, "start_server -uid ", 18) == 0) {
         if (nservers == 0) {
             start_server();
@@ -205,7 +260,15 @@ static int handle(int fd)
         }
     } else if (strncmp(buf, "client ", 7) == 0) {
         int max = atoi(env_or("FAKE_MPS_MAX_CLIENTS", "48"));
-        if (nclients >= max || nclients >= MAX_CLIENT_FDS) {
+        if (in_fault || quitting) {
+            serverline("Server teardown in progress. Refusing to accept new client {PID: %d, "
+                       "Context ID: %d}",
+                       atoi(buf + 7), 0);
+            serverline("Failed to accept client {PID: %d, Context ID: %d} with status 807",
+                       atoi(buf + 7), 0);
+            snprintf(reply, sizeof(reply),
+                     "refused: 807 MPS server is not ready to accept new MPS client requests\n");
+        } else if (nclients >= max || nclients >= MAX_CLIENT_FDS) {
             char why[96];
             snprintf(why, sizeof(why), "Maximum number of clients (%d) reached", max);
             logline("server.log", "%s", why);
@@ -214,6 +277,7 @@ static int handle(int fd)
             if (nservers == 0) {
                 start_server(); /* the first client starts the server */
             }
+            client_pid[nclients] = atoi(buf + 7);
             client_fd[nclients++] = fd;
             snprintf(reply, sizeof(reply), "ok %d\n", nclients);
             if (write(fd, reply, strlen(reply)) < 0) {
@@ -226,6 +290,8 @@ static int handle(int fd)
         for (int i = 0; i < nservers; i++) {
             k += (size_t)snprintf(reply + k, sizeof(reply) - k, "%d\n", (int)servers[i]);
         }
+    } else if (strncmp(buf, "get_server_status ", 18) == 0) {
+        snprintf(reply, sizeof(reply), "%s\n", in_fault ? "FAULT" : "ACTIVE");
     } else if (strcmp(buf, "get_default_active_thread_percentage") == 0) {
         snprintf(reply, sizeof(reply), "%.1f\n", default_pct);
     } else if (strncmp(buf, "set_default_active_thread_percentage ", 37) == 0) {
@@ -341,12 +407,34 @@ static int run_daemon(void)
         if (poll(p, (nfds_t)(1 + nclients), timeout) <= 0) {
             continue;
         }
-        /* A client that closed its connection: its context is gone. */
+        /* A client that closed its connection: its context is gone; one
+         * that says "fault" faults the server. */
         for (int i = nclients - 1; i >= 0; i--) {
-            if (p[1 + i].revents != 0) {
-                close(client_fd[i]);
-                client_fd[i] = client_fd[--nclients];
+            char said[16];
+            if (p[1 + i].revents == 0) {
+                continue;
             }
+            ssize_t r = (p[1 + i].revents & POLLIN) ? read(client_fd[i], said, sizeof(said)) : 0;
+            if (r > 0) {
+                if (strncmp(said, "fault", 5) == 0 && !in_fault) {
+                    fault();
+                }
+                continue;
+            }
+            serverline("Client process %d disconnected", client_pid[i], 0);
+            close(client_fd[i]);
+            client_pid[i] = client_pid[nclients - 1];
+            client_fd[i] = client_fd[--nclients];
+        }
+        if (in_fault && nclients == 0) {
+            in_fault = 0;
+            serverline("Destroy server context on device %d", 0, 0);
+        }
+        if (quitting && nclients == 0) {
+            stop_servers();
+            cleanup_files();
+            logline("control.log", "Control daemon exiting%s", "");
+            return atoi(env_or("FAKE_MPS_QUIT_STATUS", "0"));
         }
         if (!(p[0].revents & POLLIN)) {
             continue;

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -74,7 +75,7 @@ int main(int argc, char **argv)
 {
     int rank, size, exit_rank = -1, exit_code = 0, kill_rank = -1, segv_rank = -1;
     int sleep_ms = 0, check = 0, control_ok = -1, grandchild = 0, barrier = 0, stamp = 0;
-    int client = 0;
+    int client = 0, fault_rank = -1, victim = 0, hold = 0;
     long long t_main = wall_us(), t_init;
 
     for (int i = 1; i < argc; i++) {
@@ -97,6 +98,11 @@ int main(int argc, char **argv)
             stamp = 1;
         } else if (strcmp(argv[i], "--mps-client") == 0) {
             client = 1;
+        } else if (strcmp(argv[i], "--mps-fault") == 0 && i + 1 < argc) {
+            client = hold = 1;
+            fault_rank = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--mps-victim") == 0) {
+            client = hold = victim = 1;
         } else if (strcmp(argv[i], "--grandchild") == 0 && i + 1 < argc) {
             grandchild = atoi(argv[++i]);
         }
@@ -147,7 +153,25 @@ int main(int argc, char **argv)
         printf("rank=%d client=%s\n", rank, reply);
         fflush(stdout);
         MPI_Barrier(MPI_COMM_WORLD); /* every client connected at once */
-        close(fd);
+        if (rank == fault_rank && write(fd, "fault\n", 6) != 6) {
+            _exit(47);
+        }
+        if (!hold) {
+            close(fd);
+        } else if (victim && sleep_ms > 0) {
+            struct pollfd p = {fd, POLLIN, 0};
+            if (poll(&p, 1, sleep_ms) > 0) {
+                char said[16] = "";
+                ssize_t r = read(fd, said, sizeof(said) - 1);
+                fprintf(stderr, "rank %d: %s\n", rank,
+                        r > 0 && strncmp(said, "fault", 5) == 0
+                            ? "an illegal memory access was encountered (the MPS server faulted)"
+                            : "the MPS server went away");
+                fflush(stderr);
+                _exit(2);
+            }
+            sleep_ms = 0;
+        }
     }
     if (grandchild > 0 && fork() == 0) {
         /* Left behind: outlives the rank, in its own session. */

@@ -99,19 +99,19 @@ static void test_json(void **state)
         "{\"job\":\"gsrun.AbC123\",\"uid\":1000,\"state\":\"running\",\"mps\":\"on\","
         "\"message\":\"\",\"job_dir\":\"/tmp/gsrun.AbC123\",\"agent_pid\":42,\"launcher_pid\":40,"
         "\"gsrun_pid\":39,\"uptime_s\":2500.000,\"local_size\":3,\"registered\":3,\"alive\":2,"
-        "\"memory_limit_mb\":4096,\"shared\":\"\",\"gpus\":["
+        "\"memory_limit_mb\":4096,\"shared\":\"\",\"pids\":\"\",\"gpus\":["
         "{\"index\":0,\"uuid\":\"GPU-a\",\"name\":\"H200 \\\"x\\\"\",\"server\":0,\"servers\":1,"
         "\"pipe_dir\":\"/t/g0\",\"daemon_pid\":50,"
         "\"server_pid\":51,\"core\":\"core 7 (PU 7)\",\"percentage\":\"100\",\"ranks\":\"0-1\","
-        "\"registered\":2,\"alive\":1,\"jobs\":\"\"},"
+        "\"registered\":2,\"alive\":1,\"jobs\":\"\",\"fault\":null},"
         "{\"index\":1,\"uuid\":\"MIG-b\",\"name\":\"H200 MIG\",\"server\":0,\"servers\":1,"
         "\"pipe_dir\":\"/t/g1\",\"daemon_pid\":60,"
         "\"server_pid\":61,\"core\":\"core 6 (PU 6)\",\"percentage\":null,\"ranks\":\"2\","
-        "\"registered\":1,\"alive\":1,\"jobs\":\"\"}]},"
+        "\"registered\":1,\"alive\":1,\"jobs\":\"\",\"fault\":null}]},"
         "{\"job\":\"gsrun.AbC123\",\"uid\":1000,\"state\":\"stale\",\"mps\":\"on\","
         "\"message\":\"\",\"job_dir\":\"/tmp/gsrun.AbC123\",\"agent_pid\":42,\"launcher_pid\":40,"
         "\"gsrun_pid\":39,\"uptime_s\":2500.000,\"local_size\":3,\"registered\":3,\"alive\":2,"
-        "\"memory_limit_mb\":4096,\"shared\":\"\",\"gpus\":[]}]}\n");
+        "\"memory_limit_mb\":4096,\"shared\":\"\",\"pids\":\"\",\"gpus\":[]}]}\n");
     assert_string_equal(print(1, s, 0), "{\"version\":1,\"node\":\"n1\",\"jobs\":[]}\n");
 }
 

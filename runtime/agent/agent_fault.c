@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* A GPU fault on an MPS server this agent runs.
+ *
+ * On Volta and later a fatal fault in one client ends every client of its
+ * server, and the server refuses new clients (807) until every client it
+ * had has exited: on a server the user's jobs share, one job's fault ends
+ * the others' ranks, and every later job would be handed a server that
+ * refuses it while the faulting process lives. So the agent that runs the
+ * server reads its log as it is written (daemons.c, mps_health.c) and, once
+ * MPS has listed the clients it ended:
+ *   - tells it once: in the job's report (a job's own servers), or to each
+ *     job leasing it (the shared agent: "fault S <time> <PIDs>" on the
+ *     lease; agent_lease.c hands the line to gs_agent_fault_told);
+ *   - retires the server (quit: MPS ends it once its last client has gone;
+ *     it is never given out again) and starts a fresh one in new dirs in
+ *     its place, published before any lease or rank is answered again;
+ *   - keeps a note for `gsrun status`: since when, and who still holds
+ *     the faulted server (the user can end it).
+ * MPS does not reliably say which client faulted (it names whichever it
+ * noticed first), so neither does gsrun: it names every client MPS ended. */
+#include "gs_autoconf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/agent/agent_int.h"
+#include "runtime/core/proc.h"
+#include "runtime/files/rundir.h"
+#include "runtime/files/state.h"
+#include "runtime/files/status.h"
+
+/* Jobs read at most for naming other jobs' PIDs. */
+#define WHO_JOBS 64
+
+static void append(char *buf, size_t len, size_t *used, const char *fmt, const char *a,
+                   const char *b, int n, int m)
+{
+    if (*used >= len) {
+        return;
+    }
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+    int w = snprintf(buf + *used, len - *used, fmt, a, b, n, m);
+#pragma GCC diagnostic pop
+    *used += w > 0 ? (size_t)w : 0;
+    if (*used >= len) {
+        *used = len;
+    }
+}
+
+/* The program of a live process (its comm), "" when gone. */
+static void program(pid_t pid, char *buf, size_t len)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+    buf[0] = '\0';
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, buf, len - 1);
+        buf[n > 0 ? n : 0] = '\0';
+        buf[strcspn(buf, "\n")] = '\0';
+        close(fd);
+    }
+    gs_status_clean(buf);
+}
+
+/* The local rank pid registered as in a job's status ("<rank>:<pid> ..."),
+ * or -1. */
+static int rank_in(const char *pids, pid_t pid)
+{
+    char key[24];
+    int n = snprintf(key, sizeof(key), ":%d", (int)pid);
+    for (const char *p = pids; (p = strstr(p, key)) != NULL; p += n) {
+        if (p[n] != ' ' && p[n] != '\0') {
+            continue;
+        }
+        const char *s = p;
+        while (s > pids && s[-1] != ' ') {
+            s--;
+        }
+        return atoi(s);
+    }
+    return -1;
+}
+
+/* "0-1,4": ascending ranks as ranges. */
+static void ranges(const int *r, int n, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && used < len; i++) {
+        int j = i;
+        while (j + 1 < n && r[j + 1] == r[j] + 1) {
+            j++;
+        }
+        int w = j > i ? snprintf(buf + used, len - used, "%s%d-%d", i ? "," : "", r[i], r[j])
+                      : snprintf(buf + used, len - used, "%s%d", i ? "," : "", r[i]);
+        used += w > 0 ? (size_t)w : 0;
+        i = j;
+    }
+}
+
+void gs_agent_fault_who(const gs_agent_t *a, const pid_t *pids, int n, char *buf, size_t len)
+{
+    size_t used = 0;
+    int own[GS_MPS_HEALTH_PIDS], nown = 0, njobs = -1;
+    gs_status_t *jobs = NULL;
+    char self[96], text[256];
+    const char *slash = strrchr(a->o->args.job_dir, '/');
+    snprintf(self, sizeof(self), "%s", slash != NULL ? slash + 1 : a->o->args.job_dir);
+    buf[0] = '\0';
+    /* This job's ranks first, in rank order. */
+    for (int r = 0; r < a->ranks.size && a->mode != GS_MODE_SHARED && nown < n; r++) {
+        pid_t p = gs_ranks_pid_of_rank(&a->ranks, r);
+        for (int i = 0; i < n && p > 0; i++) {
+            if (pids[i] == p) {
+                own[nown++] = r;
+                break;
+            }
+        }
+    }
+    if (nown > 0) {
+        ranges(own, nown, text, sizeof(text));
+        append(buf, len, &used, "this job's rank%s %s", nown > 1 ? "s" : "", text, 0, 0);
+    }
+    for (int i = 0; i < n; i++) {
+        if (a->mode != GS_MODE_SHARED && gs_ranks_rank_of_pid(&a->ranks, pids[i]) >= 0) {
+            continue;
+        }
+        char prog[64];
+        program(pids[i], prog, sizeof(prog));
+        if (njobs < 0) { /* read once, only when another job's PID is named */
+            jobs = calloc(WHO_JOBS, sizeof(*jobs));
+            njobs = jobs != NULL ? gs_status_scan(gs_rundir_tmpdir(), 0, jobs, WHO_JOBS) : 0;
+        }
+        int r = -1, j = 0;
+        for (; j < njobs && r < 0; j++) {
+            r = strcmp(jobs[j].job, self) != 0 ? rank_in(jobs[j].pids, pids[i]) : -1;
+        }
+        if (r >= 0) {
+            snprintf(text, sizeof(text), "job %s's rank %d (", jobs[j - 1].job, r);
+        } else {
+            snprintf(text, sizeof(text), "a process of the user's (");
+        }
+        append(buf, len, &used, "%s%s", used > 0 ? ", " : "", text, 0, 0);
+        append(buf, len, &used, "%s%spid %d)", prog, prog[0] ? ", " : "", (int)pids[i], 0);
+    }
+    free(jobs);
+    if (used == 0) {
+        snprintf(buf, len, "no client");
+    }
+}
+
+/* The note `gsrun status` shows for entry g while its faulted server still
+ * runs (this agent's own servers); 1 when it changed. */
+static int refresh_note(gs_agent_t *a, int g)
+{
+    const gs_mps_health_t *h = NULL;
+    const gs_mps_daemon_t *d = gs_daemons_retired_of(&a->daemons, g, &h);
+    char *note = a->fault_note[g], who[400];
+    if (a->daemons.borrowed) {
+        return 0; /* the shared agent's note, told (gs_agent_fault_told) */
+    }
+    if (d == NULL) {
+        int had = note[0] != '\0';
+        note[0] = '\0';
+        return had;
+    }
+    if (note[0] != '\0' && a->fault_held[g] == h->nheld) {
+        return 0;
+    }
+    a->fault_held[g] = h->nheld;
+    if (h->nheld > 0) {
+        gs_agent_fault_who(a, h->held, h->nheld, who, sizeof(who));
+        snprintf(note, 512,
+                 "GPU fault at %s: the faulted MPS server (control daemon %d) is retired and still "
+                 "held by %s; it ends when they exit (new clients get a fresh server)",
+                 h->at, (int)d->daemon_pid, who);
+    } else {
+        snprintf(note, 512,
+                 "GPU fault at %s: the faulted MPS server (control daemon %d) is retired and "
+                 "ending (new clients get a fresh server)",
+                 h->at, (int)d->daemon_pid);
+    }
+    return 1;
+}
+
+/* One line to every job leasing shared server g (each line one write). */
+static void tell(gs_agent_t *a, int g, const char *fmt, const char *x, const char *y)
+{
+    for (int i = 0; i < a->nleases; i++) {
+        for (int e = 0; e < a->leases[i].n; e++) {
+            if (a->leases[i].server[e] == g) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+                dprintf(a->leases[i].fd, fmt, g, x, y); /* fmt: one of this file's */
+#pragma GCC diagnostic pop
+                break;
+            }
+        }
+    }
+}
+
+/* Entry g's server faulted and MPS listed the clients it ended. */
+static void on_fault(gs_agent_t *a, int g)
+{
+    gs_daemons_t *ds = &a->daemons;
+    const gs_mps_health_t *h = &ds->health[g];
+    char label[48], who[400], pids[GS_MPS_HEALTH_PIDS * 12], at[32], uuid[96];
+    gs_error_t err;
+
+    gs_daemons_label(ds, g, label, sizeof(label));
+    snprintf(uuid, sizeof(uuid), "%s", ds->daemon[g].uuid);
+    snprintf(at, sizeof(at), "%s", h->at[0] ? h->at : "?");
+    gs_agent_fault_who(a, h->hit, h->nhit, who, sizeof(who));
+    gs_mps_health_pids(h->hit, h->nhit, pids, sizeof(pids));
+    for (char *p = at; *p != '\0'; p++) {
+        *p = *p == ' ' ? 'T' : *p; /* one word on the wire */
+    }
+    if (a->mode == GS_MODE_SHARED) {
+        gs_report_add(&a->report, 1,
+                      "%s (%s): the shared MPS server hit a fatal GPU fault at %s; MPS ended "
+                      "every client on it: %s",
+                      label, uuid, h->at, who);
+    } else {
+        gs_report_add(&a->report, 1,
+                      "%s (%s): this job's MPS server hit a fatal GPU fault at %s; MPS ended "
+                      "every client on it: %s",
+                      label, uuid, at, who);
+    }
+    if (a->mode == GS_MODE_SHARED) {
+        /* Told first: a job whose ranks the fault ended is ending now. */
+        tell(a, g, GS_AGENT_SHARE_FAULT " %d %s %s\n", at, pids);
+    }
+    if (gs_daemons_retire(ds, g) != 0) {
+        gs_report_add(&a->report, 1,
+                      "%s (%s): %d faulted MPS servers still wait for their clients: this one "
+                      "stays, refusing new clients until its clients exit",
+                      label, uuid, GS_DAEMONS_RETIRED_MAX);
+        return;
+    }
+    long long t0 = gs_proc_now_ms();
+    if (gs_daemons_refill(ds, &a->servers, g, &err) != 0) {
+        gs_report_add(&a->report, 1, "%s: no fresh MPS server after the fault: %s", label,
+                      err.text);
+    } else {
+        gs_report_add(&a->report, 0,
+                      "%s: the faulted server retired; a fresh one (control daemon %d) ready in "
+                      "%lld ms",
+                      label, (int)ds->daemon[g].daemon_pid, gs_proc_now_ms() - t0);
+    }
+    /* The fresh server's dirs before anyone is answered again. */
+    gs_agent_publish_on(a);
+    if (a->mode == GS_MODE_SHARED) {
+        tell(a, g, GS_AGENT_SHARE_RENEW " %d%s%s\n", "", "");
+    }
+}
+
+void gs_agent_faults(gs_agent_t *a)
+{
+    int ev[GS_MAX_GPUS] = {0}, changed = 0;
+    int due = gs_daemons_follow(&a->daemons, ev);
+    a->fault_due_ms = due >= 0 ? gs_proc_now_ms() + due : 0;
+    for (int g = 0; g < a->daemons.n && g < GS_MAX_GPUS; g++) {
+        if (ev[g] & GS_MPS_EV_LISTED) {
+            on_fault(a, g);
+            changed = 1;
+        }
+    }
+    for (int g = 0; g < a->daemons.n && g < GS_MAX_GPUS; g++) {
+        changed |= refresh_note(a, g);
+    }
+    if (changed) {
+        gs_agent_write_status(a);
+    }
+}
+
+/* Entry e takes the shared agent's server s as published now (after a
+ * fault: the fresh one). */
+static void retake(gs_agent_t *a, int s)
+{
+    gs_state_t *st = calloc(1, sizeof(*st));
+    gs_status_t *ss = calloc(1, sizeof(*ss));
+    gs_error_t err;
+    if (st == NULL || ss == NULL || gs_state_read(a->share_dir, st, &err) != 0 ||
+        s >= st->nservers) {
+        free(st);
+        free(ss);
+        return;
+    }
+    if (gs_status_read(a->share_dir, ss, &err) != 0) {
+        ss->nservers = 0;
+    }
+    for (int e = 0; e < a->daemons.n; e++) {
+        gs_mps_daemon_t *d = &a->daemons.daemon[e];
+        if (a->share_server[e] != s) {
+            continue;
+        }
+        snprintf(d->pipe_dir, sizeof(d->pipe_dir), "%s", st->server[s].pipe_dir);
+        snprintf(d->log_dir, sizeof(d->log_dir), "%s", st->server[s].log_dir);
+        d->daemon_pid = s < ss->nservers ? ss->server[s].daemon_pid : 0;
+        d->server_pid[0] = s < ss->nservers ? ss->server[s].server_pid : 0;
+        d->nservers = d->server_pid[0] > 0;
+    }
+    free(st);
+    free(ss);
+    gs_agent_publish_on(a);
+}
+
+void gs_agent_fault_shared(gs_agent_t *a)
+{
+    gs_daemons_t *ds = &a->daemons;
+    char path[GS_PATH_MAX], who[400];
+    unsigned char said[GS_MAX_GPUS] = {0}; /* shared servers told of in this call */
+    int changed = 0;
+    if (!ds->borrowed) {
+        return;
+    }
+    for (int e = 0; e < ds->n && e < GS_MAX_GPUS; e++) {
+        gs_mps_health_t *h = &ds->health[e];
+        snprintf(path, sizeof(path), "%s/" GS_MPS_CONTROL_OUT, ds->daemon[e].log_dir);
+        gs_mps_health_follow(h, path);
+        gs_mps_health_settle(h); /* whole: the shared agent or the job's end says so */
+    }
+    for (int e = 0; e < ds->n && e < GS_MAX_GPUS; e++) {
+        gs_mps_health_t *h = &ds->health[e];
+        int s = a->share_server[e];
+        if (h->faults <= a->fault_told[e]) {
+            continue;
+        }
+        a->fault_told[e] = h->faults;
+        /* Only a job whose ranks MPS ended; once for each shared server. */
+        int n = 0;
+        for (int i = 0; i < h->nhit; i++) {
+            n += gs_ranks_rank_of_pid(&a->ranks, h->hit[i]) >= 0;
+        }
+        if (n == 0 || s < 0 || s >= GS_MAX_GPUS || said[s]) {
+            continue;
+        }
+        said[s] = 1;
+        gs_agent_fault_who(a, h->hit, h->nhit, who, sizeof(who));
+        char label[48];
+        gs_daemons_label(ds, e, label, sizeof(label));
+        /* Once, without -v: the job may have ended because of it. */
+        gs_report_add(&a->report, 1,
+                      "%s (%s): the MPS server this job shared with the user's other jobs hit a "
+                      "fatal GPU fault at %s; MPS ended every client on it: %s",
+                      label, ds->daemon[e].uuid, h->at, who);
+        snprintf(a->fault_note[e], sizeof(a->fault_note[e]),
+                 "GPU fault at %s on the user's shared MPS server %d: MPS ended %s; the server "
+                 "was replaced",
+                 h->at, a->share_server[e], who);
+        changed = 1;
+    }
+    if (changed) {
+        gs_agent_write_status(a);
+    }
+}
+
+void gs_agent_fault_told(gs_agent_t *a, const char *line)
+{
+    int s;
+    size_t k = strlen(GS_AGENT_SHARE_RENEW);
+    if (strncmp(line, GS_AGENT_SHARE_RENEW " ", k + 1) == 0) {
+        if (sscanf(line + k + 1, "%d", &s) == 1) {
+            retake(a, s);
+            gs_agent_write_status(a);
+        }
+        return;
+    }
+    gs_agent_fault_shared(a);
+}

@@ -1,0 +1,99 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# covers: runtime/gpu/mps_health.c, runtime/agent/agent_fault.c, runtime/agent/daemons.c, runtime/agent/agent_lease.c, runtime/files/status.c
+# A GPU fault on an MPS server (issue 51), with the fake control daemon's
+# fault (tests/fake: a client that says "fault" makes it print the lines a
+# real server prints and refuse new clients with 807 while a client of the
+# fault lives). On the user's shared servers (the default outside a Slurm
+# step): every job the fault ended is told once, in its own output and
+# without -v, who MPS ended (1); a job that starts while the faulting
+# process still holds the faulted server gets a fresh server and all its
+# clients (2); `gsrun status` and its JSON show the fault and who holds it
+# (3); the faulted server ends with its last client and nothing is left
+# (4). The same with a job's own servers (--mps-share=job) (5).
+. "$GS_TOP_SRCDIR/tests/integration/lib.sh"
+
+job() { # job NAME args...: a job of one GPU in the background (status in $OUT.NAME.rc)
+    local n=$1
+    shift
+    (
+        gsrun_fake 1 "$@" >"$OUT.$n" 2>"$ERR.$n"
+        echo $? >"$OUT.$n.rc"
+    ) &
+}
+wait_for() { # wait_for FILE PATTERN COUNT: until FILE has COUNT lines matching (10 s)
+    for _ in $(seq 200); do
+        local c
+        c=$(grep -c "$2" "$1" 2>/dev/null)
+        [ "${c:-0}" -ge "$3" ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+controls() { # this test's fake control daemons (not their servers or clients)
+    local p n=0
+    for p in $(pgrep -f -- "$FAKE_CONTROL -f"); do
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "GS_TEST_MARK=$TEST_TMP" &&
+            [ "$(ps -o comm= -p "$(ps -o ppid= -p "$p" | tr -d ' ')")" != nvidia-cuda-mps ] && n=$((n + 1))
+    done
+    echo $n
+}
+TOLD='the MPS server this job shared with the user.s other jobs hit a fatal GPU fault at'
+
+# --- the user's shared servers ---------------------------------------------
+# A: two ranks, clients of the shared server, that end (status 2, their
+# program's own) when their server faults, as CUDA programs do.
+job A --mps-share=node -np 2 "$PROG" --mps-victim --sleep 8000
+wait_for "$OUT.A" 'client=ok' 2 || diag "$ERR.A"
+# B: one rank that faults the server and lives on 5 s, holding the fault.
+job B --mps-share=node -np 1 "$PROG" --mps-fault 0 --sleep 5000
+wait_for "$OUT.A.rc" . 1
+bpid=$(sed -n 's/^rank=0 .* pid=\([0-9]*\) .*/\1/p' "$OUT.B" | head -1)
+told_a=$(grep -c "$TOLD" "$ERR.A")
+check "1. job A (its ranks ended by B's fault): status $(cat "$OUT.A.rc") (2, its program's), told once without -v ($told_a)" \
+    [ "$(cat "$OUT.A.rc")" = 2 -a "$told_a" = 1 ] || diag "$ERR.A"
+check "  ... A's line names its own ranks and B's rank with its PID: $(grep -o 'MPS ended every client on it: .*' "$ERR.A")" \
+    grep -q "MPS ended every client on it: .*this job's ranks 0-1.*job gsrun\.[A-Za-z0-9]*'s rank 0 (rank_report, pid $bpid)" "$ERR.A"
+
+# 2. C starts while B still holds the faulted server: a fresh server, every
+# client taken (before: refused with 807, the faulted server handed out).
+t0=$(date +%s%N)
+gsrun_fake 1 --mps-share=node -v -np 2 "$PROG" --mps-client >"$OUT.C" 2>"$ERR.C"
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+alive_b=$([ -n "$bpid" ] && kill -0 "$bpid" 2>/dev/null && echo yes || echo no)
+check "2. job C while B (pid $bpid, alive: $alive_b) holds the faulted server: status $rc (0) in $ms ms, $(grep -c 'client=ok' "$OUT.C") of 2 clients" \
+    [ $rc = 0 -a "$(grep -c 'client=ok' "$OUT.C")" = 2 -a "$alive_b" = yes ] || diag "$ERR.C" "$OUT.C"
+check "  ... on the fresh server's own pipe dir ($(sed -n 's/.* pipe=\([^ ]*\) .*/\1/p' "$OUT.C" | sort -u | tr '\n' ' '))" \
+    eval "[ \"\$(sed -n 's/.* pipe=\([^ ]*\) .*/\1/p' '$OUT.C' | grep -c '/g0\.1$')\" = 2 ]"
+check "  ... and C is told of no fault" eval "! grep -q 'GPU fault' '$ERR.C'"
+
+# 3. gsrun status shows the fault and who holds it, in text and JSON.
+"$GSRUN" status >"$OUT.st" 2>&1
+"$GSRUN" status --json >"$OUT.json" 2>&1
+check "3. gsrun status while B lives: $(grep -o 'FAULT: .*' "$OUT.st" | head -1)" \
+    grep -q "FAULT: GPU fault at .* still held by job gsrun\.[A-Za-z0-9]*'s rank 0 (rank_report, pid $bpid)" "$OUT.st" ||
+    diag "$OUT.st"
+check "  ... the JSON's shared server has its \"fault\"" \
+    grep -q "\"fault\":\"GPU fault at [^\"]*held by job gsrun" "$OUT.json" || diag "$OUT.json"
+wait_for "$OUT.B.rc" . 1
+told_b=$(grep -c "$TOLD" "$ERR.B")
+check "  ... job B (the faulting one): status $(cat "$OUT.B.rc") (0, its program's), told once ($told_b), its rank named" \
+    eval "[ '$(cat "$OUT.B.rc")' = 0 -a '$told_b' = 1 ] && grep -q \"on it: .*this job's rank 0\" '$ERR.B'" || diag "$ERR.B"
+
+# 4. The faulted server ended with its last client; nothing is left.
+for _ in $(seq 100); do [ "$(controls)" = 0 ] && break; sleep 0.05; done
+check "4. no control daemon left once B has exited ($(controls))" [ "$(controls)" = 0 ]
+for _ in $(seq 100); do [ -z "$(pgrep -x gsrun-share)" ] && break; sleep 0.05; done
+check_clean "a fault on the shared server"
+
+# --- 5. a job's own servers --------------------------------------------------
+# Rank 0 faults its job's server; every rank is a victim.
+gsrun_fake 1 --mps-share=job -np 3 "$PROG" --mps-fault 0 --mps-victim --sleep 5000 >"$OUT.D" 2>"$ERR.D"
+rc=$?
+told=$(grep -c "this job's MPS server hit a fatal GPU fault at" "$ERR.D")
+check "5. a job's own server faulted: status $rc (2, its program's), told once ($told): $(grep -o 'MPS ended every client on it: .*' "$ERR.D")" \
+    eval "[ $rc = 2 -a $told = 1 ] && grep -q \"MPS ended every client on it: this job's ranks 0-2\" '$ERR.D'" || diag "$ERR.D"
+check_clean "a fault on a job's own server"
+
+finish
