@@ -11,9 +11,10 @@
  *   - tells it once: in the job's report (a job's own servers), or to each
  *     job leasing it (the shared agent: "fault S <time> <PIDs>" on the
  *     lease; agent_lease.c hands the line to gs_agent_fault_told);
- *   - retires the server (quit: MPS ends it once its last client has gone;
- *     it is never given out again) and starts a fresh one in new dirs in
- *     its place, published before any lease or rank is answered again;
+ *   - retires the server (never given out again; told to quit once its
+ *     last client has gone: MPS answers no quit before) and starts a fresh
+ *     one in new dirs in its place, published before any lease or rank is
+ *     answered again;
  *   - keeps a note for `gsrun status`: since when, and who still holds
  *     the faulted server (the user can end it).
  * MPS does not reliably say which client faulted (it names whichever it
@@ -105,7 +106,8 @@ static void ranges(const int *r, int n, char *buf, size_t len)
     }
 }
 
-void gs_agent_fault_who(const gs_agent_t *a, const pid_t *pids, int n, char *buf, size_t len)
+void gs_agent_fault_who(const gs_agent_t *a, const pid_t *pids, int n, int named, char *buf,
+                        size_t len)
 {
     size_t used = 0;
     int own[GS_MPS_HEALTH_PIDS], nown = 0, njobs = -1;
@@ -124,9 +126,18 @@ void gs_agent_fault_who(const gs_agent_t *a, const pid_t *pids, int n, char *buf
             }
         }
     }
-    if (nown > 0) {
+    if (nown > 0 && !named) {
         ranges(own, nown, text, sizeof(text));
         append(buf, len, &used, "this job's rank%s %s", nown > 1 ? "s" : "", text, 0, 0);
+    }
+    for (int i = 0; i < nown && named; i++) {
+        /* Each with its process: the user may have to end it. */
+        char prog[64];
+        pid_t p = gs_ranks_pid_of_rank(&a->ranks, own[i]);
+        program(p, prog, sizeof(prog));
+        snprintf(text, sizeof(text), "this job's rank %d (", own[i]);
+        append(buf, len, &used, "%s%s", used > 0 ? ", " : "", text, 0, 0);
+        append(buf, len, &used, "%s%spid %d)", prog, prog[0] ? ", " : "", (int)p, 0);
     }
     for (int i = 0; i < n; i++) {
         if (a->mode != GS_MODE_SHARED && gs_ranks_rank_of_pid(&a->ranks, pids[i]) >= 0) {
@@ -176,7 +187,7 @@ static int refresh_note(gs_agent_t *a, int g)
     }
     a->fault_held[g] = h->nheld;
     if (h->nheld > 0) {
-        gs_agent_fault_who(a, h->held, h->nheld, who, sizeof(who));
+        gs_agent_fault_who(a, h->held, h->nheld, 1, who, sizeof(who));
         snprintf(note, 512,
                  "GPU fault at %s: the faulted MPS server (control daemon %d) is retired and still "
                  "held by %s; it ends when they exit (new clients get a fresh server)",
@@ -217,7 +228,7 @@ static void on_fault(gs_agent_t *a, int g)
     gs_daemons_label(ds, g, label, sizeof(label));
     snprintf(uuid, sizeof(uuid), "%s", ds->daemon[g].uuid);
     snprintf(at, sizeof(at), "%s", h->at[0] ? h->at : "?");
-    gs_agent_fault_who(a, h->hit, h->nhit, who, sizeof(who));
+    gs_agent_fault_who(a, h->hit, h->nhit, 0, who, sizeof(who));
     gs_mps_health_pids(h->hit, h->nhit, pids, sizeof(pids));
     for (char *p = at; *p != '\0'; p++) {
         *p = *p == ' ' ? 'T' : *p; /* one word on the wire */
@@ -231,7 +242,7 @@ static void on_fault(gs_agent_t *a, int g)
         gs_report_add(&a->report, 1,
                       "%s (%s): this job's MPS server hit a fatal GPU fault at %s; MPS ended "
                       "every client on it: %s",
-                      label, uuid, at, who);
+                      label, uuid, h->at, who);
     }
     if (a->mode == GS_MODE_SHARED) {
         /* Told first: a job whose ranks the fault ended is ending now. */
@@ -343,7 +354,7 @@ void gs_agent_fault_shared(gs_agent_t *a)
             continue;
         }
         said[s] = 1;
-        gs_agent_fault_who(a, h->hit, h->nhit, who, sizeof(who));
+        gs_agent_fault_who(a, h->hit, h->nhit, 0, who, sizeof(who));
         char label[48];
         gs_daemons_label(ds, e, label, sizeof(label));
         /* Once, without -v: the job may have ended because of it. */

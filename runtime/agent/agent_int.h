@@ -194,8 +194,10 @@ int gs_agent_listen(gs_agent_t *a, gs_error_t *err);
  * one in its place before any job or rank is given it; the status's notes. */
 void gs_agent_faults(gs_agent_t *a);
 /* The PIDs MPS listed, as the user knows them: "this job's ranks 0-1, job
- * gsrun.X's rank 0 (prog, pid P), pid Q (prog)". */
-void gs_agent_fault_who(const gs_agent_t *a, const pid_t *pids, int n, char *buf, size_t len);
+ * gsrun.X's rank 0 (prog, pid P), a process of the user's (prog, pid Q)";
+ * named: this job's ranks too each with its program and PID. */
+void gs_agent_fault_who(const gs_agent_t *a, const pid_t *pids, int n, int named, char *buf,
+                        size_t len);
 /* A job's agent on the user's shared servers: the faults their logs show
  * since its lease that ended its ranks, each told once in its report (on
  * "fault" from the shared agent, and at the job's end: ranks the fault

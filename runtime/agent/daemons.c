@@ -422,6 +422,11 @@ int gs_daemons_follow(gs_daemons_t *ds, int *ev)
         gs_mps_health_follow(h, path);
         gs_mps_health_settle(h);
         gs_mps_health_prune(h, pid_alive); /* a client killed before MPS logged it */
+        /* Its last client gone: quit now goes through at once (before, the
+         * control daemon answered no quit: 1 s lost, then SIGKILL). */
+        if (!h->fault && !ds->retired[i].quit_sent && ds->retired[i].daemon_pid > 0) {
+            gs_mps_quit_begin(&ds->retired[i], ds->control, 1000);
+        }
     }
     return (int)next;
 }
@@ -435,8 +440,9 @@ int gs_daemons_retire(gs_daemons_t *ds, int g)
     ds->retired[i] = ds->daemon[g];
     ds->retired_health[i] = ds->health[g];
     ds->retired_of[i] = g;
-    /* quit: MPS refuses new clients and ends once the last one has gone. */
-    gs_mps_quit_begin(&ds->retired[i], ds->control, 1000);
+    /* No quit yet: the control daemon answers none while the fault's
+     * clients live (1 s without an answer on an H200); gs_daemons_follow
+     * sends it once they have gone. Nobody is given its pipe dir again. */
     memset(&ds->daemon[g], 0, sizeof(ds->daemon[g]));
     for (int k = 0; k < GS_MPS_MAX_SERVERS; k++) {
         ds->daemon[g].server_pidfd[k] = -1;

@@ -47,8 +47,8 @@ typedef struct {
                    * by the caller: never quit, moved or followed here */
     /* Each server's health, from its log as it is written (mps_health.h):
      * an inotify descriptor the caller polls, and the daemons that served
-     * before a GPU fault, retired: told to quit, each ends once its last
-     * client has exited (MPS waits for them), never given out again. */
+     * before a GPU fault, retired: never given out again, told to quit once
+     * the last client of the fault has exited. */
     gs_mps_health_t health[GS_MAX_GPUS];
     int gen[GS_MAX_GPUS]; /* daemons this entry has had: their dirs' names */
     int log_fd;           /* inotify on the daemons' control.out, -1 none */
@@ -91,10 +91,10 @@ int gs_daemons_reaped(gs_daemons_t *ds, pid_t pid, int status);
  * dropped from its fault. Returns the ms until a fault's client list may be
  * taken as whole (call again then), or -1. */
 int gs_daemons_follow(gs_daemons_t *ds, int *ev);
-/* Entry g's daemon hit a GPU fault: it is told to quit (it ends with its
- * last client) and kept among the retired; the entry has no daemon until
- * gs_daemons_refill. 0, or -ENOSPC when too many wait already (the entry
- * keeps its faulted daemon). */
+/* Entry g's daemon hit a GPU fault: it is kept among the retired (told to
+ * quit once its last client has exited, by gs_daemons_follow); the entry has
+ * no daemon until gs_daemons_refill. 0, or -ENOSPC when too many wait
+ * already (the entry keeps its faulted daemon). */
 int gs_daemons_retire(gs_daemons_t *ds, int g);
 /* A fresh daemon (and, with prestart, its server) for entry g, which has
  * none, in dirs of a new name: its GPU is gpus->gpu[g]. */

@@ -16,7 +16,8 @@
 # 2. Job C while B still lives: every client up, status 0, its start within
 #    1 s of the same job's start beside A before the fault.
 # 3. `gsrun status` shows the fault and who holds the faulted server.
-# 4. Once B has exited: no MPS process and no run directory left.
+# 4. Once B has exited the faulted server ends (shared: the fresh one stays
+#    for the linger); then no MPS process and no run directory is left.
 # Ends with N passed, N failed.
 set -u
 b=$1
@@ -32,6 +33,12 @@ F=$b/examples/gpu_fault
 T=$(mktemp -d /tmp/gsf.XXXXXX)
 base=${TMPDIR:-/tmp}/gsrun-$(id -u)
 mps_procs() { live_procs 'nvidia-cuda-mps*'; }
+# Control daemons (as tests/gpu/share.sh counts them: not a daemon's child
+# before it execs the server, not the short-lived command clients).
+controls() {
+    ps -eo pid=,ppid=,args= | awk '$3 ~ /nvidia-cuda-mps-control/ && ($4 == "-f" || $4 == "-d") { ctl[$1] = $2 }
+        END { n = 0; for (p in ctl) if (!(ctl[p] in ctl)) n++; print n }'
+}
 ms() { echo $((($(date +%s%N) - $1) / 1000000)); }
 wait_for() { # wait_for FILE PATTERN COUNT: up to 30 s
     local c
@@ -69,8 +76,9 @@ for share in node job; do
     t0=$(date +%s%N)
     "$G" --mps-share=$share --mps=on -np 2 "$F" --work 300 >"$T/oC0" 2>"$T/eC0"
     r0=$? c0=$(ms "$t0")
-    # B: faults 1.5 s after its context is up, then holds it 12 s.
-    "$G" --mps-share=$share --mps=on -np 1 "$F" --fault-after 1500 --hold 12000 >"$T/oB" 2>"$T/eB" &
+    # B: faults 1.5 s after its context is up, then holds it 12 s; its
+    # linger keeps the shared servers 5 s after it (4).
+    "$G" --mps-share=$share --mps-linger=5 --mps=on -np 1 "$F" --fault-after 1500 --hold 12000 >"$T/oB" 2>"$T/eB" &
     jb=$!
     wait $ja
     ra=$?
@@ -110,6 +118,12 @@ for share in node job; do
     rb=$?
     echo "# job B (status $rb):"; sed 's/^/#   /' "$T/oB"; grep -v '^gsrun: node [^:]*: GPU [0-9]* (.*): local' "$T/eB" | sed 's/^/#   /' | tail -4
     [ $rb -eq 3 ] && ok "  ... job B ends with its program's status (3)" || notok "  ... job B status $rb (3)"
+    if [ $share = node ]; then
+        for _ in $(seq 50); do [ "$(controls)" = 1 ] && break; sleep 0.1; done
+        [ "$(controls)" = 1 ] &&
+            ok "4. the faulted server ended with B; the fresh one stays for the linger (1 control daemon)" ||
+            notok "4. $(controls) control daemons after B (1: the fresh one)"
+    fi
     clean "4. --mps-share=$share, after B"
 done
 

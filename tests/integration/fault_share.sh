@@ -10,7 +10,7 @@
 # process still holds the faulted server gets a fresh server and all its
 # clients (2); `gsrun status` and its JSON show the fault and who holds it
 # (3); the faulted server ends with its last client and nothing is left
-# (4). The same with a job's own servers (--mps-share=job) (5).
+# (4). The same with a job's own servers (--mps-share=job) (5, 6).
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"
 
 job() { # job NAME args...: a job of one GPU in the background (status in $OUT.NAME.rc)
@@ -45,8 +45,9 @@ TOLD='the MPS server this job shared with the user.s other jobs hit a fatal GPU 
 # program's own) when their server faults, as CUDA programs do.
 job A --mps-share=node -np 2 "$PROG" --mps-victim --sleep 8000
 wait_for "$OUT.A" 'client=ok' 2 || diag "$ERR.A"
-# B: one rank that faults the server and lives on 5 s, holding the fault.
-job B --mps-share=node -np 1 "$PROG" --mps-fault 0 --sleep 5000
+# B: one rank that faults the server and lives on 5 s, holding the fault;
+# its linger (the last lease's) keeps the shared agent after it (4).
+job B --mps-share=node --mps-linger=30 -np 1 "$PROG" --mps-fault 0 --sleep 5000
 wait_for "$OUT.A.rc" . 1
 bpid=$(sed -n 's/^rank=0 .* pid=\([0-9]*\) .*/\1/p' "$OUT.B" | head -1)
 told_a=$(grep -c "$TOLD" "$ERR.A")
@@ -58,7 +59,7 @@ check "  ... A's line names its own ranks and B's rank with its PID: $(grep -o '
 # 2. C starts while B still holds the faulted server: a fresh server, every
 # client taken (before: refused with 807, the faulted server handed out).
 t0=$(date +%s%N)
-gsrun_fake 1 --mps-share=node -v -np 2 "$PROG" --mps-client >"$OUT.C" 2>"$ERR.C"
+gsrun_fake 1 --mps-share=node --mps-linger=30 -v -np 2 "$PROG" --mps-client >"$OUT.C" 2>"$ERR.C"
 rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
 alive_b=$([ -n "$bpid" ] && kill -0 "$bpid" 2>/dev/null && echo yes || echo no)
@@ -81,9 +82,14 @@ told_b=$(grep -c "$TOLD" "$ERR.B")
 check "  ... job B (the faulting one): status $(cat "$OUT.B.rc") (0, its program's), told once ($told_b), its rank named" \
     eval "[ '$(cat "$OUT.B.rc")' = 0 -a '$told_b' = 1 ] && grep -q \"on it: .*this job's rank 0\" '$ERR.B'" || diag "$ERR.B"
 
-# 4. The faulted server ended with its last client; nothing is left.
-for _ in $(seq 100); do [ "$(controls)" = 0 ] && break; sleep 0.05; done
-check "4. no control daemon left once B has exited ($(controls))" [ "$(controls)" = 0 ]
+# 4. The faulted server ends with its last client, while the shared agent
+# (C's linger) keeps the fresh one; then nothing is left.
+for _ in $(seq 100); do [ "$(controls)" = 1 ] && break; sleep 0.05; done
+check "4. once B has exited the faulted server has ended, the fresh one serves on ($(controls) control daemon)" \
+    [ "$(controls)" = 1 ]
+for p in $(pgrep -x gsrun-share); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "GS_TEST_MARK=$TEST_TMP" && kill -TERM "$p"
+done
 for _ in $(seq 100); do [ -z "$(pgrep -x gsrun-share)" ] && break; sleep 0.05; done
 check_clean "a fault on the shared server"
 
@@ -95,5 +101,17 @@ told=$(grep -c "this job's MPS server hit a fatal GPU fault at" "$ERR.D")
 check "5. a job's own server faulted: status $rc (2, its program's), told once ($told): $(grep -o 'MPS ended every client on it: .*' "$ERR.D")" \
     eval "[ $rc = 2 -a $told = 1 ] && grep -q \"MPS ended every client on it: this job's ranks 0-2\" '$ERR.D'" || diag "$ERR.D"
 check_clean "a fault on a job's own server"
+
+# 6. A job's own server faulted and held by its ranks: a fresh server beside
+# the retired one, and the job's status names the ranks holding the fault.
+(gsrun_fake 1 --mps-share=job -np 2 "$PROG" --mps-fault 0 --sleep 3000 >"$OUT.E" 2>"$ERR.E"; echo $? >"$OUT.E.rc") &
+wait_status "$OUT.st6" "FAULT: .*held by this job's rank 0 (rank_report, pid [0-9]*), this job's rank 1"
+check "6. a job's own faulted server held by its ranks: status names them ($(grep -o 'FAULT: .*' "$OUT.st6"))" \
+    grep -q "still held by this job's rank 0 (rank_report, pid [0-9]*), this job's rank 1 (rank_report" "$OUT.st6" ||
+    diag "$OUT.st6"
+check "  ... the retired server and a fresh one beside it ($(controls) control daemons)" [ "$(controls)" = 2 ]
+wait_for "$OUT.E.rc" . 1
+check "  ... the job ends with its program's status ($(cat "$OUT.E.rc"))" [ "$(cat "$OUT.E.rc")" = 0 ]
+check_clean "a held fault on a job's own server"
 
 finish

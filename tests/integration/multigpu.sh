@@ -152,7 +152,7 @@ check "  ... each GPU: daemon, core, server, share, its ranks" \
     [ "$(grep -c '^  GPU [0-3] (Fake GPU [0-3], GPU-fa4e.*): daemon [0-9]* on .*, server [0-9]*, 100%, pipe [^ ]*/g[0-3], ranks [0-9,-]*: 2 registered, 2 alive$' "$TEST_TMP/st")" -eq 4 ]
 "$GSRUN" status --json >"$TEST_TMP/json"
 check "status --json: the same job, its GPUs and counts" \
-    grep -q '^{"version":1,"node":"[^"]*","jobs":\[{"job":"gsrun\.[A-Za-z0-9]*","uid":[0-9]*,"state":"running","mps":"on",.*"local_size":8,"registered":8,"alive":8,"memory_limit_mb":0,"shared":"","gpus":\[{"index":0,"uuid":"GPU-fa4e' "$TEST_TMP/json" || diag "$TEST_TMP/json"
+    grep -q '^{"version":1,"node":"[^"]*","jobs":\[{"job":"gsrun\.[A-Za-z0-9]*","uid":[0-9]*,"state":"running","mps":"on",.*"local_size":8,"registered":8,"alive":8,"memory_limit_mb":0,"shared":"","pids":"[0-9: ]*","gpus":\[{"index":0,"uuid":"GPU-fa4e' "$TEST_TMP/json" || diag "$TEST_TMP/json"
 wait $job
 check "  ... the job still ends with status 0" [ $? -eq 0 ]
 "$GSRUN" status >"$TEST_TMP/st"
