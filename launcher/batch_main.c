@@ -364,7 +364,7 @@ static int find_in_base(const char *base, const char *name, char *job_dir, size_
 static int find_job_dir(batch_opts_t *o, const char *name, char *job_dir, size_t len, int *roots,
                         gs_error_t *err)
 {
-    char bases[2 + GS_RUNDIR_BASE_TRIES][64];
+    char bases[3 + GS_RUNDIR_BASE_TRIES][64];
     int n = 0;
 
     if (o->dir != NULL) {
@@ -377,6 +377,11 @@ static int find_job_dir(batch_opts_t *o, const char *name, char *job_dir, size_t
     snprintf(bases[n++], sizeof(bases[0]), "/tmp/gsrun-%u", (unsigned)getuid());
     for (int k = 1; k <= GS_RUNDIR_BASE_TRIES; k++) {
         snprintf(bases[n++], sizeof(bases[0]), "/tmp/gsrun-%u.%d", (unsigned)getuid(), k);
+    }
+    /* Where other users took all of those: the base nobody could take first. */
+    char rb[512];
+    if (gs_rundir_user_base_find(bases[1], rb, sizeof(rb)) == 0 && strlen(rb) < sizeof(bases[0])) {
+        snprintf(bases[n++], sizeof(bases[0]), "%s", rb);
     }
     int first_rc = 0;
     gs_error_t first;

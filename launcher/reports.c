@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -19,6 +20,18 @@
 static void on_alarm(int sig)
 {
     (void)sig; /* only interrupts a blocking flock */
+}
+
+/* An agent removes its node dir (under the dir's lock) after its report:
+ * the dir still there, unlocked and without a report, is an agent that was
+ * killed with its guard (nothing else ends both). */
+static int gone_unreported(const char *job_dir, const char *node)
+{
+    char dir[GS_PATH_MAX], report[GS_PATH_MAX];
+    struct stat st;
+    snprintf(dir, sizeof(dir), "%s/%s", job_dir, node);
+    snprintf(report, sizeof(report), "%s/%s.report", job_dir, node);
+    return lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && lstat(report, &st) != 0;
 }
 
 void gs_wait_for_agents(const char *job_dir, int timeout_ms)
@@ -51,6 +64,12 @@ void gs_wait_for_agents(const char *job_dir, int timeout_ms)
                     "gsrun: the node agent of %s has not finished stopping MPS after %d s; "
                     "leaving it running (its directory is %s/%s)\n",
                     names[i], timeout_ms / 1000, job_dir, names[i]);
+        } else if (gone_unreported(job_dir, names[i])) {
+            fprintf(stderr,
+                    "gsrun: problem: node %s: the node agent ended without its report (it and "
+                    "its guard were killed): the job's ranks there ran unwatched and unplaced "
+                    "from then on, and its MPS servers may not have been stopped\n",
+                    names[i]);
         }
         close(fds[i]);
     }

@@ -77,6 +77,7 @@ int gs_status_main(int argc, char **argv)
     char place[GS_PATH_MAX];
     int have_place = gs_ledger_find(node, place, sizeof(place)) &&
                      gs_ledger_summarize(place, &placed) > 0;
+    gs_status_clean_placement(&placed);
     gs_error_t ignored;
     if (have_place && gs_gpu_discover(&node_gpus, &ignored) != 0) {
         node_gpus.count = 0;
@@ -94,6 +95,9 @@ int gs_status_main(int argc, char **argv)
                                     have_place ? &placed : NULL, gpu_of);
     } else if (n == 0) {
         printf("gsrun status: node %s: no gsrun job in %s\n", node, where);
+        if (have_place) { /* jobs of the user's whose dirs are elsewhere (another TMPDIR) */
+            gs_status_print_placement(stdout, &placed, place, gpu_of);
+        }
     } else {
         printf("gsrun status: node %s: %d job%s in %s\n", node, n, n == 1 ? "" : "s", where);
         gs_status_print_text(stdout, jobs, n, gs_proc_wall_ms());

@@ -197,10 +197,21 @@ static gs_agent_state_t planning(gs_agent_t *a)
     int failed = gs_policy_plan_packed(cfg, a->local_size, a->gpus.count, packed ? counts : NULL,
                                        a->have_control, a->control_error, limit, &a->plan,
                                        &err) != 0;
+    if (a->gpus.count == 0 && a->gpus.beyond > 0) {
+        /* Not a node without GPUs: the GPUs asked for are past the limit. */
+        if (failed) {
+            size_t n = strlen(err.text);
+            snprintf(err.text + n, sizeof(err.text) - n, " (%s)", a->gpus.reason);
+        } else {
+            snprintf(a->plan.reason, sizeof(a->plan.reason), "%s; running without MPS",
+                     a->gpus.reason);
+        }
+    }
     if (!failed) {
         gs_agent_pack_record(a); /* the job's entry; the next job may decide */
     }
     gs_ledger_unlock(&a->ledger);
+    gs_agent_pack_restart(a); /* slow work, never under the record's lock */
     gs_report_mark(&a->report, "planned");
     if (!failed) {
         list_servers(a);

@@ -121,6 +121,7 @@ typedef struct {
     int fault_told[GS_MAX_GPUS]; /* a job on shared servers: faults told of, each entry */
 
     gs_ledger_t ledger; /* the user's placement record of the node: this job's entry */
+    int pack_moved;     /* early: the packing moved the early daemons' GPUs */
     int gpu_pos[GS_MAX_GPUS]; /* gpus.gpu[k]'s place among the visible GPUs (packing
                                * reorders them): its number in messages and status */
 
@@ -269,9 +270,13 @@ void gs_agent_lease_ready(gs_agent_t *a, const struct pollfd *p, int n);
  * the packing's order (emptiest first); *packed 1 with each GPU's ranks in
  * counts when other jobs or processes load a GPU (0: plan as alone). The
  * record stays locked until gs_agent_pack_record writes the job's entry
- * from the plan. 0 always: a job that cannot see the others plans alone. */
+ * from the plan. 0 always: a job that cannot see the others plans by the
+ * GPUs' other processes (NVML) alone, and says why. */
 int gs_agent_pack(gs_agent_t *a, int *counts, int *packed);
 void gs_agent_pack_record(gs_agent_t *a);
+/* After the record's lock: early daemons the packing moved off their GPUs
+ * are stopped (started again where the job goes). */
+void gs_agent_pack_restart(gs_agent_t *a);
 /* The job ended: its entry goes. */
 void gs_agent_pack_release(gs_agent_t *a);
 

@@ -17,8 +17,9 @@
 #include "runtime/plan/pack.h"
 
 /* How long a job waits for the jobs deciding before it: each holds the
- * record for a few ms. Past it the job plans alone and says so. */
-#define PACK_LOCK_MS 10000
+ * record for a few ms (nothing slow is done under it). Past it the job
+ * says so, reads the entries without the lock and is entered all the same. */
+#define PACK_LOCK_MS 5000
 
 /* Puts the GPUs in the packing's order: emptiest first. */
 static void reorder(gs_agent_t *a, const gs_pack_t *pk)
@@ -62,12 +63,27 @@ int gs_agent_pack(gs_agent_t *a, int *counts, int *packed)
     if (!gs_ledger_applies(a->o->args.job_dir)) {
         return 0; /* a batch-provisioned step: the scheduler placed it */
     }
-    if (gs_ledger_lock(&a->ledger, a->o->args.node_name, PACK_LOCK_MS, &err) != 0) {
-        gs_report_add(&a->report, 0, "the job is placed without the user's other jobs: %s",
-                      err.text);
-        return 0;
+    int jobs = 0;
+    memset(ours, 0, sizeof(ours));
+    if (gs_ledger_lock(&a->ledger, a->o->args.node_name, PACK_LOCK_MS, &err) == 0 ||
+        a->ledger.stuck) {
+        jobs = gs_ledger_load(&a->ledger, a->gpus.gpu, n, ours);
     }
-    int jobs = gs_ledger_load(&a->ledger, a->gpus.gpu, n, ours);
+    if (a->ledger.stuck) {
+        /* Held by a process of the user's, not a deciding job: the job is
+         * placed by the entries as they are and entered without the lock. */
+        gs_report_add(&a->report, 1,
+                      "the user's placement record %s stayed locked for %d s (a process of the "
+                      "user's holds it: 'fuser -v %s' names it): this job is placed by the "
+                      "entries as they are, without waiting longer",
+                      a->ledger.dir, PACK_LOCK_MS / 1000, a->ledger.dir);
+    } else if (a->ledger.lock_fd < 0) {
+        /* No record: the GPUs' other processes (NVML) still count. */
+        gs_report_add(&a->report, 1,
+                      "the job is placed without the user's other jobs: %s; the GPUs' other "
+                      "processes still count",
+                      err.text);
+    }
     for (int g = 0; g < n; g++) {
         foreign[g] = gs_usage_foreign(&a->gpus.gpu[g], getuid(), "/proc");
         load[g] = ours[g] + foreign[g];
@@ -92,11 +108,10 @@ int gs_agent_pack(gs_agent_t *a, int *counts, int *packed)
                       jobs, jobs == 1 ? "" : "s", seen, used);
         if (a->mode == GS_MODE_EARLY && a->daemons.n > 0 && !a->daemons.borrowed &&
             moves(&pk, a->daemons.n)) {
-            /* The early daemons sit on the GPUs in their own order: start
-             * them again where the job goes. */
-            gs_daemons_stop_from(&a->daemons, 0, NULL, NULL);
-            a->early_rc = 0;
-            a->early_ready_ms = 0;
+            /* The early daemons sit on the GPUs in their own order: started
+             * again where the job goes, once the record's lock is free
+             * (gs_agent_pack_restart: stopping a daemon can take seconds). */
+            a->pack_moved = 1;
         }
         reorder(a, &pk);
         memcpy(counts, pk.counts, sizeof(pk.counts));
@@ -111,8 +126,8 @@ void gs_agent_pack_record(gs_agent_t *a)
     gs_error_t err;
     const char *job = strrchr(a->o->args.job_dir, '/');
 
-    if (a->ledger.lock_fd < 0) {
-        return;
+    if (a->ledger.lock_fd < 0 && !a->ledger.stuck) {
+        return; /* no record */
     }
     if (a->plan.nservers > 0 && (a->plan.use_mps || a->o->cfg.gpu_bind)) {
         /* The plan's GPUs, also where MPS is off: the ranks get them. */
@@ -133,6 +148,16 @@ void gs_agent_pack_record(gs_agent_t *a)
                       err.text);
     }
     gs_ledger_unlock(&a->ledger);
+}
+
+void gs_agent_pack_restart(gs_agent_t *a)
+{
+    if (a->pack_moved) {
+        a->pack_moved = 0;
+        gs_daemons_stop_from(&a->daemons, 0, NULL, NULL);
+        a->early_rc = 0;
+        a->early_ready_ms = 0;
+    }
 }
 
 void gs_agent_pack_release(gs_agent_t *a)

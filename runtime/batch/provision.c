@@ -60,8 +60,8 @@ static int ours(const char *path)
 
 /* A rank that is not the node's first: the job dir the first one made, in
  * the first of the candidate bases that holds it (no other user can make a
- * directory that is ours). -EAGAIN while none does; -EPERM once every
- * candidate is another user's (the first rank cannot have made one). */
+ * directory that is ours), or, where every guessable name is another
+ * user's, in the base nobody could take first. -EAGAIN while none does. */
 static int find_job_dir(const char *dir, const char *job, char *out, size_t len, gs_error_t *err)
 {
     char name[512];
@@ -83,9 +83,13 @@ static int find_job_dir(const char *dir, const char *job, char *out, size_t len,
         }
     }
     if (others > GS_RUNDIR_BASE_TRIES) {
-        return gs_error_set(err, EPERM,
-                            "'%s' and %s.1 to %s.%d are taken by other users", dir, dir, dir,
-                            GS_RUNDIR_BASE_TRIES);
+        /* Every guessable name another user's: the first rank went to the
+         * base no one could take first (gs_rundir_user_base_any). */
+        if (gs_rundir_user_base_find(dir, name, sizeof(name)) == 0 &&
+            (size_t)snprintf(out, len, "%s/%s", name, job) < len && ours(out)) {
+            return 0;
+        }
+        return -EAGAIN;
     }
     return -EAGAIN;
 }
@@ -111,18 +115,9 @@ int gs_provision_exec_job_dir(const char *dir, const char *job, int first, int t
     }
     /* Found, never chosen: whatever another user does to the names
      * meanwhile, the rank goes where the first rank went. */
-    long long deadline = gs_proc_now_ms() + timeout_ms, taken_since = -1;
+    long long deadline = gs_proc_now_ms() + timeout_ms;
     int wait_ms = 1;
-    /* Every name another user's: once is not enough (the first rank's new
-     * base can look another's for a moment, as under fakeroot); 100 ms of
-     * it is. */
-    while ((rc = find_job_dir(dir, job, out, len, err)) == -EAGAIN ||
-           (rc == -EPERM && (taken_since < 0 || gs_proc_now_ms() - taken_since < 100))) {
-        if (rc == -EPERM && taken_since < 0) {
-            taken_since = gs_proc_now_ms();
-        } else if (rc == -EAGAIN) {
-            taken_since = -1;
-        }
+    while ((rc = find_job_dir(dir, job, out, len, err)) == -EAGAIN) {
         if (gs_proc_now_ms() >= deadline) {
             return gs_error_set(err, ETIMEDOUT,
                                 "the node's first rank made no run directory for this job in "

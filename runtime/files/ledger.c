@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,7 @@ int gs_ledger_lock(gs_ledger_t *l, const char *node, int timeout_ms, gs_error_t 
         long long left = deadline - gs_proc_now_ms();
         struct stat a, b;
         if (left <= 0) {
+            l->stuck = l->dir[0] != '\0';
             return gs_error_set(err, ETIMEDOUT,
                                 "the user's jobs on this node held the placement record (%s) "
                                 "for %d ms",
@@ -213,7 +215,9 @@ static void add_load(void *ctx, const gs_ledger_job_t *job)
     for (int i = 0; i < job->n; i++) {
         for (int g = 0; g < c->ngpus; g++) {
             if (strcmp(c->gpus[g].uuid, job->uuid[i]) == 0) {
-                c->load[g] += job->ranks[i];
+                /* Saturated: entries are the user's own writing, unbounded in number. */
+                c->load[g] = c->load[g] > INT_MAX - job->ranks[i] ? INT_MAX
+                                                                  : c->load[g] + job->ranks[i];
             }
         }
     }
@@ -255,10 +259,17 @@ static void add_summary(void *ctx, const gs_ledger_job_t *job)
             snprintf(sum->gpu[g].uuid, sizeof(sum->gpu[g].uuid), "%s", job->uuid[i]);
             sum->n++;
         }
-        size_t len = strlen(sum->gpu[g].jobs);
-        snprintf(sum->gpu[g].jobs + len, sizeof(sum->gpu[g].jobs) - len, "%s%s:%d",
-                 len > 0 ? " " : "", name, job->ranks[i]);
-        sum->gpu[g].ranks += job->ranks[i];
+        size_t len = strlen(sum->gpu[g].jobs), room = sizeof(sum->gpu[g].jobs) - len;
+        char one[128];
+        int w = snprintf(one, sizeof(one), "%s%s:%d", len > 0 ? " " : "", name, job->ranks[i]);
+        if (w > 0 && (size_t)w < room) {
+            memcpy(sum->gpu[g].jobs + len, one, (size_t)w + 1); /* whole names only */
+        } else {
+            sum->gpu[g].more++;
+        }
+        sum->gpu[g].ranks = sum->gpu[g].ranks > INT_MAX - job->ranks[i]
+                                ? INT_MAX
+                                : sum->gpu[g].ranks + job->ranks[i];
         sum->gpu[g].njobs++;
     }
 }
@@ -344,7 +355,8 @@ void gs_ledger_close(gs_ledger_t *l)
     }
     /* Under the dir's lock (ours still, or taken again): a job deciding
      * now must not see the dir vanish under it. */
-    int lk = l->lock_fd >= 0 ? l->lock_fd : gs_rundir_lock_wait(l->dir, CLOSE_LOCK_MS);
+    int lk = l->lock_fd >= 0 ? l->lock_fd
+             : gs_rundir_lock_wait(l->dir, l->stuck ? 0 : CLOSE_LOCK_MS); /* stuck: one try */
     l->lock_fd = -1;
     if (l->entry_fd >= 0) {
         unlink(l->entry); /* before the flock goes: no reader takes it for a live job's */
@@ -369,16 +381,9 @@ void gs_ledger_close(gs_ledger_t *l)
 int gs_ledger_find(const char *node, char *dir, size_t len)
 {
     char stem[300], base[512];
-    gs_error_t err;
     snprintf(stem, sizeof(stem), "%s/gsrun-%u", gs_rundir_tmpdir(), (unsigned)getuid());
-    for (int k = 0; k <= GS_RUNDIR_BASE_TRIES; k++) {
-        if (gs_rundir_base_name(stem, k, base, sizeof(base), &err) == 0 &&
-            gs_rundir_check_own(base, &err) == 0 && gs_ledger_path(base, node, dir, len) == 0 &&
-            access(dir, F_OK) == 0) {
-            return 1;
-        }
-    }
-    return 0;
+    return gs_rundir_user_base_find(stem, base, sizeof(base)) == 0 &&
+           gs_ledger_path(base, node, dir, len) == 0 && access(dir, F_OK) == 0;
 }
 
 void gs_ledger_tidy(const char *node)

@@ -29,6 +29,9 @@ typedef struct {
     int lock_fd;    /* the dir's flock while deciding, -1 */
     int entry_fd;   /* this job's entry, flocked while the job runs, -1 */
     char entry[640];
+    int stuck; /* the dir's flock stayed held past the wait (a process of the user's
+                * holds it): the job is entered without it, and its end waits for
+                * nothing */
 } gs_ledger_t;
 
 void gs_ledger_init(gs_ledger_t *l);
@@ -42,7 +45,8 @@ int gs_ledger_applies(const char *job_dir);
 
 /* The record of this node in the user's base (made when missing), locked
  * for a decision: waits up to timeout_ms for the jobs deciding before. 0,
- * or -errno with err. */
+ * or -errno with err; -ETIMEDOUT sets stuck: the entries can still be read
+ * and the job's written, without the lock. */
 int gs_ledger_lock(gs_ledger_t *l, const char *node, int timeout_ms, gs_error_t *err);
 
 /* Sums the live entries' ranks on each of the gpus (by UUID) into load
@@ -81,7 +85,8 @@ typedef struct {
     struct {
         char uuid[96];
         int ranks, njobs;
-        char jobs[512];
+        char jobs[4096];
+        int more; /* jobs that did not fit in jobs (counted in njobs and ranks) */
     } gpu[GS_MAX_GPUS];
 } gs_ledger_summary_t;
 int gs_ledger_summarize(const char *dir, gs_ledger_summary_t *sum);

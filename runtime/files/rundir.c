@@ -414,6 +414,61 @@ int gs_rundir_base_name(const char *dir, int k, char *out, size_t len, gs_error_
     return 0;
 }
 
+/* The user's private dirs "<dir>.x" + 6 characters in dir's parent (made
+ * by mkdtemp where another user holds all of dir, dir.1 ... dir.N): the
+ * first in name order, so that every job of the user meets in the same one
+ * whatever names others plant. 0 with it in out, or -ENOENT. */
+static int find_unguessed(const char *dir, char *out, size_t len)
+{
+    char parent[512], prefix[128], best[128] = "", path[1024];
+    const char *slash = strrchr(dir, '/');
+    if (slash == NULL || (size_t)(slash - dir) >= sizeof(parent) ||
+        (size_t)snprintf(prefix, sizeof(prefix), "%s.x", slash + 1) >= sizeof(prefix)) {
+        return -ENOENT;
+    }
+    snprintf(parent, sizeof(parent), "%.*s", slash == dir ? 1 : (int)(slash - dir), dir);
+    DIR *d = opendir(parent);
+    size_t plen = strlen(prefix);
+    struct dirent *e;
+    if (d == NULL) {
+        return -ENOENT;
+    }
+    while ((e = readdir(d)) != NULL) {
+        struct stat st;
+        if (strncmp(e->d_name, prefix, plen) != 0 || strlen(e->d_name) != plen + 6 ||
+            (best[0] != '\0' && strcmp(e->d_name, best) >= 0)) {
+            continue;
+        }
+        snprintf(path, sizeof(path), "%s/%s", parent, e->d_name);
+        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid() &&
+            (st.st_mode & 077) == 0) {
+            snprintf(best, sizeof(best), "%s", e->d_name);
+        }
+    }
+    closedir(d);
+    if (best[0] == '\0' || (size_t)snprintf(out, len, "%s/%s", parent, best) >= len) {
+        return -ENOENT;
+    }
+    return 0;
+}
+
+int gs_rundir_user_base_find(const char *dir, char *out, size_t len)
+{
+    char name[512];
+    gs_error_t err;
+    for (int k = 0; k <= GS_RUNDIR_BASE_TRIES; k++) {
+        struct stat st;
+        if (gs_rundir_base_name(dir, k, name, sizeof(name), &err) != 0) {
+            return -ENAMETOOLONG;
+        }
+        if (lstat(name, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid() &&
+            (st.st_mode & 077) == 0) {
+            return (size_t)snprintf(out, len, "%s", name) < len ? 0 : -ENAMETOOLONG;
+        }
+    }
+    return find_unguessed(dir, out, len);
+}
+
 int gs_rundir_user_base_any(const char *dir, char *out, size_t len, char *taken,
                             size_t taken_len, gs_error_t *err)
 {
@@ -438,6 +493,12 @@ int gs_rundir_user_base_any(const char *dir, char *out, size_t len, char *taken,
             return 0;
         }
     }
+    if (find_unguessed(dir, name, sizeof(name)) == 0 &&
+        gs_rundir_user_base(name, out, len, err) == 0) {
+        snprintf(taken, taken_len, "'%s' and its %d next names were taken by other users",
+                 dir, GS_RUNDIR_BASE_TRIES);
+        return 0;
+    }
     for (int k = 0; k <= GS_RUNDIR_BASE_TRIES; k++) {
         if ((rc = gs_rundir_base_name(dir, k, name, sizeof(name), err)) != 0) {
             return rc;
@@ -456,6 +517,26 @@ int gs_rundir_user_base_any(const char *dir, char *out, size_t len, char *taken,
         if (k == 0) {
             snprintf(taken, taken_len, "%s", err->text);
         }
+    }
+    /* Every name another user can guess is taken: one nobody can take
+     * first (mkdtemp), found again by its owner. Two of the user's jobs that
+     * make one at the same moment each take the first in name order; the
+     * other, empty, is removed. */
+    char made[600];
+    if ((size_t)snprintf(made, sizeof(made), "%s.xXXXXXX", dir) < sizeof(made) &&
+        mkdtemp(made) != NULL) {
+        if (find_unguessed(dir, name, sizeof(name)) == 0 &&
+            gs_rundir_user_base(name, out, len, err) == 0) {
+            if (strcmp(name, made) != 0) {
+                rmdir(made);
+            }
+            snprintf(taken + strlen(taken), taken_len - strlen(taken),
+                     ", and so are %s.1 to %s.%d (taken by other users): the user's jobs meet in "
+                     "%s",
+                     dir, dir, GS_RUNDIR_BASE_TRIES, out);
+            return 0;
+        }
+        rmdir(made);
     }
     return gs_error_set(err, EPERM,
                         "%s, and so are %s.1 to %s.%d (taken by other users)", taken, dir, dir,

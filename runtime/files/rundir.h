@@ -87,12 +87,20 @@ int gs_rundir_base_name(const char *dir, int k, char *out, size_t len, gs_error_
 /* The same where another user may have taken the name: dir, else, when
  * another user took that name first (a link, a file, a directory not ours
  * or not private, one that vanished as we looked), the first of dir.1 ...
- * dir.N that is ours or can be made. One of these names that is the
+ * dir.N that is ours or can be made, else one nobody can take first (below).
+ * One of these names that is the
  * caller's private directory already is taken first, the lowest such, so
  * the user's jobs keep meeting in one place whatever another user does to
  * the names meanwhile. *taken gets why dir itself was not used ("" when it
  * was). */
 int gs_rundir_user_base_any(const char *dir, char *out, size_t len, char *taken,
                             size_t taken_len, gs_error_t *err);
+/* Where another user holds all of dir, dir.1 ... dir.N, the base is one no
+ * other user can take first, dir.x<6 random characters> (mkdtemp), found
+ * again by its owner: the first such private dir of the caller's in name
+ * order. */
+/* The caller's existing base of those names (no dir is made): 0 with it in
+ * out, or -ENOENT. */
+int gs_rundir_user_base_find(const char *dir, char *out, size_t len);
 
 #endif

@@ -230,6 +230,14 @@ void gs_status_clean(char *s)
     }
 }
 
+void gs_status_clean_placement(gs_ledger_summary_t *pl)
+{
+    for (int g = 0; g < pl->n; g++) {
+        gs_status_clean(pl->gpu[g].uuid);
+        gs_status_clean(pl->gpu[g].jobs);
+    }
+}
+
 static void clean_all(gs_status_t *s)
 {
     gs_rec_each_str(gs_status_fields, s, gs_status_clean);
@@ -294,15 +302,35 @@ static int is_user_base(const char *n)
     if (strncmp(n, "gsrun-", 6) != 0 || n[6] == '\0') {
         return 0;
     }
-    int dot = 0; /* gsrun-<uid>.<k>: the name after another user took gsrun-<uid> */
-    for (const char *p = n + 6; *p != '\0'; p++) {
-        if (*p == '.' && !dot && p[1] != '\0' && p > n + 6) {
-            dot = 1;
-        } else if (*p < '0' || *p > '9') {
-            return 0;
-        }
+    /* gsrun-<uid>.<k>: the name after another user took gsrun-<uid>;
+     * gsrun-<uid>.x<6 letters or digits>: after others took all those
+     * (gs_rundir_user_base_any). */
+    const char *p = n + 6;
+    while (*p >= '0' && *p <= '9') {
+        p++;
     }
-    return 1;
+    if (p == n + 6) {
+        return 0;
+    }
+    if (*p == '\0') {
+        return 1;
+    }
+    if (*p++ != '.') {
+        return 0;
+    }
+    if (*p == 'x' && strlen(p) == 7) {
+        for (const char *q = p + 1; *q != '\0'; q++) {
+            if (!((*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z'))) {
+                return 0;
+            }
+        }
+        return 1;
+    }
+    const char *q = p;
+    while (*q >= '0' && *q <= '9') {
+        q++;
+    }
+    return q > p && *q == '\0';
 }
 
 static int scan_pass(const char *tmpdir, const char *node, int others, gs_status_t *out,

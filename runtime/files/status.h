@@ -77,6 +77,9 @@ int gs_status_read(const char *node_dir, gs_status_t *s, gs_error_t *err);
 /* Makes s safe to show: control characters and bytes that are not UTF-8
  * become '?'. */
 void gs_status_clean(char *s);
+/* The same for the placement record's summary (its entries' names and
+ * lines are the user's writing). */
+void gs_status_clean_placement(gs_ledger_summary_t *pl);
 
 /* The jobs in tmpdir with a node dir for this node: the caller's, then
  * (all_users, for root) every other user's. Every string in them is clean

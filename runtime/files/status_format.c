@@ -96,8 +96,12 @@ void gs_status_print_placement(FILE *f, const gs_ledger_summary_t *pl, const cha
         } else {
             fprintf(f, "  %s:", pl->gpu[g].uuid);
         }
-        fprintf(f, " %d job%s, %d rank%s: %s\n", pl->gpu[g].njobs, pl->gpu[g].njobs == 1 ? "" : "s",
+        fprintf(f, " %d job%s, %d rank%s: %s", pl->gpu[g].njobs, pl->gpu[g].njobs == 1 ? "" : "s",
                 pl->gpu[g].ranks, pl->gpu[g].ranks == 1 ? "" : "s", pl->gpu[g].jobs);
+        if (pl->gpu[g].more > 0) {
+            fprintf(f, " and %d more", pl->gpu[g].more);
+        }
+        fputc('\n', f);
     }
 }
 
@@ -110,7 +114,7 @@ void gs_status_print_json(FILE *f, const char *node, const gs_status_t *s, int n
 /* "job:3 job2:1" as [{"job":"job","ranks":3},...]. */
 static void json_jobs(FILE *f, const char *jobs)
 {
-    char buf[512], *save = NULL;
+    char buf[sizeof(((gs_ledger_summary_t *)0)->gpu[0].jobs)], *save = NULL;
     snprintf(buf, sizeof(buf), "%s", jobs);
     fputc('[', f);
     int first = 1;
@@ -152,8 +156,9 @@ void gs_status_print_json_placed(FILE *f, const char *node, const gs_status_t *s
         for (int g = 0; g < pl->n; g++) {
             fputs(g ? ",{\"uuid\":" : "{\"uuid\":", f);
             gs_rec_json_str(f, pl->gpu[g].uuid);
-            fprintf(f, ",\"gpu\":%d,\"ranks\":%d,\"jobs\":",
-                    gpu_of != NULL ? gpu_of(pl->gpu[g].uuid) : -1, pl->gpu[g].ranks);
+            fprintf(f, ",\"gpu\":%d,\"ranks\":%d,\"more_jobs\":%d,\"jobs\":",
+                    gpu_of != NULL ? gpu_of(pl->gpu[g].uuid) : -1, pl->gpu[g].ranks,
+                    pl->gpu[g].more);
             json_jobs(f, pl->gpu[g].jobs);
             fputc('}', f);
         }

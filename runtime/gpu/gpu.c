@@ -300,6 +300,9 @@ int gs_gpu_discover(gs_gpu_list_t *list, gs_error_t *err)
                  nvml_err(&n, rc));
         goto shutdown;
     }
+    if (count > GS_MAX_GPUS) {
+        list->beyond = (int)count - GS_MAX_GPUS; /* named when they are asked for */
+    }
     for (unsigned int i = 0; i < count && list->count < GS_MAX_GPUS; i++) {
         gs_nvml_device_t dev;
         gs_gpu_t *g = &list->gpu[list->count];
@@ -373,17 +376,18 @@ static int match_entry(const gs_gpu_list_t *list, const char *entry, int *hit)
 int gs_gpu_filter_visible(gs_gpu_list_t *list, const char *cvd, gs_error_t *err)
 {
     gs_gpu_list_t out;
-    char buf[1024];
     char *save = NULL;
 
     if (cvd == NULL || list->count == 0) {
         return 0;
     }
-    if (strlen(cvd) >= sizeof(buf)) {
-        return gs_error_set(err, EINVAL, "CUDA_VISIBLE_DEVICES is too long");
+    /* As long as CUDA takes it (56 MIG UUIDs are over 2 KB). */
+    char *buf = strdup(cvd);
+    if (buf == NULL) {
+        return gs_error_set(err, ENOMEM, "out of memory for CUDA_VISIBLE_DEVICES");
     }
     memset(&out, 0, sizeof(out));
-    snprintf(buf, sizeof(buf), "%s", cvd);
+    out.cuda_version = list->cuda_version;
     for (char *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
         int hit[GS_MAX_GPUS];
         while (*tok == ' ') {
@@ -401,10 +405,17 @@ int gs_gpu_filter_visible(gs_gpu_list_t *list, const char *cvd, gs_error_t *err)
             }
         }
     }
-    if (out.count == 0) {
+    free(buf);
+    if (out.count == 0 && list->beyond > 0) {
         snprintf(out.reason, sizeof(out.reason),
-                 "CUDA_VISIBLE_DEVICES='%s' leaves no GPU visible", cvd);
+                 "CUDA_VISIBLE_DEVICES='%.80s%s' names none of the node's first %d GPUs, the "
+                 "most gsrun handles (%d more are not used)",
+                 cvd, strlen(cvd) > 80 ? "..." : "", GS_MAX_GPUS, list->beyond);
+    } else if (out.count == 0) {
+        snprintf(out.reason, sizeof(out.reason), "CUDA_VISIBLE_DEVICES='%.120s%s' leaves no GPU visible",
+                 cvd, strlen(cvd) > 120 ? "..." : "");
     }
+    out.beyond = list->beyond;
     *list = out;
     return 0;
 }

@@ -39,6 +39,7 @@ typedef struct {
     gs_gpu_t gpu[GS_MAX_GPUS];
     int cuda_version; /* the driver's CUDA version, 1000 * major + 10 * minor; 0: unknown */
     char reason[256]; /* why count is 0 */
+    int beyond;       /* GPUs the driver reports past the GS_MAX_GPUS taken */
 } gs_gpu_list_t;
 
 /* Lists the devices NVML sees, in the order CUDA enumerates them: by PCI

@@ -212,10 +212,17 @@ static int wait_ready(const gs_node_req_t *req, const char *node_dir, int ready_
     int rc = gs_state_wait(node_dir, deadline, ready_rd, err);
 
     if (rc == -EPIPE) {
-        rc = gs_error_set(err, ECHILD,
-                          "the node agent (%s) exited before it reported; check that it is "
-                          "installed beside gsrun-shim",
-                          req->agent_path);
+        /* Installed and runnable: it was killed or crashed, and the hint
+         * to install it would send the user the wrong way. */
+        rc = access(req->agent_path, X_OK) == 0
+                 ? gs_error_set(err, ECHILD,
+                                "the node agent (%s) ended before it reported: it was killed or "
+                                "crashed; run the job again (with -v to see its start)",
+                                req->agent_path)
+                 : gs_error_set(err, ECHILD,
+                                "the node agent (%s) exited before it reported; check that it is "
+                                "installed beside gsrun-shim",
+                                req->agent_path);
         /* Tell the other ranks instead of letting them wait out the timeout. */
         gs_state_t failed;
         memset(&failed, 0, sizeof(failed));

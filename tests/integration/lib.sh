@@ -88,6 +88,31 @@ gsrun_fake_exec() {
         exec "$GSRUN" --mps-control="$FAKE_CONTROL" "$@"
 }
 
+# A one-rank job through the rank prefix, as any launcher would start it
+# (light: no mpirun), on the fake NVML, in the background; its line in
+# $OUT.NAME, its status in $OUT.NAME.rc, the daemons it starts in $REC:
+#   light NAME NGPUS SECONDS [VAR=value...]
+light() {
+    local name=$1 n=$2 s=$3
+    shift 3
+    (env GSRUN_LOCAL_RANK=0 GSRUN_LOCAL_SIZE=1 GSRUN_JOB_KEY="pack-$name" \
+        LD_LIBRARY_PATH="$FAKE_LIB" FAKE_NVML_GPUS="$n" GSRUN_MPS_CONTROL="$FAKE_CONTROL" \
+        FAKE_MPS_RECORD="${REC:-/dev/null}" "$@" "$GSRUN" exec -- \
+        sh -c 'echo "uuid=$GSRUN_GPU_UUID mps=$GSRUN_MPS_ACTIVE pipe=$CUDA_MPS_PIPE_DIRECTORY"; sleep '"$s" \
+        >"$OUT.$name" 2>"$ERR.$name"
+    echo $? >"$OUT.$name.rc") &
+}
+# Each fake GPU's ranks in the given outputs: "n0 n1 ..." for NGPUS GPUs.
+per_gpu() { # per_gpu NGPUS files...
+    local n=$1 i c out=""
+    shift
+    for ((i = 0; i < n; i++)); do
+        c=$(cat "$@" | grep -c "uuid=GPU-fa4e0000-0000-4000-8000-$(printf '%012x' $i)\b")
+        out="$out${out:+ }$c"
+    done
+    echo "$out"
+}
+
 # Processes of this build's fake daemons or agents still alive (not zombies);
 # LEFTOVER_EXES may name one more program.
 leftover_procs() {

@@ -13,29 +13,6 @@ REC=$TEST_TMP/record
 ME=$(id -u)
 PLACE=$TMPDIR/gsrun-$ME/place
 
-# A one-rank job through the rank prefix, as any launcher would start it
-# (light: no mpirun), in the background; its line in $OUT.NAME:
-#   light NAME NGPUS SECONDS [VAR=value...]
-light() {
-    local name=$1 n=$2 s=$3
-    shift 3
-    (env "$@" GSRUN_LOCAL_RANK=0 GSRUN_LOCAL_SIZE=1 GSRUN_JOB_KEY="pack-$name" \
-        LD_LIBRARY_PATH="$FAKE_LIB" FAKE_NVML_GPUS="$n" GSRUN_MPS_CONTROL="$FAKE_CONTROL" \
-        FAKE_MPS_RECORD="$REC" "$GSRUN" exec -- \
-        sh -c 'echo "uuid=$GSRUN_GPU_UUID mps=$GSRUN_MPS_ACTIVE pipe=$CUDA_MPS_PIPE_DIRECTORY"; sleep '"$s" \
-        >"$OUT.$name" 2>"$ERR.$name"
-    echo $? >"$OUT.$name.rc") &
-}
-# Each GPU's ranks in the given outputs: "n0 n1 ..." for NGPUS GPUs.
-per_gpu() { # per_gpu NGPUS files...
-    local n=$1 i c out=""
-    shift
-    for ((i = 0; i < n; i++)); do
-        c=$(cat "$@" | grep -c "uuid=GPU-fa4e0000-0000-4000-8000-$(printf '%012x' $i)\b")
-        out="$out${out:+ }$c"
-    done
-    echo "$out"
-}
 rcs() { cat "$@" | tr -d '\n'; }
 starts() { grep -c '^start ' "$REC" 2>/dev/null || echo 0; }
 # Waits until NAME's job has its entry in the placement record and its
@@ -169,8 +146,8 @@ LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=4 "$GSRUN" status --json >"$OUT.json" 2
 check "20 jobs started in $(((t1 - t0) / 1000000)) ms: gsrun status by GPU, 5 jobs and 5 ranks on each" \
     [ $rc -eq 0 -a "$(grep -c "^  GPU [0-3] (GPU-[^)]*): 5 jobs, 5 ranks: " "$OUT.st")" -eq 4 ] || diag "$OUT.st"
 check "  ... and in --json: placement, each GPU's ranks and jobs" \
-    [ "$(grep -o '"placement":\[{"uuid":"GPU-[^"]*","gpu":[0-3],"ranks":5,"jobs":\[{"job":"exec-' "$OUT.json" | wc -l)" -eq 1 -a \
-        "$(grep -o '"ranks":5,"jobs":' "$OUT.json" | wc -l)" -eq 4 ] || diag "$OUT.json"
+    [ "$(grep -o '"placement":\[{"uuid":"GPU-[^"]*","gpu":[0-3],"ranks":5,"more_jobs":0,"jobs":\[{"job":"exec-' "$OUT.json" | wc -l)" -eq 1 -a \
+        "$(grep -o '"ranks":5,"more_jobs":0,"jobs":' "$OUT.json" | wc -l)" -eq 4 ] || diag "$OUT.json"
 wait
 got=$(per_gpu 4 $(seq -f "$OUT.m%g" 20))
 check "  ... five a GPU, never more ($got)" [ "$got" = "5 5 5 5" ]

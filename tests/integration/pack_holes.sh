@@ -1,0 +1,200 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# covers: runtime/files/rundir.c, runtime/files/ledger.c, runtime/agent/agent_pack.c, runtime/gpu/gpu.c, runtime/files/status_format.c, launcher/reports.c
+# Packing against another user, stuck locks and slow daemons (issue 52), on
+# the fake NVML: another user (nobody, through setpriv) who takes every
+# guessable name of the user's base cannot make the user's jobs pile onto
+# one GPU (1); early daemons slow to quit are stopped outside the record's
+# lock (2); a record locked by a process of the user's is said in one line,
+# the job is entered all the same and its end waits for nothing (3); an
+# agent killed with its guard is said at the job's end (5); a record's
+# counts saturate, every job of a GPU is listed, an entry's control bytes
+# are not printed, GPUs past the 64 gsrun handles are named, and a long
+# CUDA_VISIBLE_DEVICES is taken as CUDA takes it (6).
+. "$GS_TOP_SRCDIR/tests/integration/lib.sh"
+unset GSRUN_MPS_SHARE
+ME=$(id -u)
+NODE=$(uname -n)
+rcs() { cat "$@" | tr -d '\n'; }
+settle() { # the shared MPS ends just after the last job
+    for _ in $(seq 100); do
+        [ -z "$(leftover_procs)" ] && break
+        sleep 0.05
+    done
+}
+
+# 1. Two real users in one TMPDIR (as /tmp is): nobody makes directories at
+# all 17 names of root's base before root's first job. Before: each job
+# planned alone, 8 jobs on 4 GPUs ended 8 0 0 0.
+if [ "$ME" = 0 ] && getent passwd nobody >/dev/null; then
+    NT=$(mktemp -d /tmp/gsp.XXXXXX)
+    chmod 711 "$NT"
+    mkdir -m 1777 "$NT/tmp"
+    for n in "" $(seq -f .%g 16); do
+        setpriv --reuid=65534 --regid=65534 --clear-groups mkdir -m 700 "$NT/tmp/gsrun-$ME$n"
+    done
+    for i in $(seq 8); do light "p$i" 4 3 TMPDIR="$NT/tmp"; done
+    wait
+    got=$(per_gpu 4 $(seq -f "$OUT.p%g" 8))
+    check "1. nobody took all 17 names of the base: 8 one-rank jobs on 4 GPUs, two a GPU ($got)" \
+        [ "$got" = "2 2 2 2" -a "$(rcs $(seq -f "$OUT.p%g.rc" 8))" = 00000000 ] || diag "$ERR.p1"
+    check "  ... in a base nobody could take first ($(grep -o "pipe=$NT/tmp/gsrun-$ME[^/]*" "$OUT.p1" | sort -u))" \
+        grep -q "pipe=$NT/tmp/gsrun-$ME\.x[A-Za-z0-9]\{6\}/" "$OUT.p1"
+    # GPU 0 busy with 10 processes of other users: the next 3 jobs avoid it.
+    for i in 1 2 3; do light "q$i" 4 2 TMPDIR="$NT/tmp" FAKE_NVML_PROCS=0:1,0:1,0:1,0:1,0:1,0:1,0:1,0:1,0:1,0:1; done
+    wait
+    got=$(per_gpu 4 "$OUT".q[1-3])
+    check "  ... GPU 0 busy with 10 other processes: 3 jobs on GPUs 1-3 ($got)" [ "$got" = "0 1 1 1" ]
+    settle
+    check "  ... nobody's directories left as they were" \
+        [ "$(stat -c '%U %a' "$NT/tmp/gsrun-$ME" "$NT/tmp/gsrun-$ME.16" | sort -u)" = "nobody 700" ]
+    rmdir "$NT/tmp/gsrun-$ME".x* 2>/dev/null
+    left=$(find "$NT/tmp" -mindepth 1 -maxdepth 1 ! -user nobody)
+    check "  ... nothing of root's left in that TMPDIR" [ -z "$left" ] || echo "$left" | diag
+    rm -rf "$NT"
+    check_clean "another user's names"
+else
+    ok "# SKIP another user's names: needs root and the user nobody"
+fi
+
+# 2. --mps-share=job, daemons slow to quit (FAKE_MPS_HANG_ON_QUIT): 4 jobs
+# at once on 4 GPUs. The early daemons a packing moves are stopped after the
+# record's lock: before, each job stopped them under it (5 s each) and the
+# last ones planned alone (3 1 0 0).
+for i in 1 2 3 4; do
+    (FAKE_MPS_HANG_ON_QUIT=1 gsrun_fake 4 --mps-share=job --mps=on -vv -np 1 "$PROG" --sleep 2000 \
+        >"$OUT.s$i" 2>"$ERR.s$i"
+        echo $? >"$OUT.s$i.rc") &
+    sleep 0.1
+done
+wait
+got=$(for i in 1 2 3 4; do sed -n 's/.*uuid=\(GPU-[^ ]*\).*/\1/p' "$OUT.s$i"; done | sort | uniq -c | awk '{print $1}' | tr '\n' ' ')
+stuck=$(cat "$ERR".s[1-4] | grep -c 'stayed locked')
+check "2. daemons slow to quit, 4 jobs at once on 4 GPUs: one a GPU ($got), none waited out the record's lock ($stuck)" \
+    [ "$got" = "1 1 1 1 " -a "$stuck" = 0 ] || diag "$ERR.s4"
+settle
+check_clean "slow daemons"
+
+# 3. The record's lock held by a process of the user's: one line, the job
+# entered (the next job sees it), and its end waits for nothing.
+PLACE=$TMPDIR/gsrun-$ME/place
+record() { mkdir -m 700 "$TMPDIR/gsrun-$ME" "$PLACE" "$PLACE/$NODE"; } # as a job makes it
+record
+flock "$PLACE/$NODE" sleep 60 &
+holder=$!
+sleep 0.2
+t0=$(date +%s%N)
+(gsrun_fake 2 -np 1 "$PROG" --sleep 7000 >"$OUT.h1" 2>"$ERR.h1"; echo $? >"$OUT.h1.rc") &
+for _ in $(seq 300); do grep -q uuid= "$OUT.h1" 2>/dev/null && break; sleep 0.05; done
+t1=$(date +%s%N)
+light h2 2 1 # waits for the lock too, then reads h1's entry
+for _ in $(seq 300); do [ -s "$OUT.h1.rc" ] && break; sleep 0.05; done
+t2=$(date +%s%N)
+wait
+lines=$(grep -c "placement record .* stayed locked for 5 s" "$ERR.h1")
+check "3. the record locked by another process: the job starts in $(((t1 - t0) / 1000000)) ms, one line without -v ($lines)" \
+    [ "$lines" = 1 -a "$(cat "$OUT.h1.rc")" = 0 ] || diag "$ERR.h1"
+check "  ... and its end waited for nothing: gsrun took $(((t2 - t0) / 1000000)) ms for a 7 s rank after the 5 s wait (under 13500)" \
+    [ $(((t2 - t0) / 1000000)) -lt 13500 ]
+check "  ... it was entered all the same: the next job goes to the other GPU ($(per_gpu 2 "$OUT.h1") then $(per_gpu 2 "$OUT.h2"))" \
+    [ "$(per_gpu 2 "$OUT.h1" "$OUT.h2")" = "1 1" ]
+kill $holder 2>/dev/null
+wait $holder 2>/dev/null
+settle
+rm -rf "$TMPDIR/gsrun-$ME" # the record made above, whose lock was held
+check_clean "a held lock"
+
+# 5. The job's agent and its guard SIGKILLed while its rank runs: gsrun says
+# so at the end (before: status 0 and no word, even with -v).
+(gsrun_fake 1 --mps-share=job --mps=on -np 1 "$PROG" --sleep 3000 >"$OUT.k" 2>"$ERR.k"; echo $? >"$OUT.k.rc") &
+for _ in $(seq 100); do grep -q 'rank=0' "$OUT.k" 2>/dev/null && break; sleep 0.05; done
+agent=$(for p in $(pgrep -f gsrun-agent); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "GS_TEST_MARK=$TEST_TMP" && echo "$p"
+done | head -1)
+[ -n "$agent" ] && kill -9 $(pgrep -P "$agent") "$agent" 2>/dev/null
+for _ in $(seq 200); do [ -s "$OUT.k.rc" ] && break; sleep 0.05; done
+check "5. the agent ($agent) and its guard killed: the job's status $(cat "$OUT.k.rc") (0), and gsrun says so" \
+    eval "[ -n '$agent' ] && [ '$(cat "$OUT.k.rc")' = 0 ] && grep -q 'the node agent ended without its report' '$ERR.k'" ||
+    diag "$ERR.k"
+for p in $(pgrep -f -- "$FAKE_CONTROL -f"); do # the killed agent's daemon (its guard was killed too)
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "GS_TEST_MARK=$TEST_TMP" && kill -9 "$p"
+done
+settle
+# What the killed agent and guard could not remove: its job dir, and its
+# entry in the record (the user's next job on the node prunes it).
+rm -rf "${TMPDIR:?}"/gsrun.* "$TMPDIR/gsrun-$ME"
+check_clean "a killed agent and guard"
+
+# 6a. Rank counts saturate: entries summing 2^32 + 1 ranks on GPU 0 (a
+# record is the user's own writing) and one rank on GPU 1. Before: read as
+# 1, and the next job went to GPU 0.
+record
+U0=GPU-fa4e0000-0000-4000-8000-000000000000
+U1=GPU-fa4e0000-0000-4000-8000-000000000001
+awk -v dir="$PLACE/$NODE" -v u0=$U0 -v u1=$U1 'BEGIN {
+    left = 4294967297; e = 0
+    while (left > 0) {
+        f = dir "/big-" e ".1"; print "gsrun-place 1" > f
+        for (l = 0; l < 64 && left > 0; l++) { r = left > 999999 ? 999999 : left; print u0, r > f; left -= r }
+        close(f); e++
+    }
+    f = dir "/one.1"; print "gsrun-place 1" > f; print u1, 1 > f; close(f)
+}'
+# Each entry held as a live job's (its flock), by one process.
+(for f in "$PLACE/$NODE"/*; do exec {fd}<"$f"; flock -x $fd; done; exec sleep 30) &
+hold=$!
+sleep 0.3
+light c1 2 1
+wait $! 2>/dev/null
+for _ in $(seq 100); do [ -s "$OUT.c1.rc" ] && break; sleep 0.05; done
+check "6a. 2^32 + 1 ranks on GPU 0 and 1 on GPU 1: the next job goes to GPU 1 ($(per_gpu 2 "$OUT.c1"))" \
+    [ "$(per_gpu 2 "$OUT.c1")" = "0 1" ] || diag "$ERR.c1"
+LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=2 "$GSRUN" status >"$OUT.st" 2>&1
+check "  ... gsrun status shows the count saturated ($(grep -o '[0-9]* jobs, [0-9]* ranks' "$OUT.st" | head -1))" \
+    grep -q "GPU 0 (GPU-[^)]*): [0-9]* jobs, 2147483647 ranks" "$OUT.st" || diag "$OUT.st"
+kill $hold 2>/dev/null
+wait $hold 2>/dev/null
+rm -rf "$TMPDIR/gsrun-$ME"
+
+# 6b/c. 30 jobs on a GPU, with long names: all listed or counted, no name
+# cut; an entry's name with an escape sequence is printed with '?'.
+record
+for i in $(seq 30); do
+    printf 'gsrun-place 1\n%s 1\n' $U0 >"$PLACE/$NODE/exec-$(printf 'x%.0s' $(seq 60))-$i.1"
+done
+printf 'gsrun-place 1\n%s 1\n' $U1 >"$PLACE/$NODE/$(printf 'exec-\033[2J-esc').1"
+(for f in "$PLACE/$NODE"/*; do exec {fd}<"$f"; flock -x $fd; done; exec sleep 30) &
+hold=$!
+sleep 0.3
+LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=2 "$GSRUN" status >"$OUT.st" 2>&1
+LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=2 "$GSRUN" status --json >"$OUT.json" 2>&1
+line=$(grep "^  GPU 0 " "$OUT.st")
+listed=$(echo "$line" | grep -o "exec-x*-[0-9]*:1" | wc -l)
+more=$(echo "$line" | sed -n 's/.* and \([0-9]*\) more$/\1/p')
+check "6b. 30 jobs on GPU 0: $listed listed whole and ${more:-0} more counted (30)" \
+    [ $((listed + ${more:-0})) -eq 30 -a "$(echo "$line" | grep -c '30 jobs, 30 ranks')" -eq 1 ] || diag "$OUT.st"
+check "  ... the JSON too ($(grep -o '"job":"exec-x*-[0-9]*"' "$OUT.json" | wc -l) jobs and \"more_jobs\")" \
+    [ $(($(grep -o '"job":"exec-x*-[0-9]*"' "$OUT.json" | wc -l) + $(sed -n 's/.*"more_jobs":\([0-9]*\),"jobs":\[{"job":"exec-x.*/\1/p' "$OUT.json"))) -eq 30 ] ||
+    diag "$OUT.json"
+check "6c. an entry's escape sequence is not printed raw" \
+    eval "! grep -q \$'\\033' '$OUT.st' && grep -q 'exec-?\\[2J-esc' '$OUT.st'" || diag "$OUT.st"
+kill $hold 2>/dev/null
+wait $hold 2>/dev/null
+rm -rf "$TMPDIR/gsrun-$ME"
+
+# 6d. 70 GPUs, CUDA_VISIBLE_DEVICES=69: the limit is named.
+CUDA_VISIBLE_DEVICES=69 gsrun_fake 70 --mps=on -np 1 "$PROG" >"$OUT.d" 2>"$ERR.d"
+rc=$?
+check "6d. GPU 69 of 70: status $rc (69), the limit named" \
+    eval "[ $rc = 69 ] && grep -q \"names none of the node's first 64 GPUs, the most gsrun handles (6 more are not used)\" '$ERR.d'" ||
+    diag "$ERR.d"
+# 6e. A CUDA_VISIBLE_DEVICES of over 1023 bytes, as CUDA takes it.
+cvd="0,1$(printf ',1%.0s' $(seq 600))"
+CUDA_VISIBLE_DEVICES=$cvd gsrun_fake 4 --mps=on -np 2 "$PROG" >"$OUT.e" 2>"$ERR.e"
+rc=$?
+check "6e. CUDA_VISIBLE_DEVICES of ${#cvd} bytes: status $rc (0), ranks on GPUs 0 and 1 ($(per_gpu 4 "$OUT.e" | tr -d '\n'))" \
+    [ $rc = 0 -a "$(grep -o 'uuid=GPU-[^ ]*' "$OUT.e" | sort -u | wc -l)" = 2 ] || diag "$ERR.e"
+settle
+check_clean "the record's bounds"
+
+finish
