@@ -104,6 +104,7 @@ typedef struct {
     int nleases, ever_leased, linger_ms;
     int leased[GS_MAX_GPUS];
     unsigned char lost_told[GS_MAX_GPUS]; /* a dead server's jobs were told */
+    long long share_confirm_ms[GS_MAX_GPUS]; /* when a new server's PIDs are listed, 0 done */
     long long idle_since;
     /* A job's agent: its lease (the connection, -1: none), the shared
      * agent's node dir and each plan server's index there. */
@@ -236,6 +237,10 @@ void gs_agent_share_open(gs_agent_t *a);
 /* -1 while a job holds a lease; else the ms left of the wait for the next
  * (0: over). */
 int gs_agent_share_idle_ms(const gs_agent_t *a);
+/* The wait's bound: the idle time left, or the next new server's listing. */
+int gs_agent_share_timeout_ms(const gs_agent_t *a);
+/* New servers' PIDs listed and reported once due (all: now, before a stop). */
+void gs_agent_share_confirm(gs_agent_t *a, int all);
 /* "lease ...": a row of gs_agent_messages. */
 void gs_agent_share_on_lease(gs_agent_t *a, gs_agent_conn_t *c);
 /* Stops taking leases (its socket goes) before the servers stop. */
@@ -291,6 +296,8 @@ void gs_agent_write_status(const gs_agent_t *a);
 void gs_agent_confirm_servers(gs_agent_t *a, int job_long);
 /* Job-long: those of daemons first.. (added for a step when first > 0). */
 void gs_agent_confirm_servers_from(gs_agent_t *a, int first);
+/* Daemon g's alone (added: for a step, or a lease). */
+void gs_agent_confirm_server(gs_agent_t *a, int g, int added);
 /* The same, where it waits for the ranks (confirm_pending), once. */
 void gs_agent_confirm_pending(gs_agent_t *a);
 #endif

@@ -93,21 +93,26 @@ void gs_agent_publish_on(gs_agent_t *a)
 
 /* The ranks are on their way (or, job-long, the tasks may come): record the
  * servers (for teardown and the guard) and report each daemon. */
+void gs_agent_confirm_server(gs_agent_t *a, int g, int added)
+{
+    gs_mps_daemon_t *d = &a->daemons.daemon[g];
+    char who[48];
+    gs_daemons_label(&a->daemons, g, who, sizeof(who));
+    if (a->o->cfg.prestart) {
+        gs_daemons_record_servers(&a->daemons, g);
+    }
+    gs_report_add(&a->report, 0,
+                  "%s (%s, %s): MPS control daemon %d on %s, server %d, for the job's tasks%s, "
+                  "ready in %lld ms",
+                  who, a->servers.gpu[g].name, d->uuid, (int)d->daemon_pid, a->daemons.pinned[g],
+                  (int)d->server_pid[0], added ? " (added for a step)" : "",
+                  d->ready_ms - d->start_ms);
+}
+
 void gs_agent_confirm_servers_from(gs_agent_t *a, int first)
 {
     for (int g = first; g < a->plan.nservers; g++) {
-        gs_mps_daemon_t *d = &a->daemons.daemon[g];
-        char who[48];
-        gs_daemons_label(&a->daemons, g, who, sizeof(who));
-        if (a->o->cfg.prestart) {
-            gs_daemons_record_servers(&a->daemons, g);
-        }
-        gs_report_add(&a->report, 0,
-                      "%s (%s, %s): MPS control daemon %d on %s, server %d, for the job's tasks%s, "
-                      "ready in %lld ms",
-                      who, a->servers.gpu[g].name, d->uuid, (int)d->daemon_pid,
-                      a->daemons.pinned[g], (int)d->server_pid[0],
-                      first > 0 ? " (added for a step)" : "", d->ready_ms - d->start_ms);
+        gs_agent_confirm_server(a, g, first > 0);
     }
 }
 

@@ -39,6 +39,11 @@
 /* How long a shared agent waits for its first lease: the job that started
  * it asks right after its start. */
 #define SHARE_FIRST_LEASE_MS 30000
+/* When a new server's PIDs are asked for: the control daemon answers no
+ * command while its new server sets up its GPU context (get_server_list
+ * took 257 ms then on an H100, 2 ms after). The lease that started it is
+ * answered at once, and every other lease meanwhile (issue 52, item 7). */
+#define SHARE_CONFIRM_MS 500
 
 /* --- the shared agent ------------------------------------------------------- */
 
@@ -96,7 +101,7 @@ static int add_server(gs_agent_t *a, int g, gs_error_t *err)
         return -1;
     }
     a->plan.nservers = a->plan.nused = e + 1;
-    gs_agent_confirm_servers_from(a, e);
+    a->share_confirm_ms[e] = gs_proc_now_ms() + SHARE_CONFIRM_MS;
     gs_agent_publish_on(a);
     int none[GS_MAX_GPUS] = {0};
     gs_placer_free(&a->placer); /* no ranks: lists the servers for `gsrun status` */
@@ -236,6 +241,35 @@ static void drop(gs_agent_t *a, int i)
     *l = a->leases[a->nleases];
 }
 
+void gs_agent_share_confirm(gs_agent_t *a, int all)
+{
+    long long now = gs_proc_now_ms();
+    int changed = 0;
+    for (int e = 0; e < a->daemons.n && e < GS_MAX_GPUS; e++) {
+        if (a->share_confirm_ms[e] > 0 && (all || now >= a->share_confirm_ms[e])) {
+            a->share_confirm_ms[e] = 0;
+            gs_agent_confirm_server(a, e, 1);
+            changed = 1;
+        }
+    }
+    if (changed) {
+        gs_agent_write_status(a);
+    }
+}
+
+int gs_agent_share_timeout_ms(const gs_agent_t *a)
+{
+    long long next = gs_agent_share_idle_ms(a), now = gs_proc_now_ms();
+    for (int e = 0; e < a->daemons.n && e < GS_MAX_GPUS; e++) {
+        long long due = a->share_confirm_ms[e];
+        if (due > 0) {
+            long long left = due > now ? due - now : 0;
+            next = next < 0 || left < next ? left : next;
+        }
+    }
+    return next > INT_MAX ? INT_MAX : (int)next;
+}
+
 /* How long it waits for a job while none holds a lease: the first job's
  * agent leases right after it started this one (SHARE_FIRST_LEASE_MS at
  * most); after that, the last job's linger (0 after a failed start). */
@@ -281,6 +315,7 @@ void gs_agent_share_ready(gs_agent_t *a, const struct pollfd *p, int n)
 
 void gs_agent_share_close(gs_agent_t *a)
 {
+    gs_agent_share_confirm(a, 1); /* the servers' PIDs, for a bounded stop */
     /* A job that comes now finds no socket and starts the next shared
      * agent once this one is gone, instead of waiting on a backlog. */
     if (a->listen_fd >= 0) {

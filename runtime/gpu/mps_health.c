@@ -75,6 +75,25 @@ int gs_mps_health_settle(gs_mps_health_t *h)
     return GS_MPS_EV_LISTED;
 }
 
+/* A new fault (or the first line of one): the last one's list is history;
+ * clients that still hold an earlier fault hold this one too. */
+static int begin_fault(gs_mps_health_t *h, pid_t named, const char *at)
+{
+    if (h->fault && !h->listed) {
+        return 0; /* the same fault's second line */
+    }
+    if (!h->fault) {
+        h->nheld = 0;
+    }
+    h->nhit = 0;
+    h->listed = 0;
+    h->named = named;
+    h->faults++;
+    h->fault = 1;
+    snprintf(h->at, sizeof(h->at), "%s", at);
+    return GS_MPS_EV_FAULT;
+}
+
 int gs_mps_health_line(gs_mps_health_t *h, const char *line)
 {
     char at[32];
@@ -94,39 +113,12 @@ int gs_mps_health_line(gs_mps_health_t *h, const char *line)
         }
         ev |= gs_mps_health_settle(h);
     }
-    if (strstr(b, "encountered a fatal GPU error") != NULL) {
-        const char *q = strstr(b, "PID: ");
-        pid_t named = q != NULL ? (pid_t)atoi(q + 5) : 0;
-        if (!h->fault || h->listed) {
-            /* A new fault (or the first line of one): the last one's list
-             * is history. */
-            if (!h->fault) {
-                h->nheld = 0;
-            }
-            h->nhit = 0;
-            h->listed = 0;
-            h->named = named;
-            h->faults++;
-            h->fault = 1;
-            snprintf(h->at, sizeof(h->at), "%s", at);
-            ev |= GS_MPS_EV_FAULT;
-        }
-        return ev;
-    }
-    if (strstr(b, "Server is handling a fatal GPU error") != NULL) {
-        if (!h->fault || h->listed) {
-            if (!h->fault) {
-                h->nheld = 0;
-            }
-            h->nhit = 0;
-            h->listed = 0;
-            h->named = 0;
-            h->faults++;
-            h->fault = 1;
-            snprintf(h->at, sizeof(h->at), "%s", at);
-            ev |= GS_MPS_EV_FAULT;
-        }
-        return ev;
+    /* A fault's first line is either of these (the client's comes first
+     * on driver 580); the second of one fault adds nothing. */
+    int client = strstr(b, "encountered a fatal GPU error") != NULL;
+    if (client || strstr(b, "Server is handling a fatal GPU error") != NULL) {
+        const char *q = client ? strstr(b, "PID: ") : NULL;
+        return ev | begin_fault(h, q != NULL ? (pid_t)atoi(q + 5) : 0, at);
     }
     if (strstr(b, "have a sticky error set") != NULL) {
         h->listing = 1;

@@ -33,12 +33,7 @@ F=$b/examples/gpu_fault
 T=$(mktemp -d /tmp/gsf.XXXXXX)
 base=${TMPDIR:-/tmp}/gsrun-$(id -u)
 mps_procs() { live_procs 'nvidia-cuda-mps*'; }
-# Control daemons (as tests/gpu/share.sh counts them: not a daemon's child
-# before it execs the server, not the short-lived command clients).
-controls() {
-    ps -eo pid=,ppid=,args= | awk '$3 ~ /nvidia-cuda-mps-control/ && ($4 == "-f" || $4 == "-d") { ctl[$1] = $2 }
-        END { n = 0; for (p in ctl) if (!(ctl[p] in ctl)) n++; print n }'
-}
+controls() { mps_controls; }
 ms() { echo $((($(date +%s%N) - $1) / 1000000)); }
 wait_for() { # wait_for FILE PATTERN COUNT: up to 30 s
     local c
@@ -49,20 +44,7 @@ wait_for() { # wait_for FILE PATTERN COUNT: up to 30 s
     done
     return 1
 }
-clean() { # clean "what": up to 20 s for MPS, the shared agent and run dirs to go
-    for _ in $(seq 200); do
-        [ -z "$(mps_procs)$(live_procs gsrun-share)" ] && [ ! -d "$base/mps-share" ] &&
-            ! ls -d /tmp/gsrun.* >/dev/null 2>&1 && break
-        sleep 0.1
-    done
-    if [ -z "$(mps_procs)$(live_procs gsrun-share)" ] && [ ! -d "$base/mps-share" ] &&
-        ! ls -d /tmp/gsrun.* >/dev/null 2>&1; then
-        ok "$1: no MPS process, no shared agent and no run directory left"
-    else
-        notok "$1: left: $(mps_procs) $(live_procs gsrun-share) $(ls -d "$base/mps-share" /tmp/gsrun.* 2>/dev/null)"
-        for p in $(mps_procs); do kill -9 "$p" 2>/dev/null; done
-    fi
-}
+clean() { share_clean "$1" "$base"; } # "what"
 TOLD='the MPS server this job shared with the user.s other jobs hit a fatal GPU fault at'
 echo "# $(nvidia-smi --query-gpu=name,driver_version,compute_mode --format=csv,noheader | head -1), $(nproc) cores"
 

@@ -31,3 +31,33 @@ pin_one_gpu() {
     CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES%%,*}
     echo "# on GPU $CUDA_VISIBLE_DEVICES of the node's $n (CUDA_VISIBLE_DEVICES): this script measures one GPU"
 }
+
+# share_clean WHAT BASE: waits up to 20 s for every MPS process, the user's
+# shared agent (gsrun-share), its dir BASE/mps-share and gsrun's run dirs
+# (/tmp/gsrun.*) to go, then says ok or not ok (the caller's ok and notok);
+# MPS processes still left are killed so that the next case starts clean.
+share_clean() {
+    local what=$1 base=$2 p
+    for _ in $(seq 200); do
+        [ -z "$(live_procs 'nvidia-cuda-mps*')$(live_procs gsrun-share)" ] && [ ! -d "$base/mps-share" ] &&
+            ! ls -d /tmp/gsrun.* >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+    if [ -z "$(live_procs 'nvidia-cuda-mps*')$(live_procs gsrun-share)" ] && [ ! -d "$base/mps-share" ] &&
+        ! ls -d /tmp/gsrun.* >/dev/null 2>&1; then
+        ok "$what: no MPS process, no shared agent and no run directory left"
+    else
+        notok "$what: left: $(live_procs 'nvidia-cuda-mps*') $(live_procs gsrun-share) $(ls -d "$base/mps-share" /tmp/gsrun.* 2>/dev/null)"
+        for p in $(live_procs 'nvidia-cuda-mps*'); do kill -9 "$p" 2>/dev/null; done
+    fi
+}
+
+# mps_controls: how many MPS control daemons run. A child a daemon forks is
+# named as it until it execs the server, so only those whose parent is not
+# one count; and only daemons (-f, -d), not the short-lived command clients
+# an agent runs (start_server, get_server_list), once counted as a second
+# daemon.
+mps_controls() {
+    ps -eo pid=,ppid=,args= | awk '$3 ~ /nvidia-cuda-mps-control/ && ($4 == "-f" || $4 == "-d") { ctl[$1] = $2 }
+        END { n = 0; for (p in ctl) if (!(ctl[p] in ctl)) n++; print n }'
+}

@@ -34,27 +34,8 @@ G=$b/launcher/gsrun
 T=$(mktemp -d /tmp/gss.XXXXXX)
 base=${TMPDIR:-/tmp}/gsrun-$(id -u)
 mps_procs() { live_procs 'nvidia-cuda-mps*'; }
-# Control daemons: a child a daemon forks is named as it until it execs the
-# server, so only those whose parent is not one count; and only daemons
-# (-f, -d), not the short-lived command clients an agent runs (start_server,
-# get_server_list), which were once counted as a second daemon.
-controls() {
-    ps -eo pid=,ppid=,args= | awk '$3 ~ /nvidia-cuda-mps-control/ && ($4 == "-f" || $4 == "-d") { ctl[$1] = $2 }
-        END { n = 0; for (p in ctl) if (!(ctl[p] in ctl)) n++; print n }'
-}
-clean() { # clean "what": waits up to 15 s for MPS, the shared agent and run dirs to go
-    for _ in $(seq 150); do
-        [ -z "$(mps_procs)$(live_procs gsrun-share)" ] && [ ! -d "$base/mps-share" ] &&
-            ! ls -d /tmp/gsrun.* >/dev/null 2>&1 && break
-        sleep 0.1
-    done
-    if [ -z "$(mps_procs)$(live_procs gsrun-share)" ] && [ ! -d "$base/mps-share" ] &&
-        ! ls -d /tmp/gsrun.* >/dev/null 2>&1; then
-        ok "$1: no MPS process, no shared agent and no run directory left"
-    else
-        notok "$1: left: $(mps_procs) $(live_procs gsrun-share) $(ls -d "$base/mps-share" /tmp/gsrun.* 2>/dev/null)"
-    fi
-}
+controls() { mps_controls; }
+clean() { share_clean "$1" "$base"; } # "what"
 clients() { grep -c 'mps=1 ' "$1"; }
 
 echo "# $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(nproc) cores"
