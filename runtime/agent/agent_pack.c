@@ -13,6 +13,7 @@
 
 #include "runtime/agent/agent_int.h"
 #include "runtime/files/ledger.h"
+#include "runtime/files/rundir.h"
 #include "runtime/gpu/usage.h"
 #include "runtime/plan/pack.h"
 
@@ -85,7 +86,7 @@ int gs_agent_pack(gs_agent_t *a, int *counts, int *packed)
                       err.text);
     }
     for (int g = 0; g < n; g++) {
-        foreign[g] = gs_usage_foreign(&a->gpus.gpu[g], getuid(), "/proc");
+        foreign[g] = gs_usage_foreign(&a->gpus.gpu[g], getuid(), "/proc", gs_rundir_tmpdir());
         load[g] = ours[g] + foreign[g];
     }
     if (gs_pack_compute(a->local_size, n, load, &pk) != 0) {

@@ -129,12 +129,16 @@ void gs_agent_confirm_servers(gs_agent_t *a, int job_long)
         char who[48];
         gs_daemons_label(&a->daemons, g, who, sizeof(who));
         if (a->daemons.borrowed) {
+            char server[32] = "starting"; /* the shared agent lists a new one later */
+            if (d->server_pid[0] > 0) {
+                snprintf(server, sizeof(server), "%d", (int)d->server_pid[0]);
+            }
             gs_report_add(&a->report, 0,
                           "%s (%s, %s): the user's shared MPS server %d (control daemon %d on "
-                          "%s, server %d), %d rank%s at %s%%",
+                          "%s, server %s), %d rank%s at %s%%",
                           who, a->servers.gpu[g].name, d->uuid, a->share_server[g],
-                          (int)d->daemon_pid, a->daemons.pinned[g], (int)d->server_pid[0],
-                          s->nranks, s->nranks == 1 ? "" : "s", pct);
+                          (int)d->daemon_pid, a->daemons.pinned[g], server, s->nranks,
+                          s->nranks == 1 ? "" : "s", pct);
             continue;
         }
         if (a->o->cfg.prestart) {

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Whose processes run on a GPU: what counts as load when a job packs its
  * ranks over the node (runtime/plan/pack.h). The user's own gsrun ranks and
- * MPS servers are counted by the user's placement record instead; anything
- * else (another user's, a program of the user's outside gsrun, a process
- * NVML names but this PID namespace cannot see) counts one each. */
+ * MPS servers of jobs in the same TMPDIR are counted by the user's placement
+ * record instead; anything else (another user's, a program of the user's
+ * outside gsrun, a gsrun job of the user's with another TMPDIR and so
+ * another record, a process NVML names but this PID namespace cannot see)
+ * counts one each. */
 #ifndef GS_GPU_USAGE_H
 #define GS_GPU_USAGE_H
 
@@ -17,8 +19,12 @@
  * it (driver 580). */
 #define GS_USAGE_BUSY_MIB 2048
 
+/* The longest job dir compared. */
+#define GS_USAGE_JOB_MAX 1024
+
 /* Foreign load of g as its listing (gs_gpu_discover) saw it, for the user
- * uid; proc_root is "/proc" (tests give another). */
-int gs_usage_foreign(const gs_gpu_t *g, uid_t uid, const char *proc_root);
+ * uid whose placement record is in tmpdir (NULL: the user's gsrun jobs are
+ * all counted there); proc_root is "/proc" (tests give another). */
+int gs_usage_foreign(const gs_gpu_t *g, uid_t uid, const char *proc_root, const char *tmpdir);
 
 #endif

@@ -6,7 +6,8 @@
 # guessable name of the user's base cannot make the user's jobs pile onto
 # one GPU (1); early daemons slow to quit are stopped outside the record's
 # lock (2); a record locked by a process of the user's is said in one line,
-# the job is entered all the same and its end waits for nothing (3); an
+# the job is entered all the same and its end waits for nothing (3); a job
+# of the user's in another TMPDIR counts as load (4); an
 # agent killed with its guard is said at the job's end (5); a record's
 # counts saturate, every job of a GPU is listed, an entry's control bytes
 # are not printed, GPUs past the 64 gsrun handles are named, and a long
@@ -104,6 +105,29 @@ wait $holder 2>/dev/null
 settle
 rm -rf "$TMPDIR/gsrun-$ME" # the record made above, whose lock was held
 check_clean "a held lock"
+
+# 4. The user's jobs with different TMPDIRs (PBS gives each job its own):
+# each has a record and shared servers of its own, and the other's MPS
+# server counts as load. Before: as the user's own, so not at all (the
+# record did not have it either): both jobs on one GPU.
+T1=$TEST_TMP/t1 T2=$TEST_TMP/t2
+mkdir -m 700 "$T1" "$T2"
+light a4 2 5 TMPDIR="$T1"
+for _ in $(seq 200); do grep -q uuid= "$OUT.a4" 2>/dev/null && break; sleep 0.05; done
+ga=$(per_gpu 2 "$OUT.a4")
+server=$(for p in $(pgrep -f -- "$FAKE_CONTROL"); do # the fake server: a fork of its daemon
+    [ "$(readlink "/proc/$(ps -o ppid= -p "$p" | tr -d ' ')/exe")" = "$FAKE_CONTROL" ] &&
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "GS_TEST_MARK=$TEST_TMP" && echo "$p"
+done | head -1)
+light b4 2 1 TMPDIR="$T2" FAKE_NVML_PROCS="$([ "$ga" = "1 0" ] && echo 0 || echo 1):$server"
+wait
+check "4. two TMPDIRs: job A on ($ga), its server ${server:-none} listed by NVML there: job B goes to the other GPU ($(per_gpu 2 "$OUT.b4"))" \
+    [ -n "$server" -a "$(per_gpu 2 "$OUT.a4" "$OUT.b4")" = "1 1" ] || diag "$ERR.b4"
+settle
+rmdir "$T1"/gsrun-* "$T2"/gsrun-* 2>/dev/null
+check "  ... nothing left in either TMPDIR" [ -z "$(find "$T1" "$T2" -mindepth 1)" ] || find "$T1" "$T2" | diag
+rm -rf "$T1" "$T2"
+check_clean "two TMPDIRs"
 
 # 5. The job's agent and its guard SIGKILLed while its rank runs: gsrun says
 # so at the end (before: status 0 and no word, even with -v).
@@ -204,11 +228,11 @@ check_clean "the record's bounds"
 # 1.0-1.8 s after planning (each lease waited for the servers before it).
 for i in $(seq 12); do light "r$i" 4 1 FAKE_MPS_SERVER_SETUP_MS=250 GSRUN_VERBOSE=2; done
 wait
+settle # each agent writes its timeline at its end, after its rank's
 worst=$(for i in $(seq 12); do sed -n 's/.*timeline (ms after gsrun started): .*planned \([0-9]*\), mps ready \([0-9]*\),.*/\1 \2/p' "$ERR.r$i" | head -1; done |
     awk '{ d = $2 - $1; if (d > m) m = d; n++ } END { print n + 0, m + 0 }')
 check "7. 12 jobs at once, servers silent 250 ms after their start: $(per_gpu 4 "$OUT".r*[0-9]) a GPU, planned to MPS ready at most ${worst#* } ms (under 700) in ${worst% *} timelines" \
     [ "$(per_gpu 4 "$OUT".r*[0-9])" = "3 3 3 3" -a "${worst% *}" = 12 -a "${worst#* }" -lt 700 ] || diag "$ERR.r1"
-settle
 check_clean "servers started beside leases"
 
 finish

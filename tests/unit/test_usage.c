@@ -33,6 +33,61 @@ static void proc(int pid, const char *comm, const char *environ_text, size_t env
     fclose(f);
 }
 
+static void file(int pid, const char *name, const char *text, size_t len)
+{
+    char path[160];
+    snprintf(path, sizeof(path), "%s/%d/%s", root, pid, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fwrite(text, 1, len, f);
+    fclose(f);
+}
+
+/* The user's gsrun jobs with another TMPDIR (another placement record):
+ * their MPS servers (found through the agent that started them) and ranks
+ * count as load; those of jobs in this TMPDIR do not. */
+static void test_other_tmpdir(void **state)
+{
+    static const char here_agent[] = "/usr/lib/gsrun/gsrun-agent\0--job-dir\0/tmp/t1/gsrun-0/mps-share\0";
+    static const char there_agent[] = "/usr/lib/gsrun/gsrun-agent\0--job-dir\0/scratch/pbs.7/gsrun.Ab\0";
+    static const char here_rank[] = "GSRUN_GPU_UUID=GPU-a\0CUDA_MPS_PIPE_DIRECTORY=/tmp/t1/gsrun.Cd/n/g0\0";
+    static const char there_rank[] = "GSRUN_GPU_UUID=GPU-a\0CUDA_MPS_PIPE_DIRECTORY=/scratch/pbs.7/gsrun.Ab/n/g0\0";
+    gs_gpu_t g;
+    (void)state;
+    snprintf(root, sizeof(root), "/tmp/gsproc.XXXXXX");
+    assert_non_null(mkdtemp(root));
+    /* server 200 <- control 201 <- agent 202 (here); 300 <- 301 <- 302 (there) */
+    proc(202, "gsrun-share", "", 0);
+    file(202, "cmdline", here_agent, sizeof(here_agent) - 1);
+    proc(201, "nvidia-cuda-mps", "", 0);
+    file(201, "stat", "201 (nvidia-cuda-mps) S 202 1 1", strlen("201 (nvidia-cuda-mps) S 202 1 1"));
+    proc(200, "nvidia-cuda-mps", "", 0);
+    file(200, "stat", "200 (nvidia-cuda-mps) S 201 1 1", strlen("200 (nvidia-cuda-mps) S 201 1 1"));
+    proc(302, "gsrun-agent", "", 0);
+    file(302, "cmdline", there_agent, sizeof(there_agent) - 1);
+    proc(301, "nvidia-cuda-mps", "", 0);
+    file(301, "stat", "301 (nvidia-cuda-mps) S 302 1 1", strlen("301 (nvidia-cuda-mps) S 302 1 1"));
+    proc(300, "nvidia-cuda-mps", "", 0);
+    file(300, "stat", "300 (nvidia-cuda-mps) S 301 1 1", strlen("300 (nvidia-cuda-mps) S 301 1 1"));
+    proc(400, "app", here_rank, sizeof(here_rank) - 1);
+    proc(401, "app", there_rank, sizeof(there_rank) - 1);
+    memset(&g, 0, sizeof(g));
+    g.nprocs = 4;
+    g.procs[0] = 200;
+    g.procs[1] = 300;
+    g.procs[2] = 400;
+    g.procs[3] = 401;
+    assert_int_equal(gs_usage_foreign(&g, getuid(), root, "/tmp/t1"), 2);
+    assert_int_equal(gs_usage_foreign(&g, getuid(), root, "/tmp/t1/"), 2);
+    assert_int_equal(gs_usage_foreign(&g, getuid(), root, "/scratch/pbs.7"), 2);
+    assert_int_equal(gs_usage_foreign(&g, getuid(), root, NULL), 0);
+    /* A prefix of a dir's name is not the dir: /tmp/t is not /tmp/t1. */
+    assert_int_equal(gs_usage_foreign(&g, getuid(), root, "/tmp/t"), 4);
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+    assert_int_equal(system(cmd), 0);
+}
+
 static void test_whose(void **state)
 {
     static const char rank_env[] = "PATH=/bin\0GSRUN_GPU_UUID=GPU-aaaa\0HOME=/root\0";
@@ -59,21 +114,21 @@ static void test_whose(void **state)
     g.procs[2] = 102;
     g.procs[3] = 103;
     g.procs[4] = 104; /* not in this PID namespace */
-    assert_int_equal(gs_usage_foreign(&g, getuid(), root), 2);
+    assert_int_equal(gs_usage_foreign(&g, getuid(), root, NULL), 2);
     /* Another user's processes count, whatever they are. */
-    assert_int_equal(gs_usage_foreign(&g, getuid() + 1, root), 5);
+    assert_int_equal(gs_usage_foreign(&g, getuid() + 1, root, NULL), 5);
     /* Nothing listed, but memory in use: something NVML does not show here. */
     g.nprocs = 0;
     g.used_mib = GS_USAGE_BUSY_MIB + 1;
-    assert_int_equal(gs_usage_foreign(&g, getuid(), root), 1);
+    assert_int_equal(gs_usage_foreign(&g, getuid(), root, NULL), 1);
     g.used_mib = 600; /* an idle GPU's reserve */
-    assert_int_equal(gs_usage_foreign(&g, getuid(), root), 0);
+    assert_int_equal(gs_usage_foreign(&g, getuid(), root, NULL), 0);
     /* More than NVML's list was asked for: the rest count. */
     g.nprocs = GS_GPU_PROCS_MAX + 3;
     for (int i = 0; i < GS_GPU_PROCS_MAX; i++) {
         g.procs[i] = 100;
     }
-    assert_int_equal(gs_usage_foreign(&g, getuid(), root), 3);
+    assert_int_equal(gs_usage_foreign(&g, getuid(), root, NULL), 3);
     char cmd[128];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
     assert_int_equal(system(cmd), 0);
@@ -83,6 +138,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_whose),
+        cmocka_unit_test(test_other_tmpdir),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
