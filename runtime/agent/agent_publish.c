@@ -54,6 +54,9 @@ void gs_agent_publish_without_mps(gs_agent_t *a, gs_state_kind_t kind, int notic
     st->exit_code = code;
     snprintf(st->message, sizeof(st->message), "%s", msg);
     snprintf(st->socket, sizeof(st->socket), "%s", with_socket ? a->sock : "");
+    if (kind == GS_STATE_OFF && a->ledger.entry_fd >= 0) {
+        snprintf(st->placed, sizeof(st->placed), "%s", a->ledger.entry); /* gpu-bind's GPUs */
+    }
     /* Without MPS the ranks still get a GPU each (gpu-bind): the list-> */
     st->nservers = kind == GS_STATE_OFF ? a->placer.ngpus : 0;
     for (int g = 0; g < st->nservers; g++) {
@@ -75,6 +78,9 @@ void gs_agent_publish_on(gs_agent_t *a)
     }
     st->kind = GS_STATE_ON;
     snprintf(st->socket, sizeof(st->socket), "%s", a->sock);
+    if (a->ledger.entry_fd >= 0) {
+        snprintf(st->placed, sizeof(st->placed), "%s", a->ledger.entry);
+    }
     if (a->warning[0] != '\0') {
         st->notice = 1;
         snprintf(st->message, sizeof(st->message), "%s", a->warning);

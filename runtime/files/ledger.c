@@ -143,8 +143,9 @@ static int open_live(int dirfd, uid_t owner, const char *name, int prune)
         close(fd);
         return -1;
     }
-    if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
-        /* Nobody holds it: the job is gone. */
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+        /* Nobody holds it (the agent and the job's ranks hold it shared):
+         * the job is gone. */
         if (prune) {
             unlinkat(dirfd, name, 0);
         }
@@ -319,7 +320,7 @@ int gs_ledger_record(gs_ledger_t *l, const char *job, const gs_gpu_t *gpus, int 
         l->entry[0] = '\0';
         return gs_error_set(err, e, "cannot write the placement record %s: %s", tmp, strerror(e));
     }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0 || write(fd, text, len) != (ssize_t)len ||
+    if (flock(fd, LOCK_SH | LOCK_NB) != 0 || write(fd, text, len) != (ssize_t)len ||
         rename(tmp, l->entry) != 0) {
         int e = errno;
         close(fd);
@@ -376,6 +377,30 @@ void gs_ledger_close(gs_ledger_t *l)
     }
     l->entry[0] = '\0';
     l->dir[0] = '\0';
+}
+
+int gs_ledger_hold(const char *entry)
+{
+    /* Not close-on-exec: the rank's program keeps it, and the kernel drops
+     * the flock when the last process holding it exits. */
+    int fd = open(entry, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0) {
+        return -errno;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid()) {
+        close(fd);
+        return -EPERM;
+    }
+    /* A reader's probe holds it exclusively for microseconds. */
+    for (int i = 0; i < 20; i++) {
+        if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+            return fd;
+        }
+        usleep(1000);
+    }
+    close(fd);
+    return -EAGAIN;
 }
 
 int gs_ledger_find(const char *node, char *dir, size_t len)

@@ -6,10 +6,12 @@
  * Layout, in the user's private base (gs_rundir_user_base_any):
  *   <base>/place/<node>/               0700; its flock orders the node's decisions
  *   <base>/place/<node>/<job>.<pid>    one job's entry: "<UUID> <ranks>" lines
- * A job's agent holds an exclusive flock on its entry for as long as the job
- * runs; an entry whose flock can be taken belongs to a job that is gone
- * (ended, or SIGKILLed: the kernel drops the flock with the process) and is
- * removed by whoever finds it. Decisions are made one at a time: under the
+ * A job's agent holds a shared flock on its entry for as long as the job
+ * runs, and so does each of its ranks (gs_ledger_hold: an agent killed with
+ * its guard leaves the ranks' GPUs counted until they end); an entry whose
+ * flock can be taken exclusively belongs to a job that is gone (ended, or
+ * SIGKILLed: the kernel drops the flocks with the processes) and is removed
+ * by whoever finds it. Decisions are made one at a time: under the
  * dir's flock a job reads the entries, plans and writes its own. */
 #ifndef GS_LEDGER_H
 #define GS_LEDGER_H
@@ -58,6 +60,10 @@ int gs_ledger_load(gs_ledger_t *l, const gs_gpu_t *gpus, int ngpus, int *load);
  * keeps its flock until gs_ledger_close. 0, or -errno with err. */
 int gs_ledger_record(gs_ledger_t *l, const char *job, const gs_gpu_t *gpus, int ngpus,
                      const int *ranks, gs_error_t *err);
+
+/* A rank's shared flock on its job's entry, held across exec for the rank's
+ * life: the descriptor, or -errno (the rank runs all the same). */
+int gs_ledger_hold(const char *entry);
 
 /* Ends the decision (the dir's flock); the entry stays. */
 void gs_ledger_unlock(gs_ledger_t *l);

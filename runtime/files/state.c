@@ -54,6 +54,7 @@ const gs_rec_field_t gs_state_fields[] = {
     TOP("exit", GS_REC_INT, 0, exit_code),
     TOP("message", GS_REC_STR, GS_REC_OPTIONAL, message),
     TOP("socket", GS_REC_STR, GS_REC_OPTIONAL, socket),
+    TOP("placed", GS_REC_STR, GS_REC_OPTIONAL, placed),
     TOP("memory_limit", GS_REC_LLONG, GS_REC_OPTIONAL | GS_REC_POSITIVE, mem_limit_mb),
     TOP("clients_per_server", GS_REC_INT, GS_REC_OPTIONAL | GS_REC_POSITIVE, clients_per_server),
     GS_REC_END,

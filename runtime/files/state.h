@@ -40,6 +40,8 @@ typedef struct {
     int exit_code;       /* with GS_STATE_ERROR */
     char message[512];   /* why MPS is off, or the error */
     char socket[256];    /* the agent's socket, when on */
+    char placed[640];    /* the job's entry in the user's placement record: each rank
+                          * holds a shared flock on it while it lives, "" none */
     long long mem_limit_mb; /* pinned device memory per client under MPS, 0: none */
     int clients_per_server; /* clients one server takes here, 0: not said */
     int nservers;        /* with MPS on, the servers of the plan; off, the

@@ -17,6 +17,7 @@
 #include "runtime/wire/agentcmd.h"
 #include "runtime/core/proc.h"
 #include "runtime/wire/protocol.h"
+#include "runtime/files/ledger.h"
 #include "runtime/files/rundir.h"
 #include "runtime/core/unixsock.h"
 #include "runtime/core/limits.h"
@@ -357,6 +358,13 @@ int gs_node_join(const gs_node_req_t *req, gs_state_t *st, int *gpu, int *keep_f
             st->exit_code = GS_EXIT_SETUP;
             return rc;
         }
+    }
+    /* The rank's GPU counts in the user's placement record while the rank
+     * lives, even where its agent is killed with its guard (a shared flock
+     * on the job's entry, kept across exec). A task prolog speaks for its
+     * parent, which it cannot give a flock: none there. */
+    if (st->placed[0] != '\0' && !req->for_parent) {
+        gs_ledger_hold(st->placed); /* the descriptor stays open: that is the point */
     }
     return 0;
 }

@@ -116,21 +116,27 @@ check "CUDA_VISIBLE_DEVICES=2,3, 4 jobs: two on GPU 2, two on GPU 3, none elsewh
 settle
 check_clean "CUDA_VISIBLE_DEVICES"
 
-# A job whose agent is SIGKILLed stops counting at once: with A on GPU 0
-# and B on GPU 1, B's agent killed, the next job goes to GPU 1.
+# A job whose agent is SIGKILLed stops counting once its processes are gone
+# (its guard ends the rank; the rank and what it started hold the job's
+# entry too, issue 52: here the rank's shell's sleep, up to 6 s): with A on
+# GPU 0 and B on GPU 1, B's agent killed, the next job goes to GPU 1.
 rm -f "$REC"
-light A 2 6
+light A 2 12
 placed A
 light B 2 6
 placed B
 bgpu=$(per_gpu 2 "$OUT.B")
-bagent=$(ls "$PLACE"/*/ | sed -n 's/.*-pack-B\.\([0-9]*\)$/\1/p')
+bentry=$(ls -d "$PLACE"/*/*-pack-B.*)
+bagent=${bentry##*.}
 kill -9 "$bagent"
 for _ in $(seq 100); do kill -0 "$bagent" 2>/dev/null || break; sleep 0.02; done
+t0=$(date +%s%N)
+for _ in $(seq 500); do flock -n -x "$bentry" true 2>/dev/null && break; sleep 0.02; done
+free_ms=$((($(date +%s%N) - t0) / 1000000))
 light C 2 1
 wait
-check "B (GPU 1: $bgpu) SIGKILLed: the next job goes where B was ($(per_gpu 2 "$OUT.C"))" \
-    [ "$bgpu" = "0 1" -a "$(per_gpu 2 "$OUT.C")" = "0 1" ] || diag "$ERR.C"
+check "B (GPU 1: $bgpu) SIGKILLed: its entry free $free_ms ms after, once its processes are gone (under 8000); the next job goes where B was ($(per_gpu 2 "$OUT.C"))" \
+    [ "$bgpu" = "0 1" -a "$(per_gpu 2 "$OUT.C")" = "0 1" -a $free_ms -lt 8000 ] || diag "$ERR.C"
 settle
 check_clean "a killed job"
 

@@ -130,17 +130,22 @@ rm -rf "$T1" "$T2"
 check_clean "two TMPDIRs"
 
 # 5. The job's agent and its guard SIGKILLed while its rank runs: gsrun says
-# so at the end (before: status 0 and no word, even with -v).
-(gsrun_fake 1 --mps-share=job --mps=on -np 1 "$PROG" --sleep 3000 >"$OUT.k" 2>"$ERR.k"; echo $? >"$OUT.k.rc") &
+# so at the end, and the rank's GPU counts until the rank ends (before: no
+# word, even with -v, and the next job went onto the same GPU).
+(gsrun_fake 2 --mps-share=job --mps=on -np 1 "$PROG" --sleep 4000 >"$OUT.k" 2>"$ERR.k"; echo $? >"$OUT.k.rc") &
 for _ in $(seq 100); do grep -q 'rank=0' "$OUT.k" 2>/dev/null && break; sleep 0.05; done
 agent=$(for p in $(pgrep -f gsrun-agent); do
     tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "GS_TEST_MARK=$TEST_TMP" && echo "$p"
 done | head -1)
 [ -n "$agent" ] && kill -9 $(pgrep -P "$agent") "$agent" 2>/dev/null
-for _ in $(seq 200); do [ -s "$OUT.k.rc" ] && break; sleep 0.05; done
+sleep 0.2
+light k2 2 1
+for _ in $(seq 200); do [ -s "$OUT.k.rc" ] && [ -s "$OUT.k2.rc" ] && break; sleep 0.05; done
 check "5. the agent ($agent) and its guard killed: the job's status $(cat "$OUT.k.rc") (0), and gsrun says so" \
     eval "[ -n '$agent' ] && [ '$(cat "$OUT.k.rc")' = 0 ] && grep -q 'the node agent ended without its report' '$ERR.k'" ||
     diag "$ERR.k"
+check "  ... its rank still counts: on $(per_gpu 2 "$OUT.k"), the next job went to $(per_gpu 2 "$OUT.k2")" \
+    [ "$(per_gpu 2 "$OUT.k" "$OUT.k2")" = "1 1" ]
 for p in $(pgrep -f -- "$FAKE_CONTROL -f"); do # the killed agent's daemon (its guard was killed too)
     tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "GS_TEST_MARK=$TEST_TMP" && kill -9 "$p"
 done
