@@ -378,8 +378,7 @@ static int find_job_dir(batch_opts_t *o, const char *name, char *job_dir, size_t
     for (int k = 1; k <= GS_RUNDIR_BASE_TRIES; k++) {
         snprintf(bases[n++], sizeof(bases[0]), "/tmp/gsrun-%u.%d", (unsigned)getuid(), k);
     }
-    /* Where other users took all of those: the base nobody could take first. */
-    char rb[512];
+    char rb[512]; /* where other users took all of those: the base nobody could take first */
     if (gs_rundir_user_base_find(bases[1], rb, sizeof(rb)) == 0 && strlen(rb) < sizeof(bases[0])) {
         snprintf(bases[n++], sizeof(bases[0]), "%s", rb);
     }

@@ -197,21 +197,11 @@ static gs_agent_state_t planning(gs_agent_t *a)
     int failed = gs_policy_plan_packed(cfg, a->local_size, a->gpus.count, packed ? counts : NULL,
                                        a->have_control, a->control_error, limit, &a->plan,
                                        &err) != 0;
-    if (a->gpus.count == 0 && a->gpus.beyond > 0) {
-        /* Not a node without GPUs: the GPUs asked for are past the limit. */
-        if (failed) {
-            size_t n = strlen(err.text);
-            snprintf(err.text + n, sizeof(err.text) - n, " (%s)", a->gpus.reason);
-        } else {
-            snprintf(a->plan.reason, sizeof(a->plan.reason), "%s; running without MPS",
-                     a->gpus.reason);
-        }
-    }
+    gs_agent_explain_no_gpu(a, failed ? &err : NULL);
     if (!failed) {
         gs_agent_pack_record(a); /* the job's entry; the next job may decide */
     }
-    gs_ledger_unlock(&a->ledger);
-    gs_agent_pack_restart(a); /* slow work, never under the record's lock */
+    gs_agent_pack_unlock(a); /* then the slow work, never under the record's lock */
     gs_report_mark(&a->report, "planned");
     if (!failed) {
         list_servers(a);
@@ -475,7 +465,6 @@ static gs_agent_state_t stopping(gs_agent_t *a)
     if (a->mode == GS_MODE_SHARED) {
         gs_agent_share_close(a);
     }
-    gs_agent_fault_shared(a); /* a fault that ended the job's ranks before it was told */
     gs_agent_share_leave(a); /* a job's lease: the shared agent stops its servers */
     gs_agent_pack_release(a); /* the job's ranks no longer count on its GPUs */
     gs_daemons_stop_from(&a->daemons, 0, gs_agent_rank_of_pid, a);

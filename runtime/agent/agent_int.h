@@ -279,13 +279,16 @@ void gs_agent_lease_ready(gs_agent_t *a, const struct pollfd *p, int n);
  * GPUs' other processes (NVML) alone, and says why. */
 int gs_agent_pack(gs_agent_t *a, int *counts, int *packed);
 void gs_agent_pack_record(gs_agent_t *a);
-/* After the record's lock: early daemons the packing moved off their GPUs
- * are stopped (started again where the job goes). */
-void gs_agent_pack_restart(gs_agent_t *a);
+/* Ends the decision (the record's lock), then stops the early daemons the
+ * packing moved off their GPUs (started again where the job goes). */
+void gs_agent_pack_unlock(gs_agent_t *a);
 /* The job ended: its entry goes. */
 void gs_agent_pack_release(gs_agent_t *a);
 
 /* agent_publish.c: the node state (for the ranks) and status (gsrun status). */
+/* A plan without GPUs where the node has more than gsrun takes: the limit
+ * named in err (the plan failed) or in the plan's reason (MPS off). */
+void gs_agent_explain_no_gpu(gs_agent_t *a, gs_error_t *err);
 void gs_agent_publish_on(gs_agent_t *a);
 void gs_agent_publish_without_mps(gs_agent_t *a, gs_state_kind_t kind, int notice, int code,
                                   const char *msg, int with_socket);

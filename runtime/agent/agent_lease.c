@@ -430,6 +430,7 @@ void gs_agent_share_leave(gs_agent_t *a)
     if (a->share_fd < 0) {
         return;
     }
+    gs_agent_fault_shared(a); /* a fault that ended the job's ranks before it was told */
     /* The shared agent holds its dir's flock while it runs. */
     int dirfd = open(a->share_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     close(a->share_fd);

@@ -111,7 +111,7 @@ int gs_agent_pack(gs_agent_t *a, int *counts, int *packed)
             moves(&pk, a->daemons.n)) {
             /* The early daemons sit on the GPUs in their own order: started
              * again where the job goes, once the record's lock is free
-             * (gs_agent_pack_restart: stopping a daemon can take seconds). */
+             * (gs_agent_pack_unlock: stopping a daemon can take seconds). */
             a->pack_moved = 1;
         }
         reorder(a, &pk);
@@ -151,8 +151,9 @@ void gs_agent_pack_record(gs_agent_t *a)
     gs_ledger_unlock(&a->ledger);
 }
 
-void gs_agent_pack_restart(gs_agent_t *a)
+void gs_agent_pack_unlock(gs_agent_t *a)
 {
+    gs_ledger_unlock(&a->ledger);
     if (a->pack_moved) {
         a->pack_moved = 0;
         gs_daemons_stop_from(&a->daemons, 0, NULL, NULL);

@@ -69,6 +69,16 @@ void gs_agent_publish_without_mps(gs_agent_t *a, gs_state_kind_t kind, int notic
     publish(a, st, word);
 }
 
+void gs_agent_explain_no_gpu(gs_agent_t *a, gs_error_t *err)
+{
+    if (a->gpus.count == 0 && a->gpus.beyond > 0) {
+        /* Not a node without GPUs: the GPUs asked for are past the limit. */
+        char *why = err != NULL ? err->text : a->plan.reason;
+        size_t n = strlen(why), len = err != NULL ? sizeof(err->text) : sizeof(a->plan.reason);
+        snprintf(why + n, len - n, " (%s)", a->gpus.reason);
+    }
+}
+
 void gs_agent_publish_on(gs_agent_t *a)
 {
     gs_state_t *st = calloc(1, sizeof(*st));
