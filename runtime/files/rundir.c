@@ -519,24 +519,34 @@ int gs_rundir_user_base_any(const char *dir, char *out, size_t len, char *taken,
         }
     }
     /* Every name another user can guess is taken: one nobody can take
-     * first (mkdtemp), found again by its owner. Two of the user's jobs that
-     * make one at the same moment each take the first in name order; the
-     * other, empty, is removed. */
-    char made[600];
-    if ((size_t)snprintf(made, sizeof(made), "%s.xXXXXXX", dir) < sizeof(made) &&
+     * first (mkdtemp), found again by its owner. The user's jobs that start
+     * at once make it one at a time, under a flock of the directory it is
+     * made in (another user who holds that flock costs 1 s; then jobs
+     * making one at the same moment each take the first in name order,
+     * and the others, empty, are removed). */
+    char made[600], parent[512];
+    const char *slash = strrchr(dir, '/');
+    int lk = -1;
+    if (slash != NULL && (size_t)(slash - dir) < sizeof(parent)) {
+        snprintf(parent, sizeof(parent), "%.*s", slash == dir ? 1 : (int)(slash - dir), dir);
+        lk = gs_rundir_lock_wait(parent, 1000);
+    }
+    int rc2 = find_unguessed(dir, name, sizeof(name)); /* made while we waited */
+    if (rc2 != 0 && (size_t)snprintf(made, sizeof(made), "%s.xXXXXXX", dir) < sizeof(made) &&
         mkdtemp(made) != NULL) {
-        if (find_unguessed(dir, name, sizeof(name)) == 0 &&
-            gs_rundir_user_base(name, out, len, err) == 0) {
-            if (strcmp(name, made) != 0) {
-                rmdir(made);
-            }
-            snprintf(taken + strlen(taken), taken_len - strlen(taken),
-                     ", and so are %s.1 to %s.%d (taken by other users): the user's jobs meet in "
-                     "%s",
-                     dir, dir, GS_RUNDIR_BASE_TRIES, out);
-            return 0;
+        rc2 = find_unguessed(dir, name, sizeof(name));
+        if (rc2 != 0 || strcmp(name, made) != 0) {
+            rmdir(made);
         }
-        rmdir(made);
+    }
+    if (lk >= 0) {
+        close(lk);
+    }
+    if (rc2 == 0 && gs_rundir_user_base(name, out, len, err) == 0) {
+        snprintf(taken + strlen(taken), taken_len - strlen(taken),
+                 ", and so are %s.1 to %s.%d (taken by other users): the user's jobs meet in %s",
+                 dir, dir, GS_RUNDIR_BASE_TRIES, out);
+        return 0;
     }
     return gs_error_set(err, EPERM,
                         "%s, and so are %s.1 to %s.%d (taken by other users)", taken, dir, dir,

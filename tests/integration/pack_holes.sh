@@ -40,8 +40,9 @@ if [ "$ME" = 0 ] && getent passwd nobody >/dev/null; then
     got=$(per_gpu 4 $(seq -f "$OUT.p%g" 8))
     check "1. nobody took all 17 names of the base: 8 one-rank jobs on 4 GPUs, two a GPU ($got)" \
         [ "$got" = "2 2 2 2" -a "$(rcs $(seq -f "$OUT.p%g.rc" 8))" = 00000000 ] || diag "$ERR.p1"
-    check "  ... in a base nobody could take first ($(grep -o "pipe=$NT/tmp/gsrun-$ME[^/]*" "$OUT.p1" | sort -u))" \
-        grep -q "pipe=$NT/tmp/gsrun-$ME\.x[A-Za-z0-9]\{6\}/" "$OUT.p1"
+    bases=$(cat $(seq -f "$OUT.p%g" 8) | grep -o "pipe=$NT/tmp/gsrun-$ME\.x[A-Za-z0-9]\{6\}/" | sort -u | wc -l)
+    check "  ... all 8 in one base nobody could take first ($bases: $(grep -o "pipe=$NT/tmp/gsrun-$ME[^/]*" "$OUT.p1" | sort -u))" \
+        [ "$bases" = 1 -a "$(ls -d "$NT/tmp/gsrun-$ME".x* | wc -l)" = 1 ]
     # GPU 0 busy with 10 processes of other users: the next 3 jobs avoid it.
     for i in 1 2 3; do light "q$i" 4 2 TMPDIR="$NT/tmp" FAKE_NVML_PROCS=0:1,0:1,0:1,0:1,0:1,0:1,0:1,0:1,0:1,0:1; done
     wait
