@@ -175,7 +175,7 @@ static int refresh_note(gs_agent_t *a, int g)
     const gs_mps_daemon_t *d = gs_daemons_retired_of(&a->daemons, g, &h);
     char *note = a->fault_note[g], who[400];
     if (a->daemons.borrowed) {
-        return 0; /* the shared agent's note, told (gs_agent_fault_told) */
+        return 0; /* its note is the one the job was told (gs_agent_fault_shared) */
     }
     if (d == NULL) {
         int had = note[0] != '\0';
