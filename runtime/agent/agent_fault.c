@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,16 +39,17 @@
 /* Jobs read at most for naming other jobs' PIDs. */
 #define WHO_JOBS 64
 
-static void append(char *buf, size_t len, size_t *used, const char *fmt, const char *a,
-                   const char *b, int n, int m)
+/* printf onto buf at *used, bounded by len. */
+__attribute__((format(printf, 4, 5))) static void append(char *buf, size_t len, size_t *used,
+                                                         const char *fmt, ...)
 {
+    va_list ap;
     if (*used >= len) {
         return;
     }
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-    int w = snprintf(buf + *used, len - *used, fmt, a, b, n, m);
-#pragma GCC diagnostic pop
+    va_start(ap, fmt);
+    int w = vsnprintf(buf + *used, len - *used, fmt, ap);
+    va_end(ap);
     *used += w > 0 ? (size_t)w : 0;
     if (*used >= len) {
         *used = len;
@@ -106,6 +108,15 @@ static void ranges(const int *r, int n, char *buf, size_t len)
     }
 }
 
+/* ", who (prog, pid P)": a process named with its program while it lives. */
+static void name_process(char *buf, size_t len, size_t *used, const char *who, pid_t pid)
+{
+    char prog[64];
+    program(pid, prog, sizeof(prog));
+    append(buf, len, used, "%s%s (%s%spid %d)", *used > 0 ? ", " : "", who, prog,
+           prog[0] ? ", " : "", (int)pid);
+}
+
 void gs_agent_fault_who(const gs_agent_t *a, const pid_t *pids, int n, int named, char *buf,
                         size_t len)
 {
@@ -128,23 +139,17 @@ void gs_agent_fault_who(const gs_agent_t *a, const pid_t *pids, int n, int named
     }
     if (nown > 0 && !named) {
         ranges(own, nown, text, sizeof(text));
-        append(buf, len, &used, "this job's rank%s %s", nown > 1 ? "s" : "", text, 0, 0);
+        append(buf, len, &used, "this job's rank%s %s", nown > 1 ? "s" : "", text);
     }
     for (int i = 0; i < nown && named; i++) {
         /* Each with its process: the user may have to end it. */
-        char prog[64];
-        pid_t p = gs_ranks_pid_of_rank(&a->ranks, own[i]);
-        program(p, prog, sizeof(prog));
-        snprintf(text, sizeof(text), "this job's rank %d (", own[i]);
-        append(buf, len, &used, "%s%s", used > 0 ? ", " : "", text, 0, 0);
-        append(buf, len, &used, "%s%spid %d)", prog, prog[0] ? ", " : "", (int)p, 0);
+        snprintf(text, sizeof(text), "this job's rank %d", own[i]);
+        name_process(buf, len, &used, text, gs_ranks_pid_of_rank(&a->ranks, own[i]));
     }
     for (int i = 0; i < n; i++) {
         if (a->mode != GS_MODE_SHARED && gs_ranks_rank_of_pid(&a->ranks, pids[i]) >= 0) {
             continue;
         }
-        char prog[64];
-        program(pids[i], prog, sizeof(prog));
         if (njobs < 0) { /* read once, only when another job's PID is named */
             jobs = calloc(WHO_JOBS, sizeof(*jobs));
             njobs = jobs != NULL ? gs_status_scan(gs_rundir_tmpdir(), 0, jobs, WHO_JOBS) : 0;
@@ -154,12 +159,11 @@ void gs_agent_fault_who(const gs_agent_t *a, const pid_t *pids, int n, int named
             r = strcmp(jobs[j].job, self) != 0 ? rank_in(jobs[j].pids, pids[i]) : -1;
         }
         if (r >= 0) {
-            snprintf(text, sizeof(text), "job %s's rank %d (", jobs[j - 1].job, r);
+            snprintf(text, sizeof(text), "job %s's rank %d", jobs[j - 1].job, r);
         } else {
-            snprintf(text, sizeof(text), "a process of the user's (");
+            snprintf(text, sizeof(text), "a process of the user's");
         }
-        append(buf, len, &used, "%s%s", used > 0 ? ", " : "", text, 0, 0);
-        append(buf, len, &used, "%s%spid %d)", prog, prog[0] ? ", " : "", (int)pids[i], 0);
+        name_process(buf, len, &used, text, pids[i]);
     }
     free(jobs);
     if (used == 0) {

@@ -392,15 +392,14 @@ int gs_ledger_hold(const char *entry)
         close(fd);
         return -EPERM;
     }
-    /* A reader's probe holds it exclusively for microseconds. */
-    for (int i = 0; i < 20; i++) {
-        if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
-            return fd;
-        }
-        usleep(1000);
+    /* Never waits: while the agent holds its shared flock no reader can
+     * take the exclusive one (its probe of a live job fails). */
+    if (flock(fd, LOCK_SH | LOCK_NB) != 0) {
+        int e = errno;
+        close(fd);
+        return -e;
     }
-    close(fd);
-    return -EAGAIN;
+    return fd;
 }
 
 int gs_ledger_find(const char *node, char *dir, size_t len)

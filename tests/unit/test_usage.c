@@ -43,6 +43,20 @@ static void file(int pid, const char *name, const char *text, size_t len)
     fclose(f);
 }
 
+/* An MPS server (pid), its control daemon (pid + 1) and the gsrun agent
+ * that started them (pid + 2, its command line cmd). */
+static void chain(int pid, const char *cmd, size_t len)
+{
+    char stat[64];
+    proc(pid + 2, "gsrun-agent", "", 0);
+    file(pid + 2, "cmdline", cmd, len);
+    for (int p = pid + 1; p >= pid; p--) {
+        proc(p, "nvidia-cuda-mps", "", 0);
+        int n = snprintf(stat, sizeof(stat), "%d (nvidia-cuda-mps) S %d 1 1", p, p + 1);
+        file(p, "stat", stat, (size_t)n);
+    }
+}
+
 /* The user's gsrun jobs with another TMPDIR (another placement record):
  * their MPS servers (found through the agent that started them) and ranks
  * count as load; those of jobs in this TMPDIR do not. */
@@ -57,18 +71,8 @@ static void test_other_tmpdir(void **state)
     snprintf(root, sizeof(root), "/tmp/gsproc.XXXXXX");
     assert_non_null(mkdtemp(root));
     /* server 200 <- control 201 <- agent 202 (here); 300 <- 301 <- 302 (there) */
-    proc(202, "gsrun-share", "", 0);
-    file(202, "cmdline", here_agent, sizeof(here_agent) - 1);
-    proc(201, "nvidia-cuda-mps", "", 0);
-    file(201, "stat", "201 (nvidia-cuda-mps) S 202 1 1", strlen("201 (nvidia-cuda-mps) S 202 1 1"));
-    proc(200, "nvidia-cuda-mps", "", 0);
-    file(200, "stat", "200 (nvidia-cuda-mps) S 201 1 1", strlen("200 (nvidia-cuda-mps) S 201 1 1"));
-    proc(302, "gsrun-agent", "", 0);
-    file(302, "cmdline", there_agent, sizeof(there_agent) - 1);
-    proc(301, "nvidia-cuda-mps", "", 0);
-    file(301, "stat", "301 (nvidia-cuda-mps) S 302 1 1", strlen("301 (nvidia-cuda-mps) S 302 1 1"));
-    proc(300, "nvidia-cuda-mps", "", 0);
-    file(300, "stat", "300 (nvidia-cuda-mps) S 301 1 1", strlen("300 (nvidia-cuda-mps) S 301 1 1"));
+    chain(200, here_agent, sizeof(here_agent) - 1);
+    chain(300, there_agent, sizeof(there_agent) - 1);
     proc(400, "app", here_rank, sizeof(here_rank) - 1);
     proc(401, "app", there_rank, sizeof(there_rank) - 1);
     memset(&g, 0, sizeof(g));
