@@ -292,6 +292,10 @@ int main(int argc, char **argv)
     if ((rc = check_programs(&o, launcher, sizeof(launcher), &kind)) != 0) {
         return rc;
     }
+    /* Before the early agent and the launcher start: both inherit it. */
+    if (gs_config_launcher_hwloc() < 0) {
+        die(GS_EXIT_SETUP, "cannot set HWLOC_COMPONENTS for the launcher");
+    }
     nargs = argc - o.first_arg;
     args = calloc((size_t)nargs + 2, sizeof(*args));
     if (args == NULL) {

@@ -21,13 +21,13 @@
 
 static gs_gpu_list_t node_gpus;
 
-/* A UUID's GPU number in the node's CUDA order (not the caller's
- * CUDA_VISIBLE_DEVICES: the record is the node's). */
+/* A UUID's GPU number on the node as nvidia-smi shows it (NVML's index;
+ * not the caller's CUDA_VISIBLE_DEVICES: the record is the node's). */
 static int gpu_of(const char *uuid)
 {
     for (int g = 0; g < node_gpus.count; g++) {
         if (strcmp(node_gpus.gpu[g].uuid, uuid) == 0) {
-            return node_gpus.gpu[g].cuda_index;
+            return node_gpus.gpu[g].index;
         }
     }
     return -1;

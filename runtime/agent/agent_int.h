@@ -106,10 +106,13 @@ typedef struct {
     unsigned char lost_told[GS_MAX_GPUS]; /* a dead server's jobs were told */
     long long share_confirm_ms[GS_MAX_GPUS]; /* when a new server's PIDs are listed, 0 done */
     long long idle_since;
+    gs_gpu_list_t *listing; /* the GPUs as last told to a job ("gpus"), and when */
+    long long listed_ms;
     /* A job's agent: its lease (the connection, -1: none), the shared
      * agent's node dir and each plan server's index there. */
     int share_fd;
     int share_refused_own; /* its lease refused by the shared agent it started */
+    int share_linger_s;    /* the linger its lease asked for (gs_policy_linger) */
     char share_dir[256];
     int share_server[GS_MAX_GPUS];
 
@@ -243,6 +246,10 @@ int gs_agent_share_timeout_ms(const gs_agent_t *a);
 void gs_agent_share_confirm(gs_agent_t *a, int all);
 /* "lease ...": a row of gs_agent_messages. */
 void gs_agent_share_on_lease(gs_agent_t *a, gs_agent_conn_t *c);
+/* "gpus": the node's GPUs as NVML lists them now (NVML stays started in
+ * the shared agent), one line each (gs_gpu_to_line) after a line "gpus
+ * <count> <CUDA version> <beyond> <why none>"; the connection then closes. */
+void gs_agent_share_on_gpus(gs_agent_t *a, gs_agent_conn_t *c);
 /* Stops taking leases (its socket goes) before the servers stop. */
 void gs_agent_share_close(gs_agent_t *a);
 /* On a lease: "lost S signal|status N", shared server S's daemon died. */
@@ -263,6 +270,10 @@ void gs_agent_share_ready(gs_agent_t *a, const struct pollfd *p, int n);
  * shared agent of this node (starting it when none runs) and takes them as
  * its daemons (borrowed). 0, or -errno with err. */
 int gs_agent_share_join(gs_agent_t *a, gs_error_t *err);
+/* The GPUs from the user's shared agent of this node when one runs (no
+ * NVML loaded here), into a->gpus, CUDA_VISIBLE_DEVICES not yet applied.
+ * 0, or -errno when none answers (the caller lists them itself). */
+int gs_agent_share_gpus(gs_agent_t *a);
 /* Gives its lease back. */
 void gs_agent_share_leave(gs_agent_t *a);
 /* The lease to watch while the job runs, and what it hears there (a

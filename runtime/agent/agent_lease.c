@@ -143,6 +143,69 @@ static int domain(char *dir, size_t len, char *node_dir, size_t nlen, gs_error_t
     return 0;
 }
 
+/* The shared agent's socket, if it fits: 0, else -errno with err. */
+static int share_socket(gs_agent_t *a, char *dir, size_t dlen, char *sock, size_t slen,
+                        gs_error_t *err)
+{
+    int rc = domain(dir, dlen, a->share_dir, sizeof(a->share_dir), err);
+    if (rc == 0 && (size_t)snprintf(sock, slen, "%s/%s", a->share_dir, GS_PROTO_SOCKET) >=
+                       sizeof(((struct sockaddr_un *)0)->sun_path)) {
+        rc = gs_error_set(err, ENAMETOOLONG, "'%s' is too long for a socket; set TMPDIR to a "
+                          "shorter directory", sock);
+    }
+    return rc;
+}
+
+/* How long a job's agent waits for the shared agent's GPUs: a few ms when
+ * it runs; past this the job lists them itself. */
+#define GPUS_ASK_MS 2000
+
+int gs_agent_share_gpus(gs_agent_t *a)
+{
+    char dir[560], sock[700];
+    gs_error_t ignored;
+    size_t cap = (size_t)GS_MAX_GPUS * 2048 + 256;
+    int rc = share_socket(a, dir, sizeof(dir), sock, sizeof(sock), &ignored);
+    if (rc != 0) {
+        return rc;
+    }
+    int c = gs_unixsock_connect(sock, &ignored);
+    if (c < 0) {
+        return c; /* none runs: the job's agent starts one once it has planned */
+    }
+    char *buf = malloc(cap);
+    long got = buf == NULL ? -ENOMEM
+               : send(c, "gpus\n", 5, MSG_NOSIGNAL) != 5
+                   ? -EPIPE
+                   : gs_proc_read_all(c, buf, cap, gs_proc_now_ms() + GPUS_ASK_MS);
+    close(c);
+    int count, beyond, cuda, at = 0;
+    rc = -EPROTO;
+    if (got > 0 && sscanf(buf, "gpus %d %d %d %n", &count, &cuda, &beyond, &at) == 3 && at > 0 &&
+        count >= 0 && count <= GS_MAX_GPUS) {
+        gs_gpu_list_t *l = &a->gpus;
+        char *line = strchr(buf, '\n');
+        memset(l, 0, sizeof(*l));
+        l->cuda_version = cuda;
+        l->beyond = beyond;
+        snprintf(l->reason, sizeof(l->reason), "%.*s", (int)strcspn(buf + at, "\n"), buf + at);
+        rc = 0;
+        for (int g = 0; g < count && rc == 0; g++) {
+            char *next = line != NULL ? strchr(line + 1, '\n') : NULL;
+            if (next == NULL) {
+                rc = -EPROTO;
+                break;
+            }
+            *next = '\0';
+            rc = gs_gpu_from_line(line + 1, &l->gpu[g]);
+            line = next;
+        }
+        l->count = rc == 0 ? count : 0;
+    }
+    free(buf);
+    return rc;
+}
+
 /* What the shared agent's daemon runs: this program in node-share mode. */
 typedef struct {
     const char *self, *dir, *node, *control;
@@ -294,13 +357,8 @@ int gs_agent_share_join(gs_agent_t *a, gs_error_t *err)
     int server[GS_MAX_GPUS], rc, started = 0;
     long long t0 = gs_proc_now_ms(), deadline = gs_proc_now_ms() + (long long)a->o->cfg.timeout_s * 1000;
 
-    if ((rc = domain(dir, sizeof(dir), a->share_dir, sizeof(a->share_dir), err)) != 0) {
+    if ((rc = share_socket(a, dir, sizeof(dir), sock, sizeof(sock), err)) != 0) {
         return rc;
-    }
-    if ((size_t)snprintf(sock, sizeof(sock), "%s/%s", a->share_dir, GS_PROTO_SOCKET) >=
-        sizeof(((struct sockaddr_un *)0)->sun_path)) {
-        return gs_error_set(err, ENAMETOOLONG, "'%s' is too long for a socket; set TMPDIR to a "
-                            "shorter directory", sock);
     }
     /* The shared servers' sockets are longer than a job's own (mps-share/
      * in the user's base): a TMPDIR they do not fit is the job's to find,
@@ -314,7 +372,11 @@ int gs_agent_share_join(gs_agent_t *a, gs_error_t *err)
                             a->share_dir);
     }
     memset(&q, 0, sizeof(q));
-    q.linger_s = a->o->cfg.linger_s;
+    int exclusive = 0;
+    for (int e = 0; e < a->plan.nservers; e++) {
+        exclusive |= a->servers.gpu[e].exclusive;
+    }
+    q.linger_s = a->share_linger_s = gs_policy_linger(&a->o->cfg, exclusive);
     lease_name(a, q.job, sizeof(q.job));
     q.n = a->plan.nservers;
     for (int e = 0; e < q.n; e++) {
@@ -435,7 +497,7 @@ void gs_agent_share_leave(gs_agent_t *a)
     int dirfd = open(a->share_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     close(a->share_fd);
     a->share_fd = -1;
-    if (dirfd >= 0 && a->o->cfg.linger_s == 0 && a->state == GS_AGENT_STOPPING) {
+    if (dirfd >= 0 && a->share_linger_s == 0 && a->state == GS_AGENT_STOPPING) {
         wait_shared_end(a, dirfd);
     }
     if (dirfd >= 0) {

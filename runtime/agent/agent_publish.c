@@ -252,6 +252,7 @@ void gs_agent_write_status(const gs_agent_t *a)
         snprintf(x->uuid, sizeof(x->uuid), "%s", a->servers.gpu[g].uuid);
         snprintf(x->name, sizeof(x->name), "%s", a->servers.gpu[g].name);
         x->gpu = ds->gpu_of[g];
+        x->node_gpu = a->servers.gpu[g].index;
         x->server = ds->server_of[g];
         x->gpu_servers = ds->servers_on[g];
         if (g < ds->n) {

@@ -241,6 +241,7 @@ const gs_agent_msg_t gs_agent_messages[] = {
     {"stop", BIT(GS_AGENT_HOLDING), on_stop},
     {"servers", BIT(GS_AGENT_HOLDING), on_servers},
     {"lease", BIT(GS_AGENT_HOLDING), gs_agent_share_on_lease},
+    {"gpus", BIT(GS_AGENT_HOLDING), gs_agent_share_on_gpus},
     {NULL, 0, NULL},
 };
 

@@ -198,6 +198,56 @@ void gs_agent_share_on_lease(gs_agent_t *a, gs_agent_conn_t *c)
     }
 }
 
+/* How long one listing of the GPUs answers the jobs that ask: jobs that
+ * start together get one NVML pass between them, and none older. */
+#define SHARE_LISTING_MS 100
+
+void gs_agent_share_on_gpus(gs_agent_t *a, gs_agent_conn_t *c)
+{
+    gs_error_t err;
+    long long now = gs_proc_now_ms();
+    size_t cap = (size_t)GS_MAX_GPUS * 2048 + 256, n = 0;
+    char *buf = NULL;
+
+    if (a->mode != GS_MODE_SHARED || c->uid != getuid()) {
+        dprintf(c->fd, "error the GPUs are told to the user's own jobs only\n");
+        close(c->fd);
+        return;
+    }
+    if (a->listing == NULL) {
+        a->listing = calloc(1, sizeof(*a->listing));
+    }
+    if (a->listing != NULL && (a->listed_ms == 0 || now - a->listed_ms > SHARE_LISTING_MS)) {
+        /* NVML stays started here (gs_gpu_hold): a pass of a few ms. */
+        if (gs_gpu_discover(a->listing, &err) != 0) {
+            snprintf(a->listing->reason, sizeof(a->listing->reason), "%s", err.text);
+            a->listing->count = 0;
+        }
+        a->listed_ms = now;
+    }
+    if (a->listing == NULL || (buf = malloc(cap)) == NULL) {
+        dprintf(c->fd, "error out of memory\n");
+        close(c->fd);
+        return;
+    }
+    const gs_gpu_list_t *l = a->listing;
+    n += (size_t)snprintf(buf, cap, "gpus %d %d %d %s\n", l->count, l->cuda_version, l->beyond,
+                          l->count > 0 ? "-" : l->reason);
+    for (int g = 0; g < l->count && n < cap; g++) {
+        if (gs_gpu_to_line(&l->gpu[g], buf + n, cap - n - 1) != 0) {
+            n = 0; /* a device the line cannot carry: the job lists them itself */
+            break;
+        }
+        n += strlen(buf + n);
+        buf[n++] = '\n';
+    }
+    if (n == 0 || gs_proc_write_all(c->fd, buf, n, now + 2000) != 0) {
+        dprintf(c->fd, "error the GPUs could not be told\n");
+    }
+    free(buf);
+    close(c->fd);
+}
+
 void gs_agent_share_tell_lost(gs_agent_t *a)
 {
     int changed = 0;
@@ -329,4 +379,6 @@ void gs_agent_share_close(gs_agent_t *a)
     a->nleases = 0;
     free(a->leases);
     a->leases = NULL;
+    free(a->listing);
+    a->listing = NULL;
 }

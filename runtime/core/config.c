@@ -12,6 +12,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+int gs_config_launcher_hwloc(void)
+{
+    if (getenv("HWLOC_COMPONENTS") != NULL) {
+        return 0;
+    }
+    return setenv("HWLOC_COMPONENTS", GS_LAUNCH_HWLOC_COMPONENTS, 1) == 0 ? 1 : -errno;
+}
+
 const char *gs_config_mps_name(gs_mps_mode_t mode)
 {
     switch (mode) {

@@ -26,6 +26,13 @@ typedef enum { GS_NAMES_GSRUN = 0, GS_NAMES_MCA } gs_names_t;
 #define GS_MAX_CLIENTS_PER_SERVER 1024
 /* The most --mps-linger accepts: a day. */
 #define GS_MAX_LINGER_S 86400
+/* --mps-linger=auto (the default): the shared servers stay this long after
+ * the user's last job on the node, except on a GPU in an exclusive compute
+ * mode, where an idle server keeps every other process off it (0 there).
+ * Elsewhere an idle server costs memory only: 66 MiB of an H200's 141 GB
+ * (doc/tuning.md), against a server's start and stop in every job of a
+ * sweep. */
+#define GS_DEFAULT_LINGER_S 60
 
 typedef struct {
     gs_mps_mode_t mps;
@@ -41,6 +48,7 @@ typedef struct {
     int share_node;              /* the user's jobs on a node share its MPS servers */
     int share_auto;              /* share_node was chosen by auto (the default) */
     int linger_s;                /* with share_node: the shared servers' stay after the last job */
+    int linger_auto;             /* linger_s is GS_DEFAULT_LINGER_S, 0 on an exclusive GPU */
     int dry_run;
     int verbose;
     int prestart;     /* start each daemon's server before any rank (tuning) */
@@ -121,6 +129,18 @@ const char *gs_config_mps_name(gs_mps_mode_t mode);
  * Returns -ENOENT or -EACCES with a message naming what to fix. */
 int gs_config_find_executable(const char *name, const char *extra_dirs, const char *what,
                               char *out, size_t outlen, gs_error_t *err);
+
+/* hwloc's plugins that open the GPUs. A launcher (Open MPI's mpirun, its
+ * ranks' MPI_Init under srun) loads hwloc for its topology, and hwloc's
+ * OpenCL plugin brings up NVIDIA's OpenCL driver and a context on every
+ * GPU: 0.3-0.9 s of each job's start on the lent GPUs (doc/tuning.md). No
+ * launcher needs them (the GPUs stay in the topology as PCI devices). */
+#define GS_LAUNCH_HWLOC_COMPONENTS "-opencl,-cuda,-nvml,-rsmi,-levelzero,-gl"
+
+/* Leaves hwloc's GPU plugins out of the launcher gsrun starts: sets
+ * HWLOC_COMPONENTS to GS_LAUNCH_HWLOC_COMPONENTS unless the user set it
+ * (even empty: theirs wins). Returns 1 if it set it, 0 if not, -errno. */
+int gs_config_launcher_hwloc(void);
 
 /* Where the MPS control binary is looked for besides PATH. */
 #define GS_CONTROL_SEARCH_DIRS "/usr/bin:/usr/local/nvidia/bin:/usr/local/cuda/bin"

@@ -27,6 +27,8 @@ void gs_config_init(gs_config_t *cfg)
     cfg->prestart = 1;
     cfg->share_auto = 1;
     cfg->share_node = share_auto_node();
+    cfg->linger_auto = 1;
+    cfg->linger_s = GS_DEFAULT_LINGER_S;
 }
 
 static int parse_int_range(const char *text, int lo, int hi, int *out)
@@ -188,11 +190,26 @@ static void fmt_share(const gs_config_t *c, char *b, size_t n)
 }
 static int set_linger(gs_config_t *c, const char *v)
 {
-    return parse_int_range(v, 0, GS_MAX_LINGER_S, &c->linger_s);
+    int s;
+    if (strcmp(v, "auto") == 0) {
+        c->linger_auto = 1;
+        c->linger_s = GS_DEFAULT_LINGER_S;
+        return 0;
+    }
+    if (parse_int_range(v, 0, GS_MAX_LINGER_S, &s) != 0) {
+        return -EINVAL;
+    }
+    c->linger_auto = 0;
+    c->linger_s = s;
+    return 0;
 }
 static void fmt_linger(const gs_config_t *c, char *b, size_t n)
 {
-    snprintf(b, n, "%d", c->linger_s);
+    if (c->linger_auto) {
+        snprintf(b, n, "auto");
+    } else {
+        snprintf(b, n, "%d", c->linger_s);
+    }
 }
 static int set_launcher(gs_config_t *c, const char *v)
 {
@@ -277,10 +294,12 @@ const gs_config_key_t gs_config_keys[] = {
      "jobs); job: MPS servers of the job's own; auto (default): node, but job inside a Slurm "
      "job step (doc/tuning.md)",
      0},
-    {"mps-linger", "GSRUN_MPS_LINGER", "whole seconds from 0 to 86400", "linger",
-     GS_FRONT_GSRUN | GS_FRONT_MCA | GS_FRONT_SPANK | GS_FRONT_RANKS, 1, set_linger, fmt_linger, "SECONDS",
+    {"mps-linger", "GSRUN_MPS_LINGER", "auto, or whole seconds from 0 to 86400", "linger",
+     GS_FRONT_GSRUN | GS_FRONT_MCA | GS_FRONT_SPANK | GS_FRONT_RANKS, 1, set_linger, fmt_linger,
+     "auto|SECONDS",
      "with --mps-share=node: how long the shared MPS servers stay up after the node's last job "
-     "of the user ended, for the next one to find them warm (default 0)",
+     "of the user ended, for the next one to find them warm; auto (default): 60, but 0 on a "
+     "GPU in an exclusive compute mode (doc/tuning.md)",
      0},
     {"launcher", "GSRUN_LAUNCHER", "the path or name of an Open MPI mpirun", NULL, GS_FRONT_GSRUN,
      1, set_launcher, fmt_launcher, "PATH",

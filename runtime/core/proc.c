@@ -332,6 +332,28 @@ static long read_until(int fd, char *buf, size_t len, long long deadline_ms, int
     return (long)used;
 }
 
+int gs_proc_write_all(int fd, const char *buf, size_t len, long long deadline_ms)
+{
+    while (len > 0) {
+        ssize_t w = write(fd, buf, len);
+        if (w > 0) {
+            buf += w;
+            len -= (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno != EINTR && errno != EAGAIN) {
+            return -errno;
+        }
+        long long left = deadline_ms - gs_proc_now_ms();
+        struct pollfd p = {fd, POLLOUT, 0};
+        if (left <= 0) {
+            return -ETIMEDOUT;
+        }
+        poll(&p, 1, (int)left);
+    }
+    return 0;
+}
+
 long gs_proc_read_line(int fd, char *buf, size_t len, long long deadline_ms)
 {
     return read_until(fd, buf, len, deadline_ms, 1);

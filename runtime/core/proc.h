@@ -83,4 +83,8 @@ long gs_proc_read_line(int fd, char *buf, size_t len, long long deadline_ms);
  * Returns bytes read, or -ETIMEDOUT. */
 long gs_proc_read_all(int fd, char *buf, size_t len, long long deadline_ms);
 
+/* Writes all of buf to fd (which may be non-blocking) by the deadline.
+ * 0, or -errno (-ETIMEDOUT: a peer that reads nothing). */
+int gs_proc_write_all(int fd, const char *buf, size_t len, long long deadline_ms);
+
 #endif

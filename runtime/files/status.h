@@ -28,6 +28,7 @@ typedef struct {
     int registered;
     int alive;
     int gpu;            /* the GPU (index among the visible ones) */
+    int node_gpu;       /* its index on the node, as nvidia-smi shows it (NVML's) */
     int server;         /* which of its MPS servers, from 0 */
     int gpu_servers;    /* how many it has (0 in old files: 1) */
     char pipe_dir[256]; /* the server's CUDA_MPS_PIPE_DIRECTORY, "" none */

@@ -7,6 +7,16 @@
 
 #include "runtime/files/status.h"
 
+/* "GPU 2", the node's number as nvidia-smi shows it, and the job's own
+ * where its CUDA_VISIBLE_DEVICES renumbers the GPUs ("GPU 2, the job's 0"). */
+static void gpu_name(FILE *f, const gs_status_server_t *x, int job_gpu, int shared)
+{
+    fprintf(f, "  GPU %d", x->node_gpu);
+    if (!shared && job_gpu != x->node_gpu) {
+        fprintf(f, ", the job's %d", job_gpu);
+    }
+}
+
 void gs_status_print_text(FILE *f, const gs_status_t *s, int n, long long now_ms)
 {
     for (int j = 0; j < n; j++, s++) {
@@ -28,8 +38,9 @@ void gs_status_print_text(FILE *f, const gs_status_t *s, int n, long long now_ms
                     s->alive == 1 ? "" : "s");
             for (int g = 0; g < s->nservers; g++) {
                 const gs_status_server_t *x = &s->server[g];
-                fprintf(f, "  GPU %d server %d of %d (%s, %s): ", x->gpu, x->server,
-                        x->gpu_servers, x->name, x->uuid);
+                gpu_name(f, x, x->gpu, 1);
+                fprintf(f, " server %d of %d (%s, %s): ", x->server, x->gpu_servers, x->name,
+                        x->uuid);
                 if (x->daemon_pid > 0) {
                     fprintf(f, "daemon %d on %s, server %d, pipe %s, ", x->daemon_pid, x->core,
                             x->server_pid, x->pipe_dir);
@@ -62,12 +73,11 @@ void gs_status_print_text(FILE *f, const gs_status_t *s, int n, long long now_ms
         }
         for (int g = 0; g < s->nservers; g++) {
             const gs_status_server_t *x = &s->server[g];
+            gpu_name(f, x, x->gpu_servers > 0 ? x->gpu : g, 0);
             if (x->gpu_servers > 1) {
-                fprintf(f, "  GPU %d server %d of %d (%s, %s):", x->gpu, x->server, x->gpu_servers,
-                        x->name, x->uuid);
-            } else {
-                fprintf(f, "  GPU %d (%s, %s):", x->gpu_servers > 0 ? x->gpu : g, x->name, x->uuid);
+                fprintf(f, " server %d of %d", x->server, x->gpu_servers);
             }
+            fprintf(f, " (%s, %s):", x->name, x->uuid);
             if (x->daemon_pid > 0) {
                 fprintf(f, " daemon %d on %s, server %d, %s%%, pipe %s,", x->daemon_pid, x->core,
                         x->server_pid, x->pct[0] ? x->pct : "100",

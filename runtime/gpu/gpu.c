@@ -262,6 +262,18 @@ void gs_gpu_sort(gs_gpu_list_t *list, int by_bus)
     }
 }
 
+/* The NVML a long-lived process keeps started (gs_gpu_hold): its later
+ * listings skip NVML's load and start, the most of a listing's cost. */
+static struct {
+    int wanted, held;
+    gs_nvml_t n;
+} keep;
+
+void gs_gpu_hold(void)
+{
+    keep.wanted = 1;
+}
+
 int gs_gpu_discover(gs_gpu_list_t *list, gs_error_t *err)
 {
     gs_nvml_t n = {0};
@@ -270,6 +282,10 @@ int gs_gpu_discover(gs_gpu_list_t *list, gs_error_t *err)
     int rc, ret = 0;
 
     memset(list, 0, sizeof(*list));
+    if (keep.held) {
+        n = keep.n;
+        goto started;
+    }
     lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (lib == NULL) {
         snprintf(list->reason, sizeof(list->reason),
@@ -289,6 +305,11 @@ int gs_gpu_discover(gs_gpu_list_t *list, gs_error_t *err)
                  nvml_err(&n, rc));
         goto out;
     }
+    if (keep.wanted) {
+        keep.n = n;
+        keep.held = 1;
+    }
+started:
     /* The driver's CUDA version (13000 for 13.0), which sets how many
      * clients one MPS server takes; NVML tells it without a CUDA context. */
     if (n.cuda_version == NULL || n.cuda_version(&list->cuda_version) != 0) {
@@ -326,7 +347,9 @@ int gs_gpu_discover(gs_gpu_list_t *list, gs_error_t *err)
     const char *order = getenv("CUDA_DEVICE_ORDER");
     gs_gpu_sort(list, order != NULL && strcmp(order, "PCI_BUS_ID") == 0);
 shutdown:
-    n.shutdown();
+    if (!keep.held) {
+        n.shutdown();
+    }
 out:
     /* NVML is left loaded: unloading a driver library that may have started
      * threads is not safe, and this process execs or exits soon anyway. */

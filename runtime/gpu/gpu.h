@@ -51,6 +51,18 @@ typedef struct {
  * only for a broken driver library. */
 int gs_gpu_discover(gs_gpu_list_t *list, gs_error_t *err);
 
+/* For a process that lists the GPUs again and again (the user's node
+ * service): NVML stays started after the next gs_gpu_discover, and the
+ * listings after it reuse it. */
+void gs_gpu_hold(void);
+
+/* One device as one line of text and back (the node service tells a job
+ * the GPUs it found: the job's agent then loads no NVML). The line ends
+ * without a newline; the name is last and may hold spaces. 0, or -EINVAL
+ * (a line that is not one device) / -ENOSPC (len too small). */
+int gs_gpu_to_line(const gs_gpu_t *g, char *out, size_t len);
+int gs_gpu_from_line(const char *line, gs_gpu_t *g);
+
 /* The CPUs near the NVIDIA PCI device domain:bus:device.0 from its
  * local_cpulist under root (/sys/bus/pci/devices) into mask
  * (GS_GPU_CPUMASK_WORDS words): 0, or -1 where there is no such file or

@@ -304,3 +304,11 @@ int gs_policy_plan_server_of_rank(const gs_plan_t *plan, int local_rank)
     }
     return -1;
 }
+
+int gs_policy_linger(const gs_config_t *cfg, int any_exclusive)
+{
+    if (!cfg->linger_auto) {
+        return cfg->linger_s;
+    }
+    return any_exclusive ? 0 : GS_DEFAULT_LINGER_S;
+}

@@ -61,6 +61,11 @@ typedef struct {
 int gs_policy_memory_warning(int gpu, int nranks, unsigned long long mem_mib, char *buf,
                              size_t len);
 
+/* The linger a job's lease asks of the user's shared servers: the setting,
+ * or under auto the default, 0 where one of the job's GPUs is in an
+ * exclusive compute mode (an idle server there keeps others off it). */
+int gs_policy_linger(const gs_config_t *cfg, int any_exclusive);
+
 /* Default share: 100 / (0.5 n), at most 100. */
 double gs_policy_default_percentage(int nranks);
 

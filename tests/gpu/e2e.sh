@@ -23,6 +23,9 @@
 # a correct result; after each job no MPS process and no gsrun run dir may
 # remain. Ends with "N passed, N failed".
 set -u
+# Each check ends with nothing of MPS left: the shared servers' default
+# linger (auto: 60 s) would keep them; the linger has checks of its own.
+export GSRUN_MPS_LINGER=${GSRUN_MPS_LINGER:-0}
 top=$(cd "$(dirname "$0")/../.." && pwd)
 front=gsrun
 case "${1:-}" in

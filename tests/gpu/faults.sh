@@ -16,6 +16,9 @@
 #    MPS: within 2 s no rank, no MPS process and no run directory is left.
 # After each: no MPS process and no run directory left. Ends with N passed, N failed.
 set -u
+# Each check ends with nothing of MPS left: the shared servers' default
+# linger (auto: 60 s) would keep them; the linger has checks of its own.
+export GSRUN_MPS_LINGER=${GSRUN_MPS_LINGER:-0}
 b=$1
 pass=0 fail=0
 ok() { pass=$((pass + 1)); echo "ok - $*"; }

@@ -21,6 +21,9 @@
 # GSRUN_KILL_PROG names another program of examples/ and its arguments
 # (e.g. "jacobi --iters 1000000"); it must run longer than the wait.
 set -u
+# Each check ends with nothing of MPS left: the shared servers' default
+# linger (auto: 60 s) would keep them; the linger has checks of its own.
+export GSRUN_MPS_LINGER=${GSRUN_MPS_LINGER:-0}
 b=$1
 reps=${2:-3}
 bound=${GSRUN_KILL_BOUND_MS:-1500}

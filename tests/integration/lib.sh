@@ -27,6 +27,10 @@ export PRTE_MCA_rmaps_default_mapping_policy=:oversubscribe OMPI_MCA_btl_tcp_if_
 # starts, reports and ends. The default (auto: the user's jobs share) has
 # its own tests, share.sh and pack.sh, which set it themselves.
 export GSRUN_MPS_SHARE=job OMPI_MCA_rtc_gsrun_mps_share=job
+# Those that share check that nothing is left after each job: the shared
+# servers' default linger (auto: 60 s) would keep them. service.sh checks
+# the default itself.
+export GSRUN_MPS_LINGER=0 OMPI_MCA_rtc_gsrun_mps_linger=0
 unset GSRUN_MPS GSRUN_MPS_PERCENTAGE GSRUN_MPS_CONTROL GSRUN_MPS_TIMEOUT GSRUN_LAUNCHER \
     GSRUN_DRY_RUN GSRUN_VERBOSE CUDA_VISIBLE_DEVICES CUDA_MPS_PIPE_DIRECTORY \
     CUDA_MPS_LOG_DIRECTORY CUDA_MPS_ACTIVE_THREAD_PERCENTAGE

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,6 +198,41 @@ static void test_cuda_version_sets_client_limit(void **state)
     unsetenv("FAKE_NVML_CUDA_VERSION");
 }
 
+/* Every device of a fake node (MIG instances, CPU masks, processes) comes
+ * back from its line whole; lines that are not one device are refused. */
+static void test_line_round_trip(void **state)
+{
+    (void)state;
+    gs_gpu_list_t l;
+    gs_error_t err;
+    char line[2048];
+    setenv("FAKE_NVML_GPUS", "3", 1);
+    setenv("FAKE_NVML_MIG", "1:2", 1);
+    assert_int_equal(gs_gpu_discover(&l, &err), 0);
+    assert_true(l.count >= 4);
+    l.gpu[0].nprocs = 40; /* more than are listed: the first 32 travel */
+    for (int i = 0; i < GS_GPU_PROCS_MAX; i++) {
+        l.gpu[0].procs[i] = 1000 + i;
+    }
+    l.gpu[1].nprocs = -1; /* NVML could not tell */
+    snprintf(l.gpu[2].name, sizeof(l.gpu[2].name), "NVIDIA H200 with spaces");
+    for (int g = 0; g < l.count; g++) {
+        gs_gpu_t back;
+        assert_int_equal(gs_gpu_to_line(&l.gpu[g], line, sizeof(line)), 0);
+        assert_null(strchr(line, '\n'));
+        assert_int_equal(gs_gpu_from_line(line, &back), 0);
+        assert_memory_equal(&back, &l.gpu[g], sizeof(back));
+    }
+    assert_int_equal(gs_gpu_to_line(&l.gpu[0], line, 40), -ENOSPC);
+    gs_gpu_t junk;
+    assert_int_equal(gs_gpu_from_line("", &junk), -EINVAL);
+    assert_int_equal(gs_gpu_from_line("0 0 0 zz 1 0 1 1 0 - - GPU-x name", &junk), -EINVAL);
+    assert_int_equal(gs_gpu_from_line("0 0 0 1 1 0 1 1 2 5 - GPU-x name", &junk), -EINVAL);
+    assert_int_equal(gs_gpu_from_line("0 0 0 1 1 0 1 1 0 - 1,2 GPU-x name", &junk), -EINVAL);
+    unsetenv("FAKE_NVML_GPUS");
+    unsetenv("FAKE_NVML_MIG");
+}
+
 int main(int argc, char **argv)
 {
     /* dlopen reads LD_LIBRARY_PATH at start: re-exec with the fake first. */
@@ -217,6 +253,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_mig),
         cmocka_unit_test(test_sysfs_near_cpus),
         cmocka_unit_test(test_cuda_version_sets_client_limit),
+        cmocka_unit_test(test_line_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
