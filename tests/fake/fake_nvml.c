@@ -18,12 +18,16 @@
  *   FAKE_NVML_USED_MB=M,M    per GPU, its memory in use (default 0)
  *   FAKE_NVML_EXIT_DELAY_MS=N a process that loaded the library takes N ms to exit
  *                            (after its last own step), as on a loaded machine
+ *   FAKE_NVML_INIT_MS=N      nvmlInit_v2 takes N ms (a real driver's start: 25-90
+ *                            ms alone on the lent GPUs, over a second under load)
+ *   FAKE_NVML_INIT_LOG=F     each nvmlInit_v2 appends "<pid> <program>" to F
  *
  * A MIG instance's handle is 0x10000 + 0x100 * GPU + instance. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define NVML_SUCCESS 0
 #define NVML_ERROR_INVALID_ARGUMENT 2
@@ -100,6 +104,26 @@ static int gpu_of(void *dev)
 
 int nvmlInit_v2(void)
 {
+    const char *log = getenv("FAKE_NVML_INIT_LOG"), *ms = getenv("FAKE_NVML_INIT_MS");
+    if (log != NULL) {
+        char comm[64] = "?";
+        FILE *c = fopen("/proc/self/comm", "r");
+        if (c != NULL) {
+            if (fgets(comm, sizeof(comm), c) != NULL) {
+                comm[strcspn(comm, "\n")] = '\0';
+            }
+            fclose(c);
+        }
+        FILE *f = fopen(log, "a");
+        if (f != NULL) {
+            fprintf(f, "%d %s\n", (int)getpid(), comm);
+            fclose(f);
+        }
+    }
+    if (ms != NULL && atoi(ms) > 0) {
+        struct timespec t = {atoi(ms) / 1000, (long)(atoi(ms) % 1000) * 1000000L};
+        nanosleep(&t, NULL);
+    }
     return getenv("FAKE_NVML_FAIL_INIT") ? NVML_ERROR_DRIVER_NOT_LOADED : NVML_SUCCESS;
 }
 

@@ -21,6 +21,13 @@ else
 fi
 "$S/tests/bench/gpu_bench.sh" --summarize "$S/doc/bench/h200-2026-11-21.csv" >"$OUT" 2>"$ERR"
 check "gpu_bench.sh --summarize: 70 rows of results" [ "$(grep -cE '^ +[0-9]+ (plain|hand|gsrun)' "$OUT")" -eq 70 ]
+# Short jobs' benchmark: without a GPU it says so and exits 77.
+if ! nvidia-smi -L >/dev/null 2>&1; then
+    "$S/tests/bench/short_jobs.sh" "$B" >"$OUT" 2>"$ERR"
+    rc=$?
+    check "short_jobs.sh without a GPU: status 77 and says why" \
+        eval '[ $rc -eq 77 ] && grep -q "SKIP no NVIDIA GPU" "$OUT"'
+fi
 # The real-application benches check their arguments before building anything.
 "$S/tests/bench/lammps.sh" --src "$TEST_TMP/none" --build "$B" --gpus 0 >"$OUT" 2>"$ERR"
 rc=$?

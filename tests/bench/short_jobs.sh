@@ -1,0 +1,205 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# covers: runtime/agent/agent_share.c, runtime/agent/agent_lease.c, runtime/core/config.c (short jobs' start), on the GPU
+#
+#   tests/bench/short_jobs.sh [BUILD_DIR]
+#
+# Short one-rank jobs (issue 53), side by side in one run, on every GPU of
+# the machine: examples/solo_jacobi (2048^2, 2000 sweeps; SJ_SIZE sets it).
+#   loop N    N jobs one after another in a shell loop: the loop's wall, and
+#             each warm job's wall (the median of jobs 2..N)
+#   at-once N N jobs started together: the set's wall, and for gsrun each
+#             job's own part of its start from its -vv timeline ("size" to
+#             "mps ready": what gsrun adds once the launcher reached the rank)
+#   sweep     48 jobs through xargs -P 12: its wall
+# Configurations:
+#   plain    mpirun, every job on device 0 (time-sliced)
+#   default  gsrun as it comes (the user's shared servers, warm after the
+#            first job: --mps-linger=auto)
+#   job      gsrun --mps-share=job (each job its own servers)
+#   hand     one MPS server per GPU started before the set and kept up
+#            (not counted), mpirun run with its CUDA_MPS_PIPE_DIRECTORY,
+#            job i on GPU i mod G: what a user does by hand
+# Before each set of the default configuration the user's shared servers
+# are ended, so the set's first job starts cold, as a user's first job does.
+# SJ_LOOPS (default "10 50"), SJ_AT_ONCE ("1 4 12 24"), SJ_SWEEP ("48 12"),
+# SJ_CONFIGS ("plain default job hand") and SJ_PARTS ("loop at-once sweep")
+# choose what runs. Checks the issue's targets and that nothing of MPS is
+# left; ends with "N passed, N failed".
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$top/_build}
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok - $*"; }
+notok() { fail=$((fail + 1)); echo "not ok - $*"; }
+if ! nvidia-smi -L >/dev/null 2>&1; then
+    echo "1..0 # SKIP no NVIDIA GPU here"
+    echo "0 passed, 0 failed, 1 skipped"
+    exit 77
+fi
+solo=$build/examples/solo_jacobi
+[ -x "$solo" ] || { echo "Bail out! $solo is not built (needs nvcc)"; exit 1; }
+[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+unset GSRUN_MPS_SHARE GSRUN_MPS_LINGER CUDA_VISIBLE_DEVICES HWLOC_COMPONENTS
+G=$build/launcher/gsrun
+control=$(command -v nvidia-cuda-mps-control)
+. "$top/tests/bench/mps_by_hand.sh"
+T=$(mktemp -d /tmp/gsj.XXXXXX)
+ngpus=$(nvidia-smi -L | grep -c '^GPU ')
+size=${SJ_SIZE:---n 2048 --iters 2000}
+configs=${SJ_CONFIGS:-plain default job hand}
+parts=${SJ_PARTS:-loop at-once sweep}
+ms() { echo $(($(date +%s%N) / 1000000)); }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b > 0 ? a / b : 0 }'; }
+median() { sort -n | awk '{v[NR] = $1} END { print NR ? v[int((NR + 1) / 2)] : 0 }'; }
+
+hand_up() {
+    local g
+    for ((g = 0; g < ngpus; g++)); do
+        CUDA_VISIBLE_DEVICES=$g mps_hand_up "$T/hand$g"
+    done
+}
+hand_down() {
+    local g
+    for ((g = 0; g < ngpus; g++)); do
+        mps_hand_down "$T/hand$g"
+    done
+}
+# The user's shared servers ended (a lingering gsrun-share told to stop),
+# so that a set starts cold.
+shared_down() {
+    pkill -TERM -x gsrun-share 2>/dev/null
+    for _ in $(seq 500); do
+        pgrep -x gsrun-share >/dev/null || pgrep -f 'nvidia-cuda-mps' >/dev/null || return 0
+        sleep 0.02
+    done
+}
+
+# one HOW I OUT: job I of a set, in the foreground; its wall (ms) in OUT.ms.
+one() {
+    local how=$1 i=$2 out=$3 g t0
+    t0=$(($(date +%s%N) / 1000000))
+    case $how in
+    plain) mpirun -np 1 "$solo" $size >"$out" 2>"$out.err" ;;
+    default) "$G" -vv -np 1 "$solo" $size >"$out" 2>"$out.err" ;;
+    job) "$G" -vv --mps-share=job -np 1 "$solo" $size >"$out" 2>"$out.err" ;;
+    hand)
+        g=$((i % ngpus))
+        CUDA_MPS_PIPE_DIRECTORY=$T/hand$g/p CUDA_MPS_LOG_DIRECTORY=$T/hand$g/l \
+            mpirun -np 1 "$solo" $size >"$out" 2>"$out.err"
+        ;;
+    esac
+    echo $(($(date +%s%N) / 1000000 - t0)) >"$out.ms"
+}
+# Whether every job of a set printed its solve: "ok" or "fail N".
+solved() { # solved WANT files...
+    local want=$1 got
+    shift
+    got=$(cat "$@" 2>/dev/null | grep -c '^solo_jacobi: ')
+    [ "$got" -eq "$want" ] && echo ok || echo "fail $got/$want"
+}
+# gsrun's own part of each job's start, ms: "mps ready" less "size".
+own_part() { # own_part files...: the median and the largest
+    sed -n 's/.*timeline (ms after gsrun started): .*size \([0-9]*\), .*mps ready \([0-9]*\),.*/\2 \1/p' "$@" |
+        awk '{print $1 - $2}' | sort -n | awk '{v[NR] = $1} END { if (NR) print v[int((NR + 1) / 2)], v[NR]; else print "- -" }'
+}
+set_up() { [ "$1" = hand ] && hand_up; [ "$1" = default ] && shared_down; }
+set_down() { [ "$1" = hand ] && hand_down; [ "$1" = default ] && shared_down; }
+
+echo "# $(nvidia-smi --query-gpu=name,driver_version,compute_mode --format=csv,noheader | head -1), $ngpus GPU(s), $(nproc) cores, $(mpirun --version 2>&1 | head -1); solo_jacobi $size"
+declare -A res=()
+
+case $parts in *loop*)
+for n in ${SJ_LOOPS:-10 50}; do
+    line="# loop of $n:"
+    for how in $configs; do
+        set_up $how
+        rm -f "$T"/o.*
+        t0=$(ms)
+        for i in $(seq 0 $((n - 1))); do one $how "$i" "$T/o.$i"; done
+        wall=$(($(ms) - t0))
+        set_down $how
+        warm=$(for i in $(seq 1 $((n - 1))); do cat "$T/o.$i.ms"; done | median)
+        res[loop$n.$how]=$wall res[warm$n.$how]=$warm res[first$n.$how]=$(cat "$T/o.0.ms")
+        line="$line $how ${wall} ms (first $(cat "$T/o.0.ms"), warm median $warm, $(solved "$n" "$T"/o.[0-9]*)),"
+    done
+    echo "${line%,}"
+done
+;; esac
+
+case $parts in *at-once*)
+for n in ${SJ_AT_ONCE:-1 4 12 24}; do
+    line="# $n at once:"
+    for how in $configs; do
+        set_up $how
+        rm -f "$T"/o.*
+        t0=$(ms)
+        for i in $(seq 0 $((n - 1))); do one $how "$i" "$T/o.$i" & done
+        wait
+        wall=$(($(ms) - t0))
+        own=""
+        case $how in default | job) own=" own $(own_part "$T"/o.[0-9]*.err | tr ' ' /)" ;; esac
+        set_down $how
+        res[once$n.$how]=$wall
+        [ $how = default ] && res[own$n]=$(own_part "$T"/o.[0-9]*.err)
+        line="$line $how ${wall} ms$own ($(solved "$n" "$T"/o.[0-9]*)),"
+    done
+    echo "${line%,}"
+done
+;; esac
+
+case $parts in *sweep*)
+set -- ${SJ_SWEEP:-48 12}
+jobs=$1 par=$2
+line="# sweep of $jobs through xargs -P $par:"
+export -f one
+export T G solo size ngpus
+for how in $configs; do
+    set_up $how
+    rm -f "$T"/o.*
+    t0=$(ms)
+    seq 0 $((jobs - 1)) | xargs -P "$par" -I{} bash -c "one $how {} $T/o.{}"
+    wall=$(($(ms) - t0))
+    set_down $how
+    res[sweep.$how]=$wall
+    line="$line $how ${wall} ms ($(solved "$jobs" "$T"/o.[0-9]*)),"
+done
+echo "${line%,}"
+;; esac
+
+# The targets, where both sides ran.
+have() { [ -n "${res[$1]:-}" ] && [ -n "${res[$2]:-}" ]; }
+for n in ${SJ_LOOPS:-10 50}; do
+    if have "loop$n.default" "loop$n.hand"; then
+        r=$(ratio "${res[loop$n.default]}" "${res[loop$n.hand]}")
+        awk -v r="$r" 'BEGIN { exit !(r <= 1.1) }' && ok "loop of $n: default ${r}x of hand (target 1.1x)" ||
+            notok "loop of $n: default ${r}x of hand (target 1.1x)"
+        d=$((res[warm$n.default] - res[warm$n.hand]))
+        [ "$d" -le 50 ] && ok "loop of $n: a warm job ${d} ms behind hand (target 50 ms)" ||
+            notok "loop of $n: a warm job ${d} ms behind hand (target 50 ms)"
+    fi
+    if have "first$n.default" "first$n.plain"; then
+        d=$((res[first$n.default] - res[first$n.plain]))
+        [ "$d" -le 200 ] && ok "loop of $n: the cold first job ${d} ms behind plain (target 200 ms)" ||
+            notok "loop of $n: the cold first job ${d} ms behind plain (target 200 ms)"
+    fi
+done
+for n in ${SJ_AT_ONCE:-1 4 12 24}; do
+    if have "once$n.default" "once$n.hand"; then
+        r=$(ratio "${res[once$n.default]}" "${res[once$n.hand]}")
+        awk -v r="$r" 'BEGIN { exit !(r <= 1.1) }' && ok "$n at once: default ${r}x of hand (target 1.1x)" ||
+            notok "$n at once: default ${r}x of hand (target 1.1x)"
+    fi
+done
+if have sweep.default sweep.hand; then
+    r=$(ratio "${res[sweep.default]}" "${res[sweep.hand]}")
+    awk -v r="$r" 'BEGIN { exit !(r <= 1.05) }' && ok "sweep: default ${r}x of hand (target 1.05x)" ||
+        notok "sweep: default ${r}x of hand (target 1.05x)"
+fi
+shared_down
+left=$(pgrep -f 'nvidia-cuda-mps|gsrun-share|gsrun-agent' | tr '\n' ' ')
+[ -z "$left" ] && ok "nothing of MPS or gsrun left" || notok "left behind: $left"
+rm -rf "$T"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,157 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# covers: runtime/agent/agent_share.c, runtime/agent/agent_lease.c, runtime/gpu/gpu_text.c, runtime/core/config.c, runtime/files/status_format.c
+# Short jobs (issue 53) on the fake NVML (2, 4 and 8 GPUs): the user's node
+# service (the shared agent) tells a job's agent the GPUs, so that the job
+# loads no NVML of its own; its death mid-job and mid-linger costs no later
+# job its MPS; 24 jobs at once wait on nobody's discovery; the default
+# linger (auto); mpirun without hwloc's GPU plugins; `gsrun status` names
+# the GPUs as nvidia-smi does.
+. "$GS_TOP_SRCDIR/tests/integration/lib.sh"
+REC=$TEST_TMP/record
+NVLOG=$TEST_TMP/nvml-inits
+ME=$(id -u)
+unset GSRUN_MPS_SHARE OMPI_MCA_rtc_gsrun_mps_share
+
+shared_pid() { # the user's shared agent on this node, if one runs
+    local p
+    for p in $(leftover_procs); do
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = gsrun-share ] && echo "$p"
+    done
+}
+# Ends a lingering shared agent as a signal would (its servers, its dirs).
+end_shared() {
+    local p
+    p=$(shared_pid)
+    [ -n "$p" ] && kill -TERM $p
+    for _ in $(seq 200); do
+        [ -z "$(leftover_procs)" ] && break
+        sleep 0.05
+    done
+}
+clean() { # clean "context"
+    end_shared
+    rmdir "$TMPDIR"/gsrun-"$ME"* 2>/dev/null
+    check_clean "$1"
+}
+job() { # job NGPUS OUT ERR args...: a gsrun job (status in OUT.rc)
+    local n=$1 o=$2 e=$3
+    shift 3
+    FAKE_NVML_INIT_LOG=$NVLOG FAKE_MPS_RECORD=$REC gsrun_fake "$n" "$@" >"$o" 2>"$e"
+    echo $? >"$o.rc"
+}
+agent_inits() { grep -c ' gsrun-agent$' "$NVLOG" 2>/dev/null || echo 0; }
+
+# 1. mpirun without hwloc's GPU plugins, unless the user chose.
+gsrun_fake 1 -np 2 "$B/tests/progs/env_report" HWLOC_COMPONENTS >"$OUT" 2>"$ERR"
+check "mpirun and the ranks run with HWLOC_COMPONENTS=-opencl,... (hwloc's GPU plugins left out)" \
+    [ "$(grep -cx 'HWLOC_COMPONENTS=-opencl,-cuda,-nvml,-rsmi,-levelzero,-gl' "$OUT")" -eq 2 ] ||
+    diag "$OUT" "$ERR"
+HWLOC_COMPONENTS=x86 gsrun_fake 1 -np 2 "$B/tests/progs/env_report" HWLOC_COMPONENTS >"$OUT" 2>"$ERR"
+check "  ... the user's own HWLOC_COMPONENTS is kept" [ "$(grep -cx 'HWLOC_COMPONENTS=x86' "$OUT")" -eq 2 ]
+clean "hwloc"
+
+# 2. A warm job takes the GPUs from the service, on 2, 4 and 8 GPUs, and
+# is placed beside the running job (the emptiest GPU).
+for n in 2 4 8; do
+    rm -f "$REC" "$NVLOG"
+    job $n "$OUT.a" "$ERR.a" --mps-linger=30 -np 1 "$PROG" --sleep 2500 &
+    wait_status "$OUT.st" "^shared MPS .*1 job" || diag "$OUT.st"
+    inits=$(agent_inits)
+    job $n "$OUT.b" "$ERR.b" -v --mps-linger=30 -np 1 "$PROG"
+    check "$n GPUs: a job beside a running one: status 0, under MPS on a shared server" \
+        [ "$(cat "$OUT.b.rc")" = 0 -a "$(grep -c 'mps=1 pipe=.*/mps-share/' "$OUT.b")" -eq 1 ] ||
+        diag "$ERR.b"
+    check "  ... its agent took the GPUs from the service and loaded no NVML" \
+        [ "$(grep -c "the GPUs from the user's shared MPS on this node .* in [0-9]* ms" "$ERR.b")" -eq 1 \
+            -a "$(agent_inits)" -eq "$inits" ] || diag "$ERR.b" "$NVLOG"
+    check "  ... on another GPU than the running job's" \
+        [ "$(grep -o 'uuid=[^ ]*' "$OUT.b")" != "$(grep -o 'uuid=[^ ]*' "$OUT.a")" ]
+    wait
+    check "  ... the service started NVML once for both jobs" [ "$(grep -c ' gsrun-share$' "$NVLOG")" -eq 1 ]
+    clean "$n GPUs through the service"
+done
+
+# 3. The default linger (auto): the servers stay after the last job; on a
+# GPU in an exclusive compute mode they end with it.
+rm -f "$REC"
+env -u GSRUN_MPS_LINGER -u OMPI_MCA_rtc_gsrun_mps_linger \
+    FAKE_MPS_RECORD=$REC LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=1 \
+    "$GSRUN" --mps-control="$FAKE_CONTROL" -np 1 "$PROG" >"$OUT" 2>"$ERR"
+sleep 1
+check "default linger: 1 s after the job the user's shared MPS still runs (auto: 60 s)" \
+    [ -n "$(shared_pid)" -a "$(grep -c '^quit' "$REC")" -eq 0 ] || diag "$REC"
+"$GSRUN" status >"$OUT.st" 2>&1
+check "  ... gsrun status shows it with no job" grep -q "^shared MPS .*0 jobs" "$OUT.st" || diag "$OUT.st"
+job 1 "$OUT.b" "$ERR.b" -v -np 1 "$PROG"
+check "  ... the next job finds it running" grep -q "shared MPS on this node .*: found running" "$ERR.b"
+clean "default linger"
+rm -f "$REC"
+env -u GSRUN_MPS_LINGER -u OMPI_MCA_rtc_gsrun_mps_linger FAKE_NVML_COMPUTE_MODE=3 \
+    FAKE_MPS_RECORD=$REC LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=1 \
+    "$GSRUN" --mps-control="$FAKE_CONTROL" -np 2 "$PROG" >"$OUT" 2>"$ERR"
+check "  ... on a GPU in EXCLUSIVE_PROCESS mode: no linger, nothing left at the job's end" \
+    [ $? -eq 0 -a -z "$(shared_pid)" -a "$(grep -c 'mps=1 ' "$OUT")" -eq 2 ] || diag "$ERR"
+clean "exclusive: no linger"
+
+# 4. The service SIGKILLed mid-job, then mid-linger: no later job loses MPS.
+rm -f "$REC"
+job 4 "$OUT.a" "$ERR.a" --mps-linger=30 -np 2 "$PROG" --sleep 2500 &
+wait_status "$OUT.st" "^shared MPS .*1 job" || diag "$OUT.st"
+kill -9 "$(shared_pid)"
+job 4 "$OUT.b" "$ERR.b" -v --mps-linger=30 -np 2 "$PROG"
+wait
+check "the service SIGKILLed mid-job: the job is told its servers are gone" \
+    grep -q "the user's shared MPS on this node .* ended while this job ran" "$ERR.a" || diag "$ERR.a"
+check "  ... the next job: status 0, MPS from a fresh service, GPUs listed itself" \
+    [ "$(cat "$OUT.b.rc")" = 0 -a "$(grep -c 'mps=1 pipe=.*/mps-share/' "$OUT.b")" -eq 2 ] &&
+    grep -q "shared MPS on this node .*: started for this job" "$ERR.b" || diag "$ERR.b"
+kill -9 "$(shared_pid)" # mid-linger now
+job 4 "$OUT.c" "$ERR.c" -v --mps-linger=30 -np 2 "$PROG"
+check "the service SIGKILLed mid-linger: the next job has MPS all the same" \
+    [ "$(cat "$OUT.c.rc")" = 0 -a "$(grep -c 'mps=1 pipe=.*/mps-share/' "$OUT.c")" -eq 2 ] || diag "$ERR.c"
+job 4 "$OUT.d" "$ERR.d" -v --mps-linger=30 -np 2 "$PROG"
+check "  ... and the one after it takes the GPUs from the fresh service" \
+    [ "$(cat "$OUT.d.rc")" = 0 ] && grep -q "the GPUs from the user's shared MPS" "$ERR.d" || diag "$ERR.d"
+clean "service killed"
+
+# 5. 24 one-rank jobs at once on 8 GPUs, the service warm and NVML slow
+# (300 ms a start): no job's agent loads NVML or waits for another's
+# listing, and the jobs end 3 a GPU.
+rm -f "$REC" "$NVLOG"
+job 8 "$OUT.w" "$ERR.w" --mps-linger=60 -np 1 "$PROG"
+rm -f "$NVLOG"
+for i in $(seq 24); do
+    FAKE_NVML_INIT_MS=300 job 8 "$OUT.$i" "$ERR.$i" -vv --mps-linger=60 -np 1 "$PROG" --sleep 1500 &
+done
+wait
+ok_jobs=0 slow=""
+for i in $(seq 24); do
+    [ "$(cat "$OUT.$i.rc")" = 0 ] && [ "$(grep -c 'mps=1 ' "$OUT.$i")" -eq 1 ] && ok_jobs=$((ok_jobs + 1))
+    # The agent's listing: "agent A, gpus found G" in its timeline.
+    d=$(sed -n 's/.*node [^:]*: timeline (ms after gsrun started): agent \([0-9]*\), gpus found \([0-9]*\),.*/\2 \1/p' "$ERR.$i" |
+        awk '{print $1 - $2}')
+    [ -n "$d" ] && [ "$d" -lt 300 ] || slow="$slow $i:${d:-?}"
+done
+check "24 jobs at once, NVML 300 ms a start: all 24 status 0 under MPS" [ "$ok_jobs" -eq 24 ]
+check "  ... no job's agent loaded NVML (the service listed the GPUs)" [ "$(agent_inits)" -eq 0 ] ||
+    diag "$NVLOG"
+check "  ... each agent had the GPUs in under 300 ms (slower:${slow:- none})" [ -z "$slow" ]
+check "  ... 3 jobs a GPU" [ "$(per_gpu 8 "$OUT".[0-9]*)" = "3 3 3 3 3 3 3 3" ] ||
+    echo "# $(per_gpu 8 "$OUT".[0-9]*)"
+clean "24 at once"
+
+# 6. gsrun status names the GPUs as nvidia-smi does, with the job's own
+# number where CUDA_VISIBLE_DEVICES renumbers them.
+CUDA_VISIBLE_DEVICES=2,3 job 4 "$OUT.a" "$ERR.a" --mps-share=job -np 2 --bind-to none "$PROG" --sleep 2500 &
+wait_status "$OUT.st" "GPU 3, the job's 1 " || diag "$OUT.st"
+check "CUDA_VISIBLE_DEVICES=2,3: gsrun status says GPU 2, the job's 0 and GPU 3, the job's 1" \
+    grep -q "^  GPU 2, the job's 0 (Fake GPU 2" "$OUT.st"
+"$GSRUN" status --json >"$OUT.js" 2>&1
+check "  ... and JSON gives each GPU's node_gpu" \
+    [ "$(grep -o '"node_gpu":[0-9]*' "$OUT.js" | tr '\n' ' ')" = '"node_gpu":2 "node_gpu":3 ' ] ||
+    diag "$OUT.js"
+wait
+clean "status names"
+
+finish
