@@ -51,7 +51,7 @@ size=${SJ_SIZE:---n 2048 --iters 2000}
 configs=${SJ_CONFIGS:-plain default job hand}
 parts=${SJ_PARTS:-loop at-once sweep}
 ms() { echo $(($(date +%s%N) / 1000000)); }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b > 0 ? a / b : 0 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 median() { sort -n | awk '{v[NR] = $1} END { print NR ? v[int((NR + 1) / 2)] : 0 }'; }
 
 hand_up() {
