@@ -125,7 +125,8 @@ static int prepare_job(const gs_opts_t *o, char *job_dir, size_t len, gs_error_t
  * node's first rank waits. Returns the pipe end gsrun holds while mpirun
  * runs (its closing tells the agent that the launcher is gone), or -1: then
  * the node's first rank starts the agent, as on the other nodes. */
-static int start_agent_early(const gs_opts_t *o, const char *agent, const char *job_dir)
+static int start_agent_early(const gs_opts_t *o, const char *agent, const char *job_dir,
+                             int ranks_at_most)
 {
     gs_node_req_t req;
     gs_error_t err;
@@ -137,6 +138,7 @@ static int start_agent_early(const gs_opts_t *o, const char *agent, const char *
     req.agent_path = agent;
     req.gsrun_pid = getpid();
     req.t0_ms = gsrun_t0_ms;
+    req.ranks_at_most = ranks_at_most;
     if (gs_node_start_early(&req, &fd, &err) != 0) {
         if (o->cfg.verbose) {
             fprintf(stderr, "gsrun: note: %s; the node's first rank starts it instead\n", err.text);
@@ -186,7 +188,7 @@ static int check_programs(gs_opts_t *o, char *launcher, size_t len,
 /* Runs the launcher as gsrun's child with the node agents around it, waits
  * for the agents, prints their reports and exits as the launcher did. */
 static int run_job(const gs_opts_t *o, char *launcher, char **cmd, const char *agent,
-                   const char *job_dir, const gs_launcher_kind_t *kind)
+                   const char *job_dir, const gs_launcher_kind_t *kind, int ranks_at_most)
 {
     gs_error_t err;
 
@@ -197,7 +199,8 @@ static int run_job(const gs_opts_t *o, char *launcher, char **cmd, const char *a
      * must not kill gsrun before it has waited for the job and removed its
      * run dir: a failed write is just lost. */
     signal(SIGPIPE, SIG_IGN);
-    int launcher_pipe = kind->early_agent ? start_agent_early(o, agent, job_dir) : -1;
+    int launcher_pipe =
+        kind->early_agent ? start_agent_early(o, agent, job_dir, ranks_at_most) : -1;
     long long t_launch = gs_proc_wall_ms() - gsrun_t0_ms;
     int status = gs_supervise(launcher, cmd, &err);
     long long t_exited = gs_proc_wall_ms() - gsrun_t0_ms;
@@ -292,10 +295,6 @@ int main(int argc, char **argv)
     if ((rc = check_programs(&o, launcher, sizeof(launcher), &kind)) != 0) {
         return rc;
     }
-    /* Before the early agent and the launcher start: both inherit it. */
-    if (gs_config_launcher_hwloc() < 0) {
-        die(GS_EXIT_SETUP, "cannot set HWLOC_COMPONENTS for the launcher");
-    }
     nargs = argc - o.first_arg;
     args = calloc((size_t)nargs + 2, sizeof(*args));
     if (args == NULL) {
@@ -305,6 +304,11 @@ int main(int argc, char **argv)
 
     if (o.cfg.mps == GS_MPS_OFF) {
         return run_plain(&o, launcher, args, nargs);
+    }
+    /* Before the early agent and the launcher start (both inherit it);
+     * --mps=off runs the launcher as it is. */
+    if (gs_config_launcher_hwloc() < 0) {
+        die(GS_EXIT_SETUP, "cannot set HWLOC_COMPONENTS for the launcher");
     }
     if (gs_helper_path(kind->hook, shim, sizeof(shim), &err) != 0 ||
         gs_helper_path("gsrun-agent", agent, sizeof(agent), &err) != 0) {
@@ -331,6 +335,8 @@ int main(int argc, char **argv)
         kind->take_user_hook(args, &nargs, user_hook, sizeof(user_hook))) {
         setenv("GSRUN_FORK_AGENT", user_hook, 1);
     }
+    /* Read before the command is built around them: the user's arguments. */
+    int ranks_at_most = kind->count_ranks != NULL ? kind->count_ranks(args, nargs) : 0;
     cmd = kind->command(launcher, shim, args, nargs);
     if (cmd == NULL) {
         die(GS_EXIT_SETUP, "out of memory");
@@ -343,5 +349,5 @@ int main(int argc, char **argv)
         return 0;
     }
 
-    return run_job(&o, launcher, cmd, agent, job_dir, kind);
+    return run_job(&o, launcher, cmd, agent, job_dir, kind, ranks_at_most);
 }

@@ -12,11 +12,11 @@ static char **srun_command(char *launcher, char *hook, char **args, int nargs)
 }
 
 static const gs_launcher_kind_t kinds[] = {
-    {"srun", "gsrun-srun-task", NULL, 0, gs_srun_is, NULL, NULL, srun_command},
+    {"srun", "gsrun-srun-task", NULL, 0, gs_srun_is, NULL, NULL, srun_command, NULL},
     /* Open MPI's mpirun: the default. Its fork agent parameter splits at
      * spaces; a user's own fork agent is chained behind the shim. */
     {"mpirun", "gsrun-shim", "Open MPI's fork agent parameter", 1, NULL, gs_mpirun_check,
-     gs_mpirun_take_fork_agent, gs_mpirun_command},
+     gs_mpirun_take_fork_agent, gs_mpirun_command, gs_mpirun_count_ranks},
 };
 
 const gs_launcher_kind_t *gs_launcher_kind(const char *launcher)

@@ -24,6 +24,9 @@ typedef struct {
      * 1 if there was one; NULL: none. */
     int (*take_user_hook)(char **args, int *nargs, char *hook, size_t len);
     char **(*command)(char *launcher, char *hook, char **args, int nargs);
+    /* The job's rank count from the user's arguments, 0 unknown; NULL:
+     * never known. */
+    int (*count_ranks)(char **args, int nargs);
 } gs_launcher_kind_t;
 
 /* The row for the launcher at this path. */

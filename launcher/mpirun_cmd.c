@@ -96,28 +96,89 @@ int gs_mpirun_check(const char *launcher, gs_error_t *err)
     return 0;
 }
 
+/* How many values an mpirun option takes, for reading past it to the
+ * program: 0 a flag, -1 an option not known here. */
+static int values_of(const char *opt)
+{
+    static const char *const one[] = {
+        "-np", "-n", "-c", "--np", "--n", "-x", "--map-by", "-map-by", "--bind-to", "-bind-to",
+        "--rank-by", "-rank-by", "-H", "-host", "--host", "-hostfile", "--hostfile",
+        "-machinefile", "--machinefile", "-wdir", "--wdir", "-wd", "--prefix", "--npernode",
+        "-npernode", "--tmpdir", "--output-filename", "-output-filename", "--cpus-per-proc",
+        "--cpus-per-rank", NULL};
+    static const char *const two[] = {"--mca", "-mca", "--gmca", "-gmca", NULL};
+    static const char *const flags[] = {
+        "--oversubscribe", "-oversubscribe", "--report-bindings", "-report-bindings",
+        "--allow-run-as-root", "--tag-output", "-tag-output", "--timestamp-output", "-q",
+        "--quiet", "-v", "--verbose", "--display-map", "--noprefix", "--merge-stderr-to-stdout",
+        "--use-hwthread-cpus", NULL};
+    for (const char *const *p = one; *p != NULL; p++) {
+        if (strcmp(opt, *p) == 0) {
+            return 1;
+        }
+    }
+    for (const char *const *p = two; *p != NULL; p++) {
+        if (strcmp(opt, *p) == 0) {
+            return 2;
+        }
+    }
+    for (const char *const *p = flags; *p != NULL; p++) {
+        if (strcmp(opt, *p) == 0) {
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int gs_mpirun_count_ranks(char **args, int nargs)
+{
+    long total = 0, ctx = -1;
+    int in_program = 0;
+    for (int i = 0; i <= nargs; i++) {
+        if (i == nargs || strcmp(args[i], ":") == 0) {
+            if (ctx <= 0) {
+                return 0; /* a context without its count */
+            }
+            total += ctx;
+            ctx = -1;
+            in_program = 0;
+            continue;
+        }
+        if (in_program) {
+            continue; /* the program's own arguments */
+        }
+        if (args[i][0] != '-') {
+            in_program = 1;
+            continue;
+        }
+        int v = values_of(args[i]);
+        if (v < 0 || i + v >= nargs) {
+            return 0;
+        }
+        if (strcmp(args[i], "-np") == 0 || strcmp(args[i], "-n") == 0 ||
+            strcmp(args[i], "-c") == 0 || strcmp(args[i], "--np") == 0 ||
+            strcmp(args[i], "--n") == 0) {
+            char *end;
+            long n = strtol(args[i + 1], &end, 10);
+            if (*end != '\0' || n < 1 || n > 1 << 24) {
+                return 0;
+            }
+            ctx = n;
+        }
+        i += v;
+    }
+    return total > 1 << 24 ? 0 : (int)total;
+}
+
 /* mpirun --mca orte_fork_agent <shim> --mca odls_base_exec_agent <shim>
  * -x ... <the user's arguments>. */
-char **gs_mpirun_command(char *launcher, char *shim, char **args, int nargs)
+/* The variables every rank gets (-x NAME each) into cmd at n; the new n. */
+static int put_exports(char **cmd, int n)
 {
     /* Besides the settings for the ranks (the table's GS_FRONT_RANKS rows):
      * the job's own variables. */
     static const char *const job_vars[] = {"GSRUN_JOB_DIR", "GSRUN_PID", "GSRUN_NODE_ID",
                                            "GSRUN_T0", NULL};
-    /* The launcher, 2 fork agent parameters, PMIx, the exported variables
-     * and the user's fork agent: fewer than 64 words besides the arguments. */
-    char **cmd = calloc((size_t)nargs + 64, sizeof(*cmd));
-    int n = 0;
-
-    if (cmd == NULL) {
-        return NULL;
-    }
-    cmd[n++] = launcher;
-    for (const char *const *p = fork_agent_params; *p != NULL; p++) {
-        cmd[n++] = "--mca";
-        cmd[n++] = (char *)*p;
-        cmd[n++] = shim;
-    }
     /* The shim's PMIx client and the program's must not share PMIx's
      * shared-memory store (seen with PMIx 4.2: MPI_Init then fails). */
     cmd[n++] = "-x";
@@ -136,8 +197,39 @@ char **gs_mpirun_command(char *launcher, char *shim, char **args, int nargs)
         cmd[n++] = "-x";
         cmd[n++] = "GSRUN_FORK_AGENT";
     }
+    return n;
+}
+
+char **gs_mpirun_command(char *launcher, char *shim, char **args, int nargs)
+{
+    /* The launcher, 2 fork agent parameters, and per app context PMIx's
+     * variable, the exported ones and the user's fork agent: fewer than 64
+     * words a context besides the arguments. */
+    int contexts = 1;
+    for (int i = 0; i < nargs; i++) {
+        contexts += strcmp(args[i], ":") == 0;
+    }
+    char **cmd = calloc((size_t)nargs + 64 * (size_t)contexts, sizeof(*cmd));
+    int n = 0;
+
+    if (cmd == NULL) {
+        return NULL;
+    }
+    cmd[n++] = launcher;
+    for (const char *const *p = fork_agent_params; *p != NULL; p++) {
+        cmd[n++] = "--mca";
+        cmd[n++] = (char *)*p;
+        cmd[n++] = shim;
+    }
+    /* -x is each app context's own (mpirun -np 2 a : -np 3 b): every
+     * context gets them, or the second's ranks failed in MPI_Init ("getting
+     * local rank failed": PMIx's store shared with the shim's client). */
+    n = put_exports(cmd, n);
     for (int i = 0; i < nargs; i++) {
         cmd[n++] = args[i];
+        if (strcmp(args[i], ":") == 0) {
+            n = put_exports(cmd, n);
+        }
     }
     cmd[n] = NULL;
     return cmd;

@@ -16,6 +16,12 @@ int gs_mpirun_take_fork_agent(char **args, int *nargs, char *agent, size_t len);
  * rank prefix with that launcher. */
 int gs_mpirun_check(const char *launcher, gs_error_t *err);
 
+/* The job's rank count as mpirun's arguments give it: the sum of every
+ * app context's -np/-n/-c (contexts split by ':'), read up to each
+ * context's program; 0 when a context names none or the arguments hold an
+ * option not known here (the count is then unknown, never a guess). */
+int gs_mpirun_count_ranks(char **args, int nargs);
+
 /* launcher --mca <fork agent> <shim> ... -x <the ranks' variables> <args>:
  * NULL-terminated, NULL when out of memory. */
 char **gs_mpirun_command(char *launcher, char *shim, char **args, int nargs);

@@ -156,7 +156,8 @@ static gs_agent_state_t prestarting(gs_agent_t *a)
 {
     /* With --mps-share=node the servers are leased once the plan is known. */
     if (a->o->cfg.mps != GS_MPS_OFF && !a->o->cfg.share_node && a->gpus.count > 0 &&
-        a->have_control) {
+        a->have_control &&
+        gs_policy_may_need_mps(&a->o->cfg, a->o->args.ranks_at_most, a->gpus.count)) {
         int n = a->gpus.count < GS_MAX_GPUS ? a->gpus.count : GS_MAX_GPUS;
         a->daemons.prestart = a->o->cfg.prestart && !any_exclusive(&a->gpus);
         a->early_rc = gs_daemons_start(&a->daemons, &a->gpus, n, &a->early_err);

@@ -312,3 +312,12 @@ int gs_policy_linger(const gs_config_t *cfg, int any_exclusive)
     }
     return any_exclusive ? 0 : GS_DEFAULT_LINGER_S;
 }
+
+int gs_policy_may_need_mps(const gs_config_t *cfg, int ranks_at_most, int ngpus)
+{
+    if (cfg->mps == GS_MPS_OFF) {
+        return 0;
+    }
+    return !(cfg->mps == GS_MPS_AUTO && !cfg->share_node && ranks_at_most > 0 &&
+             ranks_at_most <= ngpus);
+}

@@ -66,6 +66,13 @@ int gs_policy_memory_warning(int gpu, int nranks, unsigned long long mem_mib, ch
  * exclusive compute mode (an idle server there keeps others off it). */
 int gs_policy_linger(const gs_config_t *cfg, int any_exclusive);
 
+/* Whether a job of at most ranks_at_most ranks (0: unknown) on a node of
+ * ngpus visible GPUs may want MPS before its plan is made: not with MPS
+ * off, nor under auto with a GPU for every rank and no sharing (the plan
+ * then gives each rank its own GPU without MPS, decide_mps). An early agent
+ * starts no MPS on a guess that cannot pay off. */
+int gs_policy_may_need_mps(const gs_config_t *cfg, int ranks_at_most, int ngpus);
+
 /* Default share: 100 / (0.5 n), at most 100. */
 double gs_policy_default_percentage(int nranks);
 

@@ -103,6 +103,7 @@ static void agent_child(void *ctx, int ready_w)
     args.mode = req->job_long ? GS_MODE_JOB_LONG : req->early ? GS_MODE_EARLY : GS_MODE_PER_JOB;
     args.in_sequence = req->in_sequence ? 1 : 0;
     args.t0_ms = req->t0_ms;
+    args.ranks_at_most = req->early ? req->ranks_at_most : 0;
     /* Passed on (F_DUPFD clears close-on-exec): the ready pipe's write
      * end; early, the launcher pipe. */
     args.ready_fd = fcntl(ready_w, F_DUPFD, 3);

@@ -40,6 +40,8 @@ typedef struct {
                              * the leader only tells it the node's size */
     long long t0_ms;        /* wall clock the agent's -vv timeline counts from
                              * (GSRUN_T0: gsrun's start), 0: the agent's own */
+    int ranks_at_most;      /* early: the job's rank count from the launcher's
+                             * arguments (no node has more), 0 unknown */
 } gs_node_req_t;
 
 /* Names this node (this kernel and PID namespace) so that processes can tell

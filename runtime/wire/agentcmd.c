@@ -34,6 +34,7 @@ static const struct {
     ROW("--report", ARG_REPORT, report),
     ROW("--in-sequence", ARG_INT, in_sequence),
     ROW("--t0", ARG_LL, t0_ms),
+    ROW("--ranks-at-most", ARG_INT, ranks_at_most),
 #undef ROW
 };
 #define NROWS (sizeof(rows) / sizeof(rows[0]))

@@ -46,6 +46,8 @@ typedef struct {
     gs_sink_t report;
     int in_sequence; /* ranks start one after another: answer each at once */
     long long t0_ms; /* wall clock the -vv timeline counts from; 0: the agent's start */
+    int ranks_at_most; /* early: the job's rank count as the launcher's arguments give
+                        * it (no node has more); 0 unknown */
 } gs_agentcmd_t;
 
 void gs_agentcmd_init(gs_agentcmd_t *a);

@@ -20,8 +20,9 @@
 #   hand     one MPS server per GPU started before the set and kept up
 #            (not counted), mpirun run with its CUDA_MPS_PIPE_DIRECTORY,
 #            job i on GPU i mod G: what a user does by hand
-# Before each set of the default configuration the user's shared servers
-# are ended, so the set's first job starts cold, as a user's first job does.
+# Before each loop of the default configuration the user's shared servers
+# are ended, so its first job starts cold, as a user's first job does; the
+# jobs at once and the sweep find them warm, as they find the hand servers.
 # SJ_LOOPS (default "10 50"), SJ_AT_ONCE ("1 4 12 24"), SJ_SWEEP ("48 12"),
 # SJ_CONFIGS ("plain default job hand") and SJ_PARTS ("loop at-once sweep")
 # choose what runs. Checks the issue's targets and that nothing of MPS is
@@ -104,7 +105,16 @@ own_part() { # own_part files...: the median and the largest
     sed -n 's/.*timeline (ms after gsrun started): .*size \([0-9]*\), .*mps ready \([0-9]*\),.*/\2 \1/p' "$@" |
         awk '{print $1 - $2}' | sort -n | awk '{v[NR] = $1} END { if (NR) print v[int((NR + 1) / 2)], v[NR]; else print "- -" }'
 }
-set_up() { [ "$1" = hand ] && hand_up; [ "$1" = default ] && shared_down; }
+# A set starts as its configuration would find the node: hand with its
+# servers up; default cold before a loop (its first job is the cold start)
+# and warm before the jobs at once and the sweep (one job run first, not
+# counted: the hand servers' start is not counted either).
+set_up() { # set_up HOW [warm]
+    [ "$1" = hand ] && hand_up
+    [ "$1" = default ] && shared_down
+    [ "$1" = default ] && [ "${2:-}" = warm ] && one default 0 "$T/warmup"
+    return 0
+}
 set_down() { [ "$1" = hand ] && hand_down; [ "$1" = default ] && shared_down; }
 
 echo "# $(nvidia-smi --query-gpu=name,driver_version,compute_mode --format=csv,noheader | head -1), $ngpus GPU(s), $(nproc) cores, $(mpirun --version 2>&1 | head -1); solo_jacobi $size"
@@ -132,7 +142,7 @@ case $parts in *at-once*)
 for n in ${SJ_AT_ONCE:-1 4 12 24}; do
     line="# $n at once:"
     for how in $configs; do
-        set_up $how
+        set_up $how warm
         rm -f "$T"/o.*
         t0=$(ms)
         for i in $(seq 0 $((n - 1))); do one $how "$i" "$T/o.$i" & done
@@ -156,7 +166,7 @@ line="# sweep of $jobs through xargs -P $par:"
 export -f one
 export T G solo size ngpus
 for how in $configs; do
-    set_up $how
+    set_up $how warm
     rm -f "$T"/o.*
     t0=$(ms)
     seq 0 $((jobs - 1)) | xargs -P "$par" -I{} bash -c "one $how {} $T/o.{}"

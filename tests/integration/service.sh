@@ -154,4 +154,22 @@ check "  ... and JSON gives each GPU's node_gpu" \
 wait
 clean "status names"
 
+# 7. A job that needs no MPS pays nothing for it: a rank a GPU (the count
+# read from mpirun's -np) starts no daemon early; a job that may need MPS
+# still does; --mps=off runs mpirun as it is.
+rm -f "$REC"
+job 4 "$OUT" "$ERR" --mps-share=job -np 2 --bind-to none "$PROG"
+check "-np 2 on 4 GPUs, own servers: status 0, no MPS, no daemon started at all" \
+    [ "$(cat "$OUT.rc")" = 0 -a "$(grep -c 'mps=0 ' "$OUT")" -eq 2 -a ! -s "$REC" ] || diag "$REC"
+job 4 "$OUT" "$ERR" --mps-share=job -np 2 --bind-to none "$PROG" : -np 3 "$PROG"
+check "  ... -np 2 : -np 3 (5 ranks, 4 GPUs): MPS started early, 5 ranks under it" \
+    [ "$(cat "$OUT.rc")" = 0 -a "$(grep -c 'mps=1 ' "$OUT")" -eq 5 -a "$(grep -c '^start ' "$REC")" -ge 1 ] ||
+    diag "$REC" "$ERR"
+rm -f "$REC"
+job 4 "$OUT" "$ERR" --mps=off -np 2 --bind-to none "$B/tests/progs/env_report" GSRUN_MPS_ACTIVE HWLOC_COMPONENTS
+check "--mps=off: mpirun as it is (no gsrun variable, no daemon, hwloc's plugins as they come)" \
+    [ "$(grep -cx 'GSRUN_MPS_ACTIVE unset HWLOC_COMPONENTS unset' "$OUT")" -eq 2 -a ! -s "$REC" ] ||
+    diag "$OUT"
+clean "no MPS needed"
+
 finish
