@@ -16,6 +16,7 @@
 #   6  runtime/batch/   a batch job's node: provisioning, root's keeper and end
 #                       of a job (for the front ends; the agent never uses it)
 #   7  agent: report ranks placer      11 agent: agent_loop agent_fault
+#            lister
 #   8  agent: guard                     12 agent: agent_serve
 #   9  agent: daemons                   13 agent: agent (agent.c: the states)
 #   10 agent: agent_setup agent_publish 14 agent: agent_main (gsrun-agent)
@@ -52,7 +53,7 @@ layer_of() { # part -> layer
     case $1 in
     core) echo 0 ;; wire) echo 1 ;; gpu) echo 2 ;; plan) echo 3 ;; files) echo 4 ;; rank) echo 5 ;;
     batch) echo 6 ;;
-    report | ranks | placer) echo 7 ;;
+    report | ranks | placer | lister) echo 7 ;;
     guard) echo 8 ;;
     daemons) echo 9 ;;
     agent_setup | agent_publish | agent_pack | agent_int) echo 10 ;;
@@ -84,6 +85,7 @@ names_of() {
     report) re='|gs_report_[a-z_]+|GS_REPORT_[A-Z_]+' ;;
     ranks) re='|gs_ranks_[a-z_]+|gs_rank_t|GS_RANKS_[A-Z_]+' ;;
     placer) re='|gs_placer_[a-z_]+|GS_PLACER_WAIT' ;;
+    lister) re='|gs_lister_[a-z_]+' ;;
     guard) re='|gs_guard_[a-z_]+' ;;
     daemons) re='|gs_daemons_[a-z_]+|GS_DAEMON_[A-Z_]+' ;;
     agent_setup | agent_publish | agent_pack | agent_loop | agent_fault | agent_share | agent_lease | agent_serve | agent | agent_main)
@@ -111,7 +113,7 @@ if [ -z "$stray" ]; then
 else
     not_ok "runtime files outside the layer folders: $stray"
 fi
-parts="core wire gpu plan files rank batch report ranks placer guard daemons agent_setup agent_publish agent_pack agent_loop agent_fault agent_share agent_lease agent_serve agent agent_main"
+parts="core wire gpu plan files rank batch report ranks placer lister guard daemons agent_setup agent_publish agent_pack agent_loop agent_fault agent_share agent_lease agent_serve agent agent_main"
 declare -A RE
 for p in $parts; do RE[$p]=$(names_of "$p"); done
 

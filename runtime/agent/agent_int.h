@@ -29,6 +29,7 @@
 #include "runtime/files/ledger.h"
 #include "runtime/files/state.h"
 #include "runtime/gpu/gpu.h"
+#include "runtime/agent/lister.h"
 #include "runtime/plan/policy.h"
 
 typedef enum {
@@ -58,6 +59,10 @@ typedef struct {
     int server[GS_MAX_GPUS]; /* each entry's server (an index into the daemons) */
     int clients[GS_MAX_GPUS];
 } gs_agent_lease_t;
+
+/* Jobs whose "gpus" wait for a fresh listing (more are refused: they list
+ * the GPUs themselves). */
+#define GS_AGENT_GPUS_WAITING 64
 
 typedef struct {
     const gs_agent_opts_t *o;
@@ -106,8 +111,10 @@ typedef struct {
     unsigned char lost_told[GS_MAX_GPUS]; /* a dead server's jobs were told */
     long long share_confirm_ms[GS_MAX_GPUS]; /* when a new server's PIDs are listed, 0 done */
     long long idle_since;
-    gs_gpu_list_t *listing; /* the GPUs as last told to a job ("gpus"), and when */
-    long long listed_ms;
+    gs_lister_t *lister;    /* the GPUs listed in a thread of their own ("gpus") */
+    gs_gpu_list_t *listing; /* the listing last told to a job */
+    int gpus_waiting[GS_AGENT_GPUS_WAITING]; /* "gpus" asked while no listing was fresh */
+    int ngpus_waiting;
     /* A job's agent: its lease (the connection, -1: none), the shared
      * agent's node dir and each plan server's index there. */
     int share_fd;
@@ -250,6 +257,8 @@ void gs_agent_share_on_lease(gs_agent_t *a, gs_agent_conn_t *c);
  * the shared agent), one line each (gs_gpu_to_line) after a line "gpus
  * <count> <CUDA version> <beyond> <why none>"; the connection then closes. */
 void gs_agent_share_on_gpus(gs_agent_t *a, gs_agent_conn_t *c);
+/* Tells the jobs waiting for a fresh listing once there is one. */
+void gs_agent_share_check(gs_agent_t *a);
 /* Stops taking leases (its socket goes) before the servers stop. */
 void gs_agent_share_close(gs_agent_t *a);
 /* On a lease: "lost S signal|status N", shared server S's daemon died. */

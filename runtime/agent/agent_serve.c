@@ -353,6 +353,7 @@ static int share_timeout(gs_agent_t *a)
 static void share_check(gs_agent_t *a)
 {
     gs_agent_share_confirm(a, 0);
+    gs_agent_share_check(a);
     gs_agent_share_tell_lost(a);
     if (gs_agent_share_idle_ms(a) == 0) {
         gs_agent_loop_end(a, a->ever_leased ? "the last job ended (and its linger)"

@@ -50,6 +50,11 @@
 void gs_agent_share_open(gs_agent_t *a)
 {
     a->leases = calloc(GS_AGENT_LEASES_MAX, sizeof(*a->leases));
+    a->lister = gs_lister_start(); /* NULL: the loop lists them itself */
+    if (a->lister != NULL) {
+        gs_gpu_list_t first; /* the first listing starts now, for the first job */
+        gs_lister_get(a->lister, &first, 0);
+    }
     a->idle_since = gs_proc_now_ms();
     a->servers.count = 0;
 }
@@ -198,39 +203,24 @@ void gs_agent_share_on_lease(gs_agent_t *a, gs_agent_conn_t *c)
     }
 }
 
-/* How long one listing of the GPUs answers the jobs that ask: jobs that
- * start together get one NVML pass between them, and none older. */
-#define SHARE_LISTING_MS 100
+/* The listing a job is told: asked for afresh once older than FRESH (a
+ * burst of jobs keeps the thread listing), and a job waits for a fresh one
+ * only when the latest is older than STALE (the first after a quiet spell:
+ * other users' processes on the GPUs count by it). */
+#define SHARE_LISTING_FRESH_MS 250
+#define SHARE_LISTING_STALE_MS 2000
 
-void gs_agent_share_on_gpus(gs_agent_t *a, gs_agent_conn_t *c)
+/* Tells fd the GPUs of a->listing and closes it. */
+static void tell_gpus(gs_agent_t *a, int fd)
 {
-    gs_error_t err;
-    long long now = gs_proc_now_ms();
     size_t cap = (size_t)GS_MAX_GPUS * 2048 + 256, n = 0;
-    char *buf = NULL;
-
-    if (a->mode != GS_MODE_SHARED || c->uid != getuid()) {
-        dprintf(c->fd, "error the GPUs are told to the user's own jobs only\n");
-        close(c->fd);
-        return;
-    }
-    if (a->listing == NULL) {
-        a->listing = calloc(1, sizeof(*a->listing));
-    }
-    if (a->listing != NULL && (a->listed_ms == 0 || now - a->listed_ms > SHARE_LISTING_MS)) {
-        /* NVML stays started here (gs_gpu_hold): a pass of a few ms. */
-        if (gs_gpu_discover(a->listing, &err) != 0) {
-            snprintf(a->listing->reason, sizeof(a->listing->reason), "%s", err.text);
-            a->listing->count = 0;
-        }
-        a->listed_ms = now;
-    }
-    if (a->listing == NULL || (buf = malloc(cap)) == NULL) {
-        dprintf(c->fd, "error out of memory\n");
-        close(c->fd);
-        return;
-    }
+    char *buf = malloc(cap);
     const gs_gpu_list_t *l = a->listing;
+    if (buf == NULL) {
+        dprintf(fd, "error out of memory\n");
+        close(fd);
+        return;
+    }
     n += (size_t)snprintf(buf, cap, "gpus %d %d %d %s\n", l->count, l->cuda_version, l->beyond,
                           l->count > 0 ? "-" : l->reason);
     for (int g = 0; g < l->count && n < cap; g++) {
@@ -241,11 +231,56 @@ void gs_agent_share_on_gpus(gs_agent_t *a, gs_agent_conn_t *c)
         n += strlen(buf + n);
         buf[n++] = '\n';
     }
-    if (n == 0 || gs_proc_write_all(c->fd, buf, n, now + 2000) != 0) {
-        dprintf(c->fd, "error the GPUs could not be told\n");
+    if (n == 0 || gs_proc_write_all(fd, buf, n, gs_proc_now_ms() + 2000) != 0) {
+        dprintf(fd, "error the GPUs could not be told\n");
     }
     free(buf);
-    close(c->fd);
+    close(fd);
+}
+
+/* The latest listing into a->listing: 1 if it is fresh enough to tell. */
+static int listing_ready(gs_agent_t *a)
+{
+    if (a->listing == NULL && (a->listing = calloc(1, sizeof(*a->listing))) == NULL) {
+        return 0;
+    }
+    if (a->lister == NULL) {
+        gs_error_t err; /* no thread: listed here, in the loop */
+        if (gs_gpu_discover(a->listing, &err) != 0) {
+            a->listing->count = 0;
+            snprintf(a->listing->reason, sizeof(a->listing->reason), "%s", err.text);
+        }
+        return 1;
+    }
+    long long age = gs_lister_get(a->lister, a->listing, SHARE_LISTING_FRESH_MS);
+    return age >= 0 && age <= SHARE_LISTING_STALE_MS;
+}
+
+void gs_agent_share_on_gpus(gs_agent_t *a, gs_agent_conn_t *c)
+{
+    if (a->mode != GS_MODE_SHARED || c->uid != getuid()) {
+        dprintf(c->fd, "error the GPUs are told to the user's own jobs only\n");
+        close(c->fd);
+        return;
+    }
+    if (listing_ready(a)) {
+        tell_gpus(a, c->fd);
+    } else if (a->ngpus_waiting < GS_AGENT_GPUS_WAITING) {
+        a->gpus_waiting[a->ngpus_waiting++] = c->fd; /* told by gs_agent_share_check */
+    } else {
+        dprintf(c->fd, "error too many jobs wait for the GPUs' listing\n");
+        close(c->fd);
+    }
+}
+
+void gs_agent_share_check(gs_agent_t *a)
+{
+    if (a->ngpus_waiting > 0 && listing_ready(a)) {
+        for (int i = 0; i < a->ngpus_waiting; i++) {
+            tell_gpus(a, a->gpus_waiting[i]);
+        }
+        a->ngpus_waiting = 0;
+    }
 }
 
 void gs_agent_share_tell_lost(gs_agent_t *a)
@@ -310,6 +345,9 @@ void gs_agent_share_confirm(gs_agent_t *a, int all)
 int gs_agent_share_timeout_ms(const gs_agent_t *a)
 {
     long long next = gs_agent_share_idle_ms(a), now = gs_proc_now_ms();
+    if (a->ngpus_waiting > 0) {
+        next = next < 0 || next > 5 ? 5 : next; /* the listing's end, looked for every 5 ms */
+    }
     for (int e = 0; e < a->daemons.n && e < GS_MAX_GPUS; e++) {
         long long due = a->share_confirm_ms[e];
         if (due > 0) {
@@ -379,6 +417,12 @@ void gs_agent_share_close(gs_agent_t *a)
     a->nleases = 0;
     free(a->leases);
     a->leases = NULL;
+    for (int i = 0; i < a->ngpus_waiting; i++) {
+        close(a->gpus_waiting[i]); /* they list the GPUs themselves */
+    }
+    a->ngpus_waiting = 0;
+    gs_lister_stop(a->lister);
+    a->lister = NULL;
     free(a->listing);
     a->listing = NULL;
 }

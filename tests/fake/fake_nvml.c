@@ -21,6 +21,8 @@
  *   FAKE_NVML_INIT_MS=N      nvmlInit_v2 takes N ms (a real driver's start: 25-90
  *                            ms alone on the lent GPUs, over a second under load)
  *   FAKE_NVML_INIT_LOG=F     each nvmlInit_v2 appends "<pid> <program>" to F
+ *   FAKE_NVML_PROCS_MS=N     listing a device's processes takes N ms (the driver
+ *                            busy with other contexts' creation)
  *
  * A MIG instance's handle is 0x10000 + 0x100 * GPU + instance. */
 #include <stdio.h>
@@ -311,6 +313,11 @@ int nvmlDeviceGetComputeRunningProcesses_v3(void *dev, unsigned int *count, proc
 {
     char buf[32];
     unsigned int n = 0, room = *count;
+    const char *ms = getenv("FAKE_NVML_PROCS_MS");
+    if (ms != NULL && atoi(ms) > 0) {
+        struct timespec t = {atoi(ms) / 1000, (long)(atoi(ms) % 1000) * 1000000L};
+        nanosleep(&t, NULL);
+    }
     for (int i = 0; field("FAKE_NVML_PROCS", ',', i, buf, sizeof(buf)) != NULL; i++) {
         int g = -1;
         unsigned int pid = 0;

@@ -141,6 +141,28 @@ check "  ... 3 jobs a GPU" [ "$(per_gpu 8 "$OUT".[0-9]*)" = "3 3 3 3 3 3 3 3" ] 
     echo "# $(per_gpu 8 "$OUT".[0-9]*)"
 clean "24 at once"
 
+# 5b. The driver slow to list the GPUs' processes (200 ms a GPU, 1.6 s a
+# listing on 8: its state while two dozen contexts start): the service
+# lists them in a thread of its own and answers leases at once.
+rm -f "$REC"
+FAKE_NVML_PROCS_MS=200 job 8 "$OUT.w" "$ERR.w" --mps-linger=60 -np 1 "$PROG"
+FAKE_NVML_PROCS_MS=200 job 8 "$OUT.w" "$ERR.w" --mps-linger=60 -np 1 "$PROG"
+for i in $(seq 12); do
+    job 8 "$OUT.$i" "$ERR.$i" -vv --mps-linger=60 -np 1 "$PROG" &
+done
+wait
+ok_jobs=0 slow=""
+for i in $(seq 12); do
+    [ "$(cat "$OUT.$i.rc")" = 0 ] && [ "$(grep -c 'mps=1 ' "$OUT.$i")" -eq 1 ] && ok_jobs=$((ok_jobs + 1))
+    d=$(sed -n 's/.*node [^:]*: timeline (ms after gsrun started): .*size \([0-9]*\), .*mps ready \([0-9]*\),.*/\2 \1/p' "$ERR.$i" |
+        awk '{print $1 - $2}')
+    [ -n "$d" ] && [ "$d" -lt 1000 ] || slow="$slow $i:${d:-?}"
+done
+check "NVML 1.6 s a listing in the service, 12 jobs at once: all status 0 under MPS" [ "$ok_jobs" -eq 12 ]
+check "  ... each job's own part of its start (size to MPS ready) under 1 s (slower:${slow:- none})" \
+    [ -z "$slow" ] || diag "$ERR.1"
+clean "slow listings"
+
 # 6. gsrun status names the GPUs as nvidia-smi does, with the job's own
 # number where CUDA_VISIBLE_DEVICES renumbers them.
 CUDA_VISIBLE_DEVICES=2,3 job 4 "$OUT.a" "$ERR.a" --mps-share=job -np 2 --bind-to none "$PROG" --sleep 2500 &
