@@ -2,8 +2,9 @@
 /* A job's place on a node the user's other jobs share: the load of each GPU
  * the job may use (the user's running jobs from the placement record, other
  * processes from NVML), the packing (runtime/plan/pack.c, pure) and the
- * job's own entry in the record, all under the record's lock so that jobs
- * starting at once decide one after another. */
+ * job's own entry in the record; the entries' read, the packing and the
+ * entry under the record's lock, so that jobs starting at once decide one
+ * after another. */
 #include "gs_autoconf.h"
 
 #include <stdio.h>
@@ -66,6 +67,12 @@ int gs_agent_pack(gs_agent_t *a, int *counts, int *packed)
     }
     int jobs = 0;
     memset(ours, 0, sizeof(ours));
+    /* The GPUs' other processes first, outside the record's lock (a look
+     * at /proc for each process NVML listed): the lock covers only the
+     * entries' read, the packing and the job's own entry. */
+    for (int g = 0; g < n; g++) {
+        foreign[g] = gs_usage_foreign(&a->gpus.gpu[g], getuid(), "/proc", gs_rundir_tmpdir());
+    }
     if (gs_ledger_lock(&a->ledger, a->o->args.node_name, PACK_LOCK_MS, &err) == 0 ||
         a->ledger.stuck) {
         jobs = gs_ledger_load(&a->ledger, a->gpus.gpu, n, ours);
@@ -86,7 +93,6 @@ int gs_agent_pack(gs_agent_t *a, int *counts, int *packed)
                       err.text);
     }
     for (int g = 0; g < n; g++) {
-        foreign[g] = gs_usage_foreign(&a->gpus.gpu[g], getuid(), "/proc", gs_rundir_tmpdir());
         load[g] = ours[g] + foreign[g];
     }
     if (gs_pack_compute(a->local_size, n, load, &pk) != 0) {
