@@ -336,6 +336,14 @@ void gs_agent_serve(gs_agent_t *a)
                   : a->daemons.n > 0  ? "stopping MPS"
                                       : "done",
                   why);
+    if (a->daemons.borrowed && a->share_linger_s > 0) {
+        /* Said, not hidden: the user's MPS outlives the job on purpose. */
+        char opt[64];
+        gs_report_add(&a->report, 0,
+                      "the user's shared MPS stays up to %d s after the user's last job on this "
+                      "node, for the next one to find it warm (%s=0 ends it with the last job)",
+                      a->share_linger_s, gs_config_opt(&a->o->cfg, "mps-linger", opt, sizeof(opt)));
+    }
 }
 
 void gs_agent_hold(gs_agent_t *a)
