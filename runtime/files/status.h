@@ -28,7 +28,6 @@ typedef struct {
     int registered;
     int alive;
     int gpu;            /* the GPU (index among the visible ones) */
-    int node_gpu;       /* its index on the node, as nvidia-smi shows it (NVML's) */
     int server;         /* which of its MPS servers, from 0 */
     int gpu_servers;    /* how many it has (0 in old files: 1) */
     char pipe_dir[256]; /* the server's CUDA_MPS_PIPE_DIRECTORY, "" none */
@@ -36,6 +35,7 @@ typedef struct {
                          * "<job>:<ranks> ...", "" none */
     char fault[512];    /* its server hit a GPU fault: when, and who MPS ended or who
                          * still holds the faulted server; "" none */
+    int node_gpu;       /* the GPU's index on the node, as nvidia-smi shows it (NVML's) */
 } gs_status_server_t;
 
 typedef struct {

@@ -5,6 +5,8 @@
 #                       returns once its control socket exists
 #   mps_hand_down DIR   quit, then wait until the daemon is gone (no process,
 #                       or a zombie: the -d daemon's parent may not reap it)
+#   mps_hand_up_all DIR N / mps_hand_down_all DIR N
+#                       one daemon per GPU 0..N-1, in DIR0 .. DIR<N-1>
 mps_hand_up() {
     mkdir -p "$1/p" "$1/l"
     CUDA_MPS_PIPE_DIRECTORY=$1/p CUDA_MPS_LOG_DIRECTORY=$1/l "$control" -d
@@ -18,4 +20,16 @@ mps_hand_down() {
         sleep 0.002
     done
     rm -rf "$1"
+}
+mps_hand_up_all() {
+    local g
+    for ((g = 0; g < $2; g++)); do
+        CUDA_VISIBLE_DEVICES=$g mps_hand_up "$1$g"
+    done
+}
+mps_hand_down_all() {
+    local g
+    for ((g = 0; g < $2; g++)); do
+        mps_hand_down "$1$g"
+    done
 }

@@ -52,18 +52,8 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 within() { awk -v a="$1" -v b="$2" -v f="$3" 'BEGIN { exit !(a <= f * b) }'; }
 
 # One server per GPU, by hand: hand_up / hand_down.
-hand_up() {
-    local g
-    for ((g = 0; g < ngpus; g++)); do
-        CUDA_VISIBLE_DEVICES=$g mps_hand_up "$T/hand$g"
-    done
-}
-hand_down() {
-    local g
-    for ((g = 0; g < ngpus; g++)); do
-        mps_hand_down "$T/hand$g"
-    done
-}
+hand_up() { mps_hand_up_all "$T/hand" "$ngpus"; }
+hand_down() { mps_hand_down_all "$T/hand" "$ngpus"; }
 
 # one HOW I NRANKS OUT ARGS...: job I of a set, in the foreground.
 one() {

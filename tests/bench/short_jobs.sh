@@ -55,18 +55,8 @@ ms() { echo $(($(date +%s%N) / 1000000)); }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 median() { sort -n | awk '{v[NR] = $1} END { print NR ? v[int((NR + 1) / 2)] : 0 }'; }
 
-hand_up() {
-    local g
-    for ((g = 0; g < ngpus; g++)); do
-        CUDA_VISIBLE_DEVICES=$g mps_hand_up "$T/hand$g"
-    done
-}
-hand_down() {
-    local g
-    for ((g = 0; g < ngpus; g++)); do
-        mps_hand_down "$T/hand$g"
-    done
-}
+hand_up() { mps_hand_up_all "$T/hand" "$ngpus"; }
+hand_down() { mps_hand_down_all "$T/hand" "$ngpus"; }
 # The user's shared servers ended (a lingering gsrun-share told to stop),
 # so that a set starts cold.
 shared_down() {

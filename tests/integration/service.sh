@@ -41,6 +41,22 @@ job() { # job NGPUS OUT ERR args...: a gsrun job (status in OUT.rc)
     echo $? >"$o.rc"
 }
 agent_inits() { grep -c ' gsrun-agent$' "$NVLOG" 2>/dev/null || echo 0; }
+gap_of() { # gap_of FILE FROM TO: ms between two marks of the agent's -vv timeline
+    sed -n "s/.*node [^:]*: timeline (ms after gsrun started): .*\b$2 \([0-9]*\), .*\b$3 \([0-9]*\),.*/\2 \1/p" "$1" |
+        awk '{print $1 - $2}'
+}
+# The N jobs of a set at once ($OUT.1.. $ERR.1..): ok_jobs, how many ended 0
+# with their one rank under MPS; slow, " i:ms" for each whose timeline's
+# FROM to TO took LIMIT ms or more (or is missing).
+set_result() { # set_result N FROM TO LIMIT
+    local i d
+    ok_jobs=0 slow=""
+    for i in $(seq "$1"); do
+        [ "$(cat "$OUT.$i.rc")" = 0 ] && [ "$(grep -c 'mps=1 ' "$OUT.$i")" -eq 1 ] && ok_jobs=$((ok_jobs + 1))
+        d=$(gap_of "$ERR.$i" "$2" "$3")
+        [ -n "$d" ] && [ "$d" -lt "$4" ] || slow="$slow $i:${d:-?}"
+    done
+}
 
 # 1. mpirun without hwloc's GPU plugins, unless the user chose.
 gsrun_fake 1 -np 2 "$B/tests/progs/env_report" HWLOC_COMPONENTS >"$OUT" 2>"$ERR"
@@ -125,14 +141,7 @@ for i in $(seq 24); do
     FAKE_NVML_INIT_MS=300 job 8 "$OUT.$i" "$ERR.$i" -vv --mps-linger=60 -np 1 "$PROG" --sleep 1500 &
 done
 wait
-ok_jobs=0 slow=""
-for i in $(seq 24); do
-    [ "$(cat "$OUT.$i.rc")" = 0 ] && [ "$(grep -c 'mps=1 ' "$OUT.$i")" -eq 1 ] && ok_jobs=$((ok_jobs + 1))
-    # The agent's listing: "agent A, gpus found G" in its timeline.
-    d=$(sed -n 's/.*node [^:]*: timeline (ms after gsrun started): agent \([0-9]*\), gpus found \([0-9]*\),.*/\2 \1/p' "$ERR.$i" |
-        awk '{print $1 - $2}')
-    [ -n "$d" ] && [ "$d" -lt 300 ] || slow="$slow $i:${d:-?}"
-done
+set_result 24 agent "gpus found" 300 # the agent's listing
 check "24 jobs at once, NVML 300 ms a start: all 24 status 0 under MPS" [ "$ok_jobs" -eq 24 ]
 check "  ... no job's agent loaded NVML (the service listed the GPUs)" [ "$(agent_inits)" -eq 0 ] ||
     diag "$NVLOG"
@@ -151,13 +160,7 @@ for i in $(seq 12); do
     job 8 "$OUT.$i" "$ERR.$i" -vv --mps-linger=60 -np 1 "$PROG" &
 done
 wait
-ok_jobs=0 slow=""
-for i in $(seq 12); do
-    [ "$(cat "$OUT.$i.rc")" = 0 ] && [ "$(grep -c 'mps=1 ' "$OUT.$i")" -eq 1 ] && ok_jobs=$((ok_jobs + 1))
-    d=$(sed -n 's/.*node [^:]*: timeline (ms after gsrun started): .*size \([0-9]*\), .*mps ready \([0-9]*\),.*/\2 \1/p' "$ERR.$i" |
-        awk '{print $1 - $2}')
-    [ -n "$d" ] && [ "$d" -lt 1000 ] || slow="$slow $i:${d:-?}"
-done
+set_result 12 size "mps ready" 1000
 check "NVML 1.6 s a listing in the service, 12 jobs at once: all status 0 under MPS" [ "$ok_jobs" -eq 12 ]
 check "  ... each job's own part of its start (size to MPS ready) under 1 s (slower:${slow:- none})" \
     [ -z "$slow" ] || diag "$ERR.1"

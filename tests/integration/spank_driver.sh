@@ -86,15 +86,16 @@ if [ "$(id -u)" = 0 ]; then
 fi
 check_clean "the plugin's jobs"
 # --mps-share=node (issue 38): two steps at once through the plugin share
-# one server (the plugstack's share=node, an admin's default).
+# one server (the plugstack's share=node, an admin's default; linger=0:
+# the servers end with the last step, as the check below wants).
 rm -f "$TEST_TMP/share.rec"
 FAKE_MPS_RECORD=$TEST_TMP/share.rec SPANK_DRIVER_STEP=5 mpirun -x LD_LIBRARY_PATH -x FAKE_NVML_GPUS \
     -x SPANK_DRIVER_JOB -x SPANK_DRIVER_STEP -x FAKE_MPS_RECORD -np 2 "$DRIVER" "$PLUGIN" $ARGS \
-    --arg share=node --opt mps=on -- "$PROG" --sleep 3000 >"$OUT.5" 2>"$ERR.5" &
+    --arg share=node --arg linger=0 --opt mps=on -- "$PROG" --sleep 3000 >"$OUT.5" 2>"$ERR.5" &
 s5=$!
 FAKE_MPS_RECORD=$TEST_TMP/share.rec SPANK_DRIVER_STEP=6 mpirun -x LD_LIBRARY_PATH -x FAKE_NVML_GPUS \
     -x SPANK_DRIVER_JOB -x SPANK_DRIVER_STEP -x FAKE_MPS_RECORD -np 3 "$DRIVER" "$PLUGIN" $ARGS \
-    --arg share=node --opt mps=on -- "$PROG" --sleep 3000 >"$OUT.6" 2>"$ERR.6"
+    --arg share=node --arg linger=0 --opt mps=on -- "$PROG" --sleep 3000 >"$OUT.6" 2>"$ERR.6"
 rc6=$?
 wait $s5
 rc5=$?

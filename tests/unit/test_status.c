@@ -34,6 +34,7 @@ static gs_status_t sample(void)
         "GPU-a", "H200 \"x\"", 50, 51, "core 7 (PU 7)", "100", "0-1", 2, 1, 0, 0, 1, "/t/g0"};
     s.server[1] = (gs_status_server_t){"MIG-b", "H200 MIG", 60, 61, "core 6 (PU 6)", "", "2", 1, 1,
                                  1, 0, 1, "/t/g1"};
+    s.server[1].node_gpu = 1;
     return s;
 }
 
@@ -103,11 +104,11 @@ static void test_json(void **state)
         "{\"index\":0,\"uuid\":\"GPU-a\",\"name\":\"H200 \\\"x\\\"\",\"server\":0,\"servers\":1,"
         "\"pipe_dir\":\"/t/g0\",\"daemon_pid\":50,"
         "\"server_pid\":51,\"core\":\"core 7 (PU 7)\",\"percentage\":\"100\",\"ranks\":\"0-1\","
-        "\"registered\":2,\"alive\":1,\"jobs\":\"\",\"fault\":null},"
+        "\"registered\":2,\"alive\":1,\"node_gpu\":0,\"jobs\":\"\",\"fault\":null},"
         "{\"index\":1,\"uuid\":\"MIG-b\",\"name\":\"H200 MIG\",\"server\":0,\"servers\":1,"
         "\"pipe_dir\":\"/t/g1\",\"daemon_pid\":60,"
         "\"server_pid\":61,\"core\":\"core 6 (PU 6)\",\"percentage\":null,\"ranks\":\"2\","
-        "\"registered\":1,\"alive\":1,\"jobs\":\"\",\"fault\":null}]},"
+        "\"registered\":1,\"alive\":1,\"node_gpu\":1,\"jobs\":\"\",\"fault\":null}]},"
         "{\"job\":\"gsrun.AbC123\",\"uid\":1000,\"state\":\"stale\",\"mps\":\"on\","
         "\"message\":\"\",\"job_dir\":\"/tmp/gsrun.AbC123\",\"agent_pid\":42,\"launcher_pid\":40,"
         "\"gsrun_pid\":39,\"uptime_s\":2500.000,\"local_size\":3,\"registered\":3,\"alive\":2,"
@@ -118,6 +119,7 @@ static void test_json(void **state)
 static void test_text(void **state)
 {
     static gs_status_t s;
+    const char *text;
     (void)state;
     s = sample();
     assert_string_equal(
@@ -128,6 +130,18 @@ static void test_text(void **state)
         "ranks 0-1: 2 registered, 1 alive\n"
         "  GPU 1 (H200 MIG, MIG-b): daemon 60 on core 6 (PU 6), server 61, 100%, pipe /t/g1, "
         "ranks 2: 1 registered, 1 alive\n");
+    /* The job's own GPU numbers renumbered by CUDA_VISIBLE_DEVICES=2,3: the
+     * node's as nvidia-smi shows them, then the job's. */
+    static gs_status_server_t keep[2];
+    keep[0] = s.server[0];
+    keep[1] = s.server[1];
+    s.server[0].node_gpu = 2;
+    s.server[1].node_gpu = 3;
+    text = print(0, &s, 1);
+    assert_non_null(strstr(text, "\n  GPU 2, the job's 0 (H200 \"x\", GPU-a): daemon 50"));
+    assert_non_null(strstr(text, "\n  GPU 3, the job's 1 (H200 MIG, MIG-b): daemon 60"));
+    s.server[0] = keep[0];
+    s.server[1] = keep[1];
     /* Two servers on one GPU: each its own line, named by GPU and server. */
     s.server[1] = s.server[0];
     s.server[0].gpu_servers = s.server[1].gpu_servers = 2;
@@ -136,7 +150,7 @@ static void test_text(void **state)
     snprintf(s.server[1].ranks, sizeof(s.server[1].ranks), "2");
     s.server[1].daemon_pid = 60;
     s.server[1].server_pid = 61;
-    const char *text = print(0, &s, 1);
+    text = print(0, &s, 1);
     assert_non_null(strstr(text, "  GPU 0 server 0 of 2 (H200 \"x\", GPU-a): daemon 50 on core 7 "
                                  "(PU 7), server 51, 100%, pipe /t/g0, ranks 0-1:"));
     assert_non_null(strstr(text, "  GPU 0 server 1 of 2 (H200 \"x\", GPU-a): daemon 60 on core 7 "
