@@ -105,8 +105,8 @@ static gs_agent_state_t discovering(gs_agent_t *a)
         gs_gpu_hold();
     }
     long long asked = gs_proc_now_ms();
-    int told = a->mode != GS_MODE_SHARED && a->o->cfg.share_node &&
-               a->o->cfg.mps != GS_MPS_OFF && gs_agent_share_gpus(a) == 0;
+    int told = (a->mode == GS_MODE_EARLY || a->mode == GS_MODE_PER_JOB) &&
+               a->o->cfg.share_node && a->o->cfg.mps != GS_MPS_OFF && gs_agent_share_gpus(a) == 0;
     if (told) {
         gs_report_add(&a->report, 0, "the GPUs from the user's shared MPS on this node (%s) in "
                       "%lld ms", a->share_dir, gs_proc_now_ms() - asked);

@@ -201,6 +201,11 @@ int gs_agent_share_gpus(gs_agent_t *a)
             line = next;
         }
         l->count = rc == 0 ? count : 0;
+        if (rc == 0) {
+            /* In this job's CUDA order, which may not be the shared agent's. */
+            const char *order = getenv("CUDA_DEVICE_ORDER");
+            gs_gpu_sort(l, order != NULL && strcmp(order, "PCI_BUS_ID") == 0);
+        }
     }
     free(buf);
     return rc;
