@@ -126,13 +126,17 @@ void gs_agent_lease_ready(gs_agent_t *a, const struct pollfd *p, int n)
 
 /* --- a job's agent ---------------------------------------------------------- */
 
-/* The shared agent's dirs: <user's base>/mps-share and its node dir. */
-static int domain(char *dir, size_t len, char *node_dir, size_t nlen, gs_error_t *err)
+/* The shared agent's dirs: <user's base>/mps-share and its node dir; the
+ * user's base is made when missing only if make (a job that only asks
+ * whether a shared agent runs leaves nothing in TMPDIR). */
+static int domain(char *dir, size_t len, char *node_dir, size_t nlen, int make, gs_error_t *err)
 {
     char stem[300], base[512], taken[512], node[64];
     int rc;
     snprintf(stem, sizeof(stem), "%s/gsrun-%u", gs_rundir_tmpdir(), (unsigned)getuid());
-    if ((rc = gs_rundir_user_base_any(stem, base, sizeof(base), taken, sizeof(taken), err)) != 0) {
+    rc = make ? gs_rundir_user_base_any(stem, base, sizeof(base), taken, sizeof(taken), err)
+              : gs_rundir_user_base_find(stem, base, sizeof(base));
+    if (rc != 0) {
         return rc;
     }
     gs_rundir_node_name(node, sizeof(node));
@@ -143,11 +147,12 @@ static int domain(char *dir, size_t len, char *node_dir, size_t nlen, gs_error_t
     return 0;
 }
 
-/* The shared agent's socket, if it fits: 0, else -errno with err. */
-static int share_socket(gs_agent_t *a, char *dir, size_t dlen, char *sock, size_t slen,
+/* The shared agent's socket, if it fits: 0, else -errno with err (make:
+ * as domain). */
+static int share_socket(gs_agent_t *a, char *dir, size_t dlen, char *sock, size_t slen, int make,
                         gs_error_t *err)
 {
-    int rc = domain(dir, dlen, a->share_dir, sizeof(a->share_dir), err);
+    int rc = domain(dir, dlen, a->share_dir, sizeof(a->share_dir), make, err);
     if (rc == 0 && (size_t)snprintf(sock, slen, "%s/%s", a->share_dir, GS_PROTO_SOCKET) >=
                        sizeof(((struct sockaddr_un *)0)->sun_path)) {
         rc = gs_error_set(err, ENAMETOOLONG, "'%s' is too long for a socket; set TMPDIR to a "
@@ -165,7 +170,7 @@ int gs_agent_share_gpus(gs_agent_t *a)
     char dir[560], sock[700];
     gs_error_t ignored;
     size_t cap = (size_t)GS_MAX_GPUS * 2048 + 256;
-    int rc = share_socket(a, dir, sizeof(dir), sock, sizeof(sock), &ignored);
+    int rc = share_socket(a, dir, sizeof(dir), sock, sizeof(sock), 0, &ignored);
     if (rc != 0) {
         return rc;
     }
@@ -362,7 +367,7 @@ int gs_agent_share_join(gs_agent_t *a, gs_error_t *err)
     int server[GS_MAX_GPUS], rc, started = 0;
     long long t0 = gs_proc_now_ms(), deadline = gs_proc_now_ms() + (long long)a->o->cfg.timeout_s * 1000;
 
-    if ((rc = share_socket(a, dir, sizeof(dir), sock, sizeof(sock), err)) != 0) {
+    if ((rc = share_socket(a, dir, sizeof(dir), sock, sizeof(sock), 1, err)) != 0) {
         return rc;
     }
     /* The shared servers' sockets are longer than a job's own (mps-share/

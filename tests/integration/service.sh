@@ -186,15 +186,26 @@ rm -f "$REC"
 job 4 "$OUT" "$ERR" --mps-share=job -np 2 --bind-to none "$PROG"
 check "-np 2 on 4 GPUs, own servers: status 0, no MPS, no daemon started at all" \
     [ "$(cat "$OUT.rc")" = 0 -a "$(grep -c 'mps=0 ' "$OUT")" -eq 2 -a ! -s "$REC" ] || diag "$REC"
-job 4 "$OUT" "$ERR" --mps-share=job -np 2 --bind-to none "$PROG" : -np 3 "$PROG"
-check "  ... -np 2 : -np 3 (5 ranks, 4 GPUs): MPS started early, 5 ranks under it" \
-    [ "$(cat "$OUT.rc")" = 0 -a "$(grep -c 'mps=1 ' "$OUT")" -eq 5 -a "$(grep -c '^start ' "$REC")" -ge 1 ] ||
-    diag "$REC" "$ERR"
+# (Open MPI 5.0.7 of Debian 13 crashes on any MPMD line, gsrun or not:
+# plain `mpirun -np 1 true : -np 1 true` dies of SIGSEGV there.)
+if mpirun -np 1 true : -np 1 true >/dev/null 2>&1; then
+    job 4 "$OUT" "$ERR" --mps-share=job -np 2 --bind-to none "$PROG" : -np 3 "$PROG"
+    check "  ... -np 2 : -np 3 (5 ranks, 4 GPUs): MPS started early, 5 ranks under it" \
+        [ "$(cat "$OUT.rc")" = 0 -a "$(grep -c 'mps=1 ' "$OUT")" -eq 5 -a "$(grep -c '^start ' "$REC")" -ge 1 ] ||
+        diag "$REC" "$ERR"
+else
+    ok "  ... -np 2 : -np 3 # SKIP this mpirun fails MPMD itself (plain mpirun -np 1 true : -np 1 true)"
+fi
 rm -f "$REC"
 job 4 "$OUT" "$ERR" --mps=off -np 2 --bind-to none "$B/tests/progs/env_report" GSRUN_MPS_ACTIVE HWLOC_COMPONENTS
 check "--mps=off: mpirun as it is (no gsrun variable, no daemon, hwloc's plugins as they come)" \
     [ "$(grep -cx 'GSRUN_MPS_ACTIVE unset HWLOC_COMPONENTS unset' "$OUT")" -eq 2 -a ! -s "$REC" ] ||
     diag "$OUT"
+rmdir "$TMPDIR"/gsrun-"$ME"* 2>/dev/null # the jobs above packed: the user's base stays
+FAKE_NVML_FAIL_INIT=1 job 1 "$OUT" "$ERR" -np 2 "$PROG"
+check "no GPU: the job runs without MPS and leaves no base of the user's in TMPDIR" \
+    [ "$(cat "$OUT.rc")" = 0 -a -z "$(ls -d "$TMPDIR"/gsrun-"$ME"* 2>/dev/null)" ] ||
+    ls -la "$TMPDIR" | diag /dev/stdin
 clean "no MPS needed"
 
 finish
