@@ -33,21 +33,11 @@ set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$top/_build}
 rounds=${2:-2}
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok - $*"; }
-notok() { fail=$((fail + 1)); echo "not ok - $*"; }
-if ! nvidia-smi -L >/dev/null 2>&1; then
-    echo "1..0 # SKIP no NVIDIA GPU here"
-    echo "0 passed, 0 failed, 1 skipped"
-    exit 77
-fi
 solo=$build/examples/solo_jacobi
 jac=$build/examples/jacobi
 probe=$build/examples/mps_probe
-for p in "$solo" "$jac" "$probe"; do
-    [ -x "$p" ] || { echo "Bail out! $p is not built (needs nvcc)"; exit 1; }
-done
-[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+. "$top/tests/bench/gpu_start.sh"
+gpu_bench_start "$solo" "$jac" "$probe"
 export OMPI_MCA_rmaps_base_oversubscribe=1
 G=$build/launcher/gsrun
 control=$(command -v nvidia-cuda-mps-control)

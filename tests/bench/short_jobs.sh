@@ -30,17 +30,9 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$top/_build}
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok - $*"; }
-notok() { fail=$((fail + 1)); echo "not ok - $*"; }
-if ! nvidia-smi -L >/dev/null 2>&1; then
-    echo "1..0 # SKIP no NVIDIA GPU here"
-    echo "0 passed, 0 failed, 1 skipped"
-    exit 77
-fi
 solo=$build/examples/solo_jacobi
-[ -x "$solo" ] || { echo "Bail out! $solo is not built (needs nvcc)"; exit 1; }
-[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+. "$top/tests/bench/gpu_start.sh"
+gpu_bench_start "$solo"
 export OMPI_MCA_rmaps_base_oversubscribe=1
 unset GSRUN_MPS_SHARE GSRUN_MPS_LINGER CUDA_VISIBLE_DEVICES HWLOC_COMPONENTS
 G=$build/launcher/gsrun

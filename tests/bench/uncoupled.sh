@@ -20,17 +20,9 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/gpu/procs.sh"
 pin_one_gpu
 build=${1:-$top/_build}
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok - $*"; }
-notok() { fail=$((fail + 1)); echo "not ok - $*"; }
-if ! nvidia-smi -L >/dev/null 2>&1; then
-    echo "1..0 # SKIP no NVIDIA GPU here"
-    echo "0 passed, 0 failed, 1 skipped"
-    exit 77
-fi
 prog=$build/examples/solo_jacobi
-[ -x "$prog" ] || { echo "Bail out! $prog is not built (needs nvcc)"; exit 1; }
-[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+. "$top/tests/bench/gpu_start.sh"
+gpu_bench_start "$prog"
 G=$build/launcher/gsrun
 out=$(mktemp)
 size="--n 2048 --iters 4000" # about 0.03 s for one copy alone on an H200
