@@ -96,24 +96,7 @@ static gs_agent_state_t discovering(gs_agent_t *a)
     if (a->mode == GS_MODE_EARLY) {
         tell_starter(a, 0); /* now gsrun may start mpirun */
     }
-    /* The shared agent serves jobs that may see other GPUs than the one
-     * that started it: every GPU, each leased by its UUID. It keeps NVML
-     * started, and a job that will lease from it takes the GPUs from it
-     * (NVML's load and start are most of a listing: 25-90 ms alone on the
-     * lent GPUs, over a second with two dozen jobs starting at once). */
-    if (a->mode == GS_MODE_SHARED) {
-        gs_gpu_hold();
-    }
-    long long asked = gs_proc_now_ms();
-    int told = (a->mode == GS_MODE_EARLY || a->mode == GS_MODE_PER_JOB) &&
-               a->o->cfg.share_node && a->o->cfg.mps != GS_MPS_OFF && gs_agent_share_gpus(a) == 0;
-    if (told) {
-        gs_report_add(&a->report, 0, "the GPUs from the user's shared MPS on this node (%s) in "
-                      "%lld ms", a->share_dir, gs_proc_now_ms() - asked);
-    }
-    if ((!told && gs_gpu_discover(&a->gpus, &err) != 0) ||
-        (a->mode != GS_MODE_SHARED &&
-         gs_gpu_filter_visible(&a->gpus, getenv("CUDA_VISIBLE_DEVICES"), &err) != 0)) {
+    if (gs_agent_share_list_gpus(a, &err) != 0) {
         snprintf(a->gpus.reason, sizeof(a->gpus.reason), "%s", err.text);
         a->gpus.count = 0;
     }

@@ -279,10 +279,12 @@ void gs_agent_share_ready(gs_agent_t *a, const struct pollfd *p, int n);
  * shared agent of this node (starting it when none runs) and takes them as
  * its daemons (borrowed). 0, or -errno with err. */
 int gs_agent_share_join(gs_agent_t *a, gs_error_t *err);
-/* The GPUs from the user's shared agent of this node when one runs (no
- * NVML loaded here), into a->gpus, CUDA_VISIBLE_DEVICES not yet applied.
- * 0, or -errno when none answers (the caller lists them itself). */
-int gs_agent_share_gpus(gs_agent_t *a);
+/* The agent's GPUs into a->gpus: the shared agent lists every GPU (jobs
+ * that see others than the one that started it lease by UUID) and keeps
+ * NVML started; a job's agent that will lease from it takes them from it
+ * when it runs (no NVML loaded here), else lists them itself, then applies
+ * CUDA_VISIBLE_DEVICES. 0, or -errno with err. */
+int gs_agent_share_list_gpus(gs_agent_t *a, gs_error_t *err);
 /* Gives its lease back. */
 void gs_agent_share_leave(gs_agent_t *a);
 /* The lease to watch while the job runs, and what it hears there (a
