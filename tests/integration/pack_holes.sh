@@ -81,7 +81,14 @@ check_clean "slow daemons"
 # 3. The record's lock held by a process of the user's: one line, the job
 # entered (the next job sees it), and its end waits for nothing.
 PLACE=$TMPDIR/gsrun-$ME/place
-record() { mkdir -m 700 "$TMPDIR/gsrun-$ME" "$PLACE" "$PLACE/$NODE"; } # as a job makes it
+# As a job makes it, once the jobs before have ended: a job's agent that
+# ends takes the entries nobody flocks for dead jobs' and removes them, so
+# entries planted (then flocked) while one still ends could vanish (seen
+# once in CI's distcheck: 6b's status found no job).
+record() {
+    for _ in $(seq 200); do [ -z "$(leftover_procs)" ] && break; sleep 0.05; done
+    mkdir -m 700 "$TMPDIR/gsrun-$ME" "$PLACE" "$PLACE/$NODE"
+}
 record
 flock "$PLACE/$NODE" sleep 60 &
 holder=$!
