@@ -5,12 +5,17 @@
 #                       returns once its control socket exists
 #   mps_hand_down DIR   quit, then wait until the daemon is gone (no process,
 #                       or a zombie: the -d daemon's parent may not reap it)
+#   mps_hand_serve DIR  its server started now (start_server), as a user
+#                       who keeps one up has it: no client pays its start
 #   mps_hand_up_all DIR N / mps_hand_down_all DIR N
 #                       one daemon per GPU 0..N-1, in DIR0 .. DIR<N-1>
 mps_hand_up() {
     mkdir -p "$1/p" "$1/l"
     CUDA_MPS_PIPE_DIRECTORY=$1/p CUDA_MPS_LOG_DIRECTORY=$1/l "$control" -d
     while [ ! -S "$1/p/control" ]; do sleep 0.001; done
+}
+mps_hand_serve() {
+    echo "start_server -uid $(id -u)" | CUDA_MPS_PIPE_DIRECTORY=$1/p "$control" >/dev/null
 }
 mps_hand_down() {
     local pid

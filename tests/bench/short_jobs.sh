@@ -18,15 +18,18 @@
 #            first job: --mps-linger=auto)
 #   job      gsrun --mps-share=job (each job its own servers)
 #   hand     one MPS server per GPU started before the set and kept up
-#            (not counted), mpirun run with its CUDA_MPS_PIPE_DIRECTORY,
-#            job i on GPU i mod G: what a user does by hand
+#            (control daemon and server, not counted), mpirun run with its
+#            CUDA_MPS_PIPE_DIRECTORY, job i on GPU i mod G: what a user does
+#            by hand
 # Before each loop of the default configuration the user's shared servers
 # are ended, so its first job starts cold, as a user's first job does; the
-# jobs at once and the sweep find them warm, as they find the hand servers.
+# jobs at once and the sweep find them warm (one job a GPU run at once
+# first, not counted), as they find the hand servers.
 # SJ_LOOPS (default "10 50"), SJ_AT_ONCE ("1 4 12 24"), SJ_SWEEP ("48 12"),
 # SJ_CONFIGS ("plain default job hand") and SJ_PARTS ("loop at-once sweep")
-# choose what runs. Checks the issue's targets and that nothing of MPS is
-# left; ends with "N passed, N failed".
+# choose what runs; SJ_KEEP=DIR keeps the jobs' -vv output of the sets at
+# once there. Checks the issue's targets and that nothing of MPS is left;
+# ends with "N passed, N failed".
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$top/_build}
@@ -47,7 +50,11 @@ ms() { echo $(($(date +%s%N) / 1000000)); }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 median() { sort -n | awk '{v[NR] = $1} END { print NR ? v[int((NR + 1) / 2)] : 0 }'; }
 
-hand_up() { mps_hand_up_all "$T/hand" "$ngpus"; }
+hand_up() {
+    local g
+    mps_hand_up_all "$T/hand" "$ngpus"
+    for ((g = 0; g < ngpus; g++)); do mps_hand_serve "$T/hand$g"; done
+}
 hand_down() { mps_hand_down_all "$T/hand" "$ngpus"; }
 # The user's shared servers ended (a lingering gsrun-share told to stop),
 # so that a set starts cold.
@@ -89,12 +96,16 @@ own_part() { # own_part files...: the median and the largest
 }
 # A set starts as its configuration would find the node: hand with its
 # servers up; default cold before a loop (its first job is the cold start)
-# and warm before the jobs at once and the sweep (one job run first, not
-# counted: the hand servers' start is not counted either).
+# and warm before the jobs at once and the sweep (one job a GPU run at once
+# first, not counted: the hand servers' start is not counted either).
 set_up() { # set_up HOW [warm]
+    local i
     [ "$1" = hand ] && hand_up
     [ "$1" = default ] && shared_down
-    [ "$1" = default ] && [ "${2:-}" = warm ] && one default 0 "$T/warmup"
+    if [ "$1" = default ] && [ "${2:-}" = warm ]; then
+        for ((i = 0; i < ngpus; i++)); do one default "$i" "$T/warmup$i" & done
+        wait
+    fi
     return 0
 }
 set_down() { [ "$1" = hand ] && hand_down; [ "$1" = default ] && shared_down; }
@@ -131,10 +142,14 @@ for n in ${SJ_AT_ONCE:-1 4 12 24}; do
         wait
         wall=$(($(ms) - t0))
         own=""
-        case $how in default | job) own=" own $(own_part "$T"/o.[0-9]*.err | tr ' ' /)" ;; esac
+        case $how in default | job) own=" own $(own_part "$T"/o.[0-9]*.err | sed 's| |/|; s|^-/-$|(no MPS)|')" ;; esac
         set_down $how
         res[once$n.$how]=$wall
         [ $how = default ] && res[own$n]=$(own_part "$T"/o.[0-9]*.err)
+        if [ -n "${SJ_KEEP:-}" ]; then
+            mkdir -p "$SJ_KEEP"
+            for f in "$T"/o.[0-9]*.err; do cp "$f" "$SJ_KEEP/once$n.$how.${f##*/o.}"; done
+        fi
         line="$line $how ${wall} ms$own ($(solved "$n" "$T"/o.[0-9]*)),"
     done
     echo "${line%,}"
@@ -184,6 +199,17 @@ for n in ${SJ_AT_ONCE:-1 4 12 24}; do
             notok "$n at once: default ${r}x of hand (target 1.1x)"
     fi
 done
+# gsrun's own part of each start (size to MPS ready), against a job alone.
+if [ -n "${res[own1]:-}" ]; then
+    read -r alone _ <<<"${res[own1]}"
+    for n in ${SJ_AT_ONCE:-1 4 12 24}; do
+        [ "$n" = 1 ] || [ -z "${res[own$n]:-}" ] && continue
+        read -r med most <<<"${res[own$n]}"
+        [ "$most" != - ] && [ "$most" -le $((alone + 50)) ] &&
+            ok "$n at once: gsrun's own part of each start at most ${most} ms (median $med), alone $alone (target +50 ms)" ||
+            notok "$n at once: gsrun's own part of each start at most ${most} ms (median $med), alone $alone (target +50 ms)"
+    done
+fi
 if have sweep.default sweep.hand; then
     r=$(ratio "${res[sweep.default]}" "${res[sweep.hand]}")
     awk -v r="$r" 'BEGIN { exit !(r <= 1.05) }' && ok "sweep: default ${r}x of hand (target 1.05x)" ||

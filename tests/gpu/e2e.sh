@@ -25,7 +25,9 @@
 set -u
 # Each check ends with nothing of MPS left: the shared servers' default
 # linger (auto: 60 s) would keep them; the linger has checks of its own.
+# The Open MPI component reads its own spelling of it.
 export GSRUN_MPS_LINGER=${GSRUN_MPS_LINGER:-0}
+export OMPI_MCA_rtc_gsrun_mps_linger=${OMPI_MCA_rtc_gsrun_mps_linger:-$GSRUN_MPS_LINGER}
 top=$(cd "$(dirname "$0")/../.." && pwd)
 front=gsrun
 case "${1:-}" in

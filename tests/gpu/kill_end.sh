@@ -18,12 +18,15 @@
 # Open MPI itself takes about 1.07 s to end the other ranks, as under plain
 # mpirun, before gsrun has anything to do (H100, old and new agent alike:
 # ranks gone after 1057-1087 ms in 12 runs, everything after 1443-1532 ms).
+# GSRUN_KILL_CASES chooses cases (e.g. "gsrun component").
 # GSRUN_KILL_PROG names another program of examples/ and its arguments
 # (e.g. "jacobi --iters 1000000"); it must run longer than the wait.
 set -u
 # Each check ends with nothing of MPS left: the shared servers' default
 # linger (auto: 60 s) would keep them; the linger has checks of its own.
+# The Open MPI component reads its own spelling of it.
 export GSRUN_MPS_LINGER=${GSRUN_MPS_LINGER:-0}
+export OMPI_MCA_rtc_gsrun_mps_linger=${OMPI_MCA_rtc_gsrun_mps_linger:-$GSRUN_MPS_LINGER}
 b=$1
 reps=${2:-3}
 bound=${GSRUN_KILL_BOUND_MS:-1500}
@@ -103,6 +106,7 @@ run_case() { # run_case CASE REP
 
 cases="ranks mpirun gsrun agent rank"
 [ -f "$b/ompi/mca/mca_rtc_gsrun.so" ] && cases="$cases component"
+cases=${GSRUN_KILL_CASES:-$cases}
 for rep in $(seq "$reps"); do
     for c in $cases; do run_case $c $rep; done
 done
