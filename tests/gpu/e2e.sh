@@ -21,7 +21,8 @@
 # Every rank must report MPS enabled and 200 / (its GPU's ranks) of the SMs (16 ranks: 12.5 % on
 # one GPU, 25 % on two, 50 % on four) and
 # a correct result; after each job no MPS process and no gsrun run dir may
-# remain. Ends with "N passed, N failed".
+# remain. With gsrun itself, one more run as MPMD (-np 8 : -np 8 of the
+# same program). Ends with "N passed, N failed".
 set -u
 # Each check ends with nothing of MPS left: the shared servers' default
 # linger (auto: 60 s) would keep them; the linger has checks of its own.
@@ -171,6 +172,21 @@ for i in $(seq 1 "$runs"); do
     [ -z "$left" ] && ok "run $i: no run directory left" || notok "run $i: left: $left"
     rm -f "$out"
 done
+# MPMD through gsrun (two app contexts, the same program: its -x list in
+# each): every rank an MPS client with its share, as above.
+if [ $front = gsrun ]; then
+    out=$(mktemp)
+    h=$((np / 2))
+    probe=("$build/examples/mps_probe" --expect-mps --expect-sms "$expect_sms")
+    launch -np "$h" --oversubscribe "${probe[@]}" : -np $((np - h)) "${probe[@]}" >"$out" 2>&1
+    rc=$?
+    sed "s/^/# mpmd: /" "$out" | grep -v ' rank [0-9]*/'
+    n_ok=$(grep "mps=1 " "$out" | grep "result=ok" | grep -vc " FAIL")
+    [ $rc -eq 0 ] && [ "$n_ok" -eq "$np" ] &&
+        ok "MPMD (-np $h : -np $((np - h))): status 0, $n_ok of $np ranks MPS clients at ${expect_pct}% with a correct result" ||
+        notok "MPMD (-np $h : -np $((np - h))): status $rc, $n_ok of $np ranks MPS clients with a correct result"
+    rm -f "$out"
+fi
 echo "1..$((pass + fail))"
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
