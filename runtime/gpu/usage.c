@@ -114,18 +114,11 @@ static int agent_of_server(const char *proc_root, int pid, char *job, size_t jle
     return 0;
 }
 
-/* 1 if pid is the user's gsrun rank or MPS server of a job the placement
- * record counts: its run dirs in tmpdir (NULL: any). A job of the user's
- * with another TMPDIR (PBS and some sites give each job its own) has a
- * record of its own, so its ranks and servers count here as load. */
-static int is_ours(const char *proc_root, int pid, uid_t uid, const char *tmpdir)
+/* Whether pid is an MPS server (any user's): the kernel keeps 15 bytes of
+ * the name, "nvidia-cuda-mps". Its comm is readable whoever runs it. */
+static int is_server(const char *proc_root, int pid)
 {
-    char path[300], comm[64] = "", job[GS_USAGE_JOB_MAX];
-    struct stat st;
-    snprintf(path, sizeof(path), "%s/%d", proc_root, pid);
-    if (stat(path, &st) != 0 || st.st_uid != uid) {
-        return 0; /* not here (another PID namespace) or another user's */
-    }
+    char path[300], comm[64] = "";
     snprintf(path, sizeof(path), "%s/%d/comm", proc_root, pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
@@ -133,8 +126,22 @@ static int is_ours(const char *proc_root, int pid, uid_t uid, const char *tmpdir
         comm[n > 0 ? n : 0] = '\0';
         close(fd);
     }
-    /* The kernel keeps 15 bytes of the name: "nvidia-cuda-mps" is a server. */
-    if (strncmp(comm, "nvidia-cuda-mps", 15) == 0) {
+    return strncmp(comm, "nvidia-cuda-mps", 15) == 0;
+}
+
+/* 1 if pid is the user's gsrun rank or MPS server of a job the placement
+ * record counts: its run dirs in tmpdir (NULL: any). A job of the user's
+ * with another TMPDIR (PBS and some sites give each job its own) has a
+ * record of its own, so its ranks and servers count here as load. */
+static int is_ours(const char *proc_root, int pid, uid_t uid, const char *tmpdir)
+{
+    char path[300], job[GS_USAGE_JOB_MAX];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/%d", proc_root, pid);
+    if (stat(path, &st) != 0 || st.st_uid != uid) {
+        return 0; /* not here (another PID namespace) or another user's */
+    }
+    if (is_server(proc_root, pid)) {
         return !agent_of_server(proc_root, pid, job, sizeof(job)) || tmpdir == NULL ||
                job[0] == '\0' || under(job, tmpdir);
     }
@@ -146,6 +153,15 @@ int gs_usage_foreign(const gs_gpu_t *g, uid_t uid, const char *proc_root, const 
 {
     int foreign = 0, listed = g->nprocs < GS_GPU_PROCS_MAX ? g->nprocs : GS_GPU_PROCS_MAX;
     for (int i = 0; i < listed; i++) {
+        /* In the Default compute mode an MPS server is no load by itself
+         * (an idle one holds 66 MiB of an H200 and no SM): NVML lists each
+         * of its clients on its own, and they count as what they are. So
+         * another user's servers lingering idle do not push this user's
+         * ranks off their GPUs. In an exclusive mode a server holds the
+         * GPU: it counts. */
+        if (!g->exclusive && is_server(proc_root, g->procs[i])) {
+            continue;
+        }
         foreign += !is_ours(proc_root, g->procs[i], uid, tmpdir);
     }
     foreign += g->nprocs > GS_GPU_PROCS_MAX ? g->nprocs - GS_GPU_PROCS_MAX : 0;

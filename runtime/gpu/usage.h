@@ -2,10 +2,11 @@
 /* Whose processes run on a GPU: what counts as load when a job packs its
  * ranks over the node (runtime/plan/pack.h). The user's own gsrun ranks and
  * MPS servers of jobs in the same TMPDIR are counted by the user's placement
- * record instead; anything else (another user's, a program of the user's
- * outside gsrun, a gsrun job of the user's with another TMPDIR and so
- * another record, a process NVML names but this PID namespace cannot see)
- * counts one each. */
+ * record instead; an MPS server on a GPU in the Default compute mode is no
+ * load (its clients are listed and count); anything else (another user's, a
+ * program of the user's outside gsrun, a gsrun job of the user's with
+ * another TMPDIR and so another record, a process NVML names but this PID
+ * namespace cannot see, a server on an exclusive GPU) counts one each. */
 #ifndef GS_GPU_USAGE_H
 #define GS_GPU_USAGE_H
 

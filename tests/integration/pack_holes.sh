@@ -7,7 +7,8 @@
 # one GPU (1); early daemons slow to quit are stopped outside the record's
 # lock (2); a record locked by a process of the user's is said in one line,
 # the job is entered all the same and its end waits for nothing (3); a job
-# of the user's in another TMPDIR counts as load (4); an
+# of the user's in another TMPDIR counts as load, but an MPS server is
+# none by itself (4); an
 # agent killed with its guard is said at the job's end (5); a record's
 # counts saturate, every job of a GPU is listed, an entry's control bytes
 # are not printed, GPUs past the 64 gsrun handles are named, and a long
@@ -127,10 +128,21 @@ server=$(for p in $(pgrep -f -- "$FAKE_CONTROL"); do # the fake server: a fork o
     [ "$(readlink "/proc/$(ps -o ppid= -p "$p" | tr -d ' ')/exe")" = "$FAKE_CONTROL" ] &&
         tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "GS_TEST_MARK=$TEST_TMP" && echo "$p"
 done | head -1)
-light b4 2 1 TMPDIR="$T2" FAKE_NVML_PROCS="$([ "$ga" = "1 0" ] && echo 0 || echo 1):$server"
+rank=$(for p in $(pgrep -x sh); do # A's rank: its MPS pipe dir in T1
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q "^CUDA_MPS_PIPE_DIRECTORY=$T1/" && echo "$p"
+done | head -1)
+g=$([ "$ga" = "1 0" ] && echo 0 || echo 1)
+light b4 2 1 TMPDIR="$T2" FAKE_NVML_PROCS="$g:$server,$g:$rank"
+for _ in $(seq 100); do [ -s "$OUT.b4.rc" ] && break; sleep 0.05; done
+check "4. two TMPDIRs: job A on ($ga), its server ${server:-none} and rank ${rank:-none} listed by NVML there: job B goes to the other GPU ($(per_gpu 2 "$OUT.b4"))" \
+    [ -n "$server" -a -n "$rank" -a "$(per_gpu 2 "$OUT.a4" "$OUT.b4")" = "1 1" ] || diag "$ERR.b4"
+# 4b. An MPS server alone (idle, as a lingering one of another user's or
+# record) is no load in the Default compute mode: its clients are listed
+# and count. Before: it counted one, and B left GPU 0 for GPU 1.
+light b4b 2 1 TMPDIR="$T2" FAKE_NVML_PROCS="0:$server"
 wait
-check "4. two TMPDIRs: job A on ($ga), its server ${server:-none} listed by NVML there: job B goes to the other GPU ($(per_gpu 2 "$OUT.b4"))" \
-    [ -n "$server" -a "$(per_gpu 2 "$OUT.a4" "$OUT.b4")" = "1 1" ] || diag "$ERR.b4"
+check "  ... A's server alone listed on GPU 0: no load, job B takes GPU 0 ($(per_gpu 2 "$OUT.b4b"))" \
+    [ "$(per_gpu 2 "$OUT.b4b")" = "1 0" ] || diag "$ERR.b4b"
 settle
 rmdir "$T1"/gsrun-* "$T2"/gsrun-* 2>/dev/null
 check "  ... nothing left in either TMPDIR" [ -z "$(find "$T1" "$T2" -mindepth 1)" ] || find "$T1" "$T2" | diag

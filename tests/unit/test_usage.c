@@ -81,12 +81,20 @@ static void test_other_tmpdir(void **state)
     g.procs[1] = 300;
     g.procs[2] = 400;
     g.procs[3] = 401;
+    /* On an exclusive GPU (where a server holds the GPU) the other job's
+     * server counts beside its rank. */
+    g.exclusive = 1;
     assert_int_equal(gs_usage_foreign(&g, getuid(), root, "/tmp/t1"), 2);
     assert_int_equal(gs_usage_foreign(&g, getuid(), root, "/tmp/t1/"), 2);
     assert_int_equal(gs_usage_foreign(&g, getuid(), root, "/scratch/pbs.7"), 2);
     assert_int_equal(gs_usage_foreign(&g, getuid(), root, NULL), 0);
     /* A prefix of a dir's name is not the dir: /tmp/t is not /tmp/t1. */
     assert_int_equal(gs_usage_foreign(&g, getuid(), root, "/tmp/t"), 4);
+    /* In the Default mode a server is no load: its clients (listed) are. */
+    g.exclusive = 0;
+    assert_int_equal(gs_usage_foreign(&g, getuid(), root, "/tmp/t1"), 1);
+    assert_int_equal(gs_usage_foreign(&g, getuid(), root, "/scratch/pbs.7"), 1);
+    assert_int_equal(gs_usage_foreign(&g, getuid(), root, "/tmp/t"), 2);
     char cmd[128];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
     assert_int_equal(system(cmd), 0);
@@ -119,8 +127,18 @@ static void test_whose(void **state)
     g.procs[3] = 103;
     g.procs[4] = 104; /* not in this PID namespace */
     assert_int_equal(gs_usage_foreign(&g, getuid(), root, NULL), 2);
-    /* Another user's processes count, whatever they are. */
+    /* Another user's processes count, whatever they are, but for an MPS
+     * server in the Default compute mode (an idle one lingering is no
+     * load); on an exclusive GPU it holds the GPU and counts too. */
+    assert_int_equal(gs_usage_foreign(&g, getuid() + 1, root, NULL), 4);
+    g.exclusive = 1;
     assert_int_equal(gs_usage_foreign(&g, getuid() + 1, root, NULL), 5);
+    g.exclusive = 0;
+    /* Only a server listed: no load in the Default mode, whoever runs it. */
+    g.nprocs = 1;
+    g.procs[0] = 101;
+    assert_int_equal(gs_usage_foreign(&g, getuid() + 1, root, NULL), 0);
+    assert_int_equal(gs_usage_foreign(&g, getuid(), root, NULL), 0);
     /* Nothing listed, but memory in use: something NVML does not show here. */
     g.nprocs = 0;
     g.used_mib = GS_USAGE_BUSY_MIB + 1;
