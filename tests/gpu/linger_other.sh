@@ -53,7 +53,6 @@ as_nobody() {
     setpriv --reuid=65534 --regid=65534 --clear-groups env -u OMPI_ALLOW_RUN_AS_ROOT \
         -u OMPI_ALLOW_RUN_AS_ROOT_CONFIRM HOME="$T/nt" TMPDIR="$T/nt" "$@"
 }
-apps() { nvidia-smi --query-compute-apps=pid,process_name,gpu_uuid --format=csv,noheader; }
 servers_of() { # servers_of UID: live MPS servers of that user
     local p
     for p in $(live_procs 'nvidia-cuda-mps*'); do
@@ -66,7 +65,7 @@ as_nobody "$T/b/launcher/gsrun" -v --mps=on --mps-linger=60 -np 1 "$T/b/examples
     --n 1024 --iters 200 >"$T/o1" 2>&1
 rc=$?
 theirs=$(servers_of 65534 | head -1)
-[ $rc -eq 0 ] && grep -q 'mps=1\|MPS on' "$T/o1" && [ -n "$theirs" ] &&
+[ $rc -eq 0 ] && grep -q ': MPS on GPU-' "$T/o1" && [ -n "$theirs" ] &&
     ok "1. nobody's one-rank job: status 0 under MPS; its server $theirs lingers" ||
     { notok "1. nobody's job: status $rc, lingering server '${theirs:-none}'"; sed 's/^/# /' "$T/o1"; }
 
