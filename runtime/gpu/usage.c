@@ -129,11 +129,12 @@ static int is_server(const char *proc_root, int pid)
     return strncmp(comm, "nvidia-cuda-mps", 15) == 0;
 }
 
-/* 1 if pid is the user's gsrun rank or MPS server of a job the placement
- * record counts: its run dirs in tmpdir (NULL: any). A job of the user's
- * with another TMPDIR (PBS and some sites give each job its own) has a
- * record of its own, so its ranks and servers count here as load. */
-static int is_ours(const char *proc_root, int pid, uid_t uid, const char *tmpdir)
+/* 1 if pid (an MPS server when server is 1) is the user's gsrun rank or
+ * MPS server of a job the placement record counts: its run dirs in tmpdir
+ * (NULL: any). A job of the user's with another TMPDIR (PBS and some sites
+ * give each job its own) has a record of its own, so its ranks and servers
+ * count here as load. */
+static int is_ours(const char *proc_root, int pid, int server, uid_t uid, const char *tmpdir)
 {
     char path[300], job[GS_USAGE_JOB_MAX];
     struct stat st;
@@ -141,7 +142,7 @@ static int is_ours(const char *proc_root, int pid, uid_t uid, const char *tmpdir
     if (stat(path, &st) != 0 || st.st_uid != uid) {
         return 0; /* not here (another PID namespace) or another user's */
     }
-    if (is_server(proc_root, pid)) {
+    if (server) {
         return !agent_of_server(proc_root, pid, job, sizeof(job)) || tmpdir == NULL ||
                job[0] == '\0' || under(job, tmpdir);
     }
@@ -159,10 +160,11 @@ int gs_usage_foreign(const gs_gpu_t *g, uid_t uid, const char *proc_root, const 
          * another user's servers lingering idle do not push this user's
          * ranks off their GPUs. In an exclusive mode a server holds the
          * GPU: it counts. */
-        if (!g->exclusive && is_server(proc_root, g->procs[i])) {
+        int server = is_server(proc_root, g->procs[i]);
+        if (server && !g->exclusive) {
             continue;
         }
-        foreign += !is_ours(proc_root, g->procs[i], uid, tmpdir);
+        foreign += !is_ours(proc_root, g->procs[i], server, uid, tmpdir);
     }
     foreign += g->nprocs > GS_GPU_PROCS_MAX ? g->nprocs - GS_GPU_PROCS_MAX : 0;
     if (g->nprocs <= 0 && g->used_mib > GS_USAGE_BUSY_MIB) {

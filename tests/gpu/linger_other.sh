@@ -53,6 +53,8 @@ as_nobody() {
     setpriv --reuid=65534 --regid=65534 --clear-groups env -u OMPI_ALLOW_RUN_AS_ROOT \
         -u OMPI_ALLOW_RUN_AS_ROOT_CONFIRM HOME="$T/nt" TMPDIR="$T/nt" "$@"
 }
+# What NVML lists on the GPUs, as nobody sees it: "pid, name, uuid" lines.
+apps_as_nobody() { as_nobody nvidia-smi --query-compute-apps=pid,process_name,gpu_uuid --format=csv,noheader; }
 servers_of() { # servers_of UID: live MPS servers of that user
     local p
     for p in $(live_procs 'nvidia-cuda-mps*'); do
@@ -70,7 +72,7 @@ theirs=$(servers_of 65534 | head -1)
     { notok "1. nobody's job: status $rc, lingering server '${theirs:-none}'"; sed 's/^/# /' "$T/o1"; }
 
 # 2. NVML as nobody sees it lists that server.
-as_nobody nvidia-smi --query-compute-apps=pid,process_name,gpu_uuid --format=csv,noheader >"$T/a2" 2>&1
+apps_as_nobody >"$T/a2" 2>&1
 sed 's/^/# NVML as nobody: /' "$T/a2"
 [ -n "$theirs" ] && grep -q "^$theirs," "$T/a2" &&
     ok "2. NVML (as nobody) lists nobody's idle server $theirs" ||
@@ -97,10 +99,10 @@ rank=""
 for _ in $(seq 100); do
     rank=$(live_procs solo_jacobi | tr ' ' '\n' | while read -r p; do
         [ -n "$p" ] && [ "$(stat -c %u "/proc/$p")" = 0 ] && echo "$p"; done | head -1)
-    [ -n "$rank" ] && as_nobody nvidia-smi --query-compute-apps=pid --format=csv,noheader | grep -qx "$rank" && break
+    [ -n "$rank" ] && apps_as_nobody | cut -d, -f1 | grep -qx "$rank" && break
     sleep 0.1
 done
-as_nobody nvidia-smi --query-compute-apps=pid,process_name,gpu_uuid --format=csv,noheader >"$T/a4" 2>&1
+apps_as_nobody >"$T/a4" 2>&1
 sed 's/^/# NVML as nobody, root'"'"'s rank running: /' "$T/a4"
 [ -n "$rank" ] && grep -q "^$rank," "$T/a4" &&
     ok "4. NVML (as nobody) lists root's running MPS client $rank on its own" ||
