@@ -3,7 +3,7 @@
 // runs under MPS and how many SMs it may use, and checks a computed result.
 //
 //   mps_probe [--expect-mps] [--expect-sms S] [--n N] [--iters K] [--fault R] [--sleep MS]
-//             [--alloc-mb M] [--mem]
+//             [--alloc-mb M] [--mem] [--stuck MS]
 //
 // Each rank fills a vector on the GPU, runs K kernels of a small grid over
 // it and checks the sum on the host. --expect-mps fails a rank that is not
@@ -11,7 +11,9 @@
 // (Under MPS every device query already reports the client's share, so the
 // expected count is computed by the caller from a run without MPS.)
 // --fault R makes rank R write through an invalid device pointer (a GPU
-// fault, for the fault tests); --alloc-mb M tries one more allocation of M MiB
+// fault, for the fault tests); --stuck MS: a rank whose CUDA call fails
+// stays MS ms outside MPI before it aborts (a rank stuck after its error,
+// while the others wait for it in MPI); --alloc-mb M tries one more allocation of M MiB
 // and prints whether it succeeded (for memory-limit checks; not a failure);
 // --sleep MS keeps every rank's context alive
 // that long after its work. --mem: once every rank holds its context (a
@@ -57,6 +59,8 @@ int main(int argc, char **argv)
             fault_rank = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--sleep") && i + 1 < argc) {
             sleep_ms = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--stuck") && i + 1 < argc) {
+            cuda_check_stuck_ms = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--mem")) {
             mem = 1;
         } else if (!strcmp(argv[i], "--alloc-mb") && i + 1 < argc) {

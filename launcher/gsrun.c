@@ -213,7 +213,8 @@ static int run_job(const gs_opts_t *o, char *launcher, char **cmd, const char *a
         gs_rundir_remove(job_dir);
         die(GS_EXIT_SETUP, err.text);
     }
-    gs_print_reports(job_dir, o->cfg.verbose);
+    int fault_end = 0;
+    gs_print_reports(job_dir, o->cfg.verbose, &fault_end);
     if (o->cfg.verbose >= 2) {
         fprintf(stderr, "gsrun: timeline (ms after gsrun started): mpirun started %lld, mpirun "
                         "exited %lld, node agents done %lld\n",
@@ -248,6 +249,13 @@ static int run_job(const gs_opts_t *o, char *launcher, char **cmd, const char *a
      * container). Bounded: a stuck one is reported by gs_wait_for_agents
      * already. */
     gs_proctree_reap(agents, GS_REAP_WAIT_MS);
+    if (fault_end && status != 0) {
+        /* The agent ended the ranks: the launcher's status (their signal)
+         * would not say why; the agent's last line did. */
+        fprintf(stderr, "gsrun: exit status %d: the job was ended after a GPU fault "
+                        "(--mps-fault-grace)\n", GS_EXIT_FAULT_END);
+        return GS_EXIT_FAULT_END;
+    }
     return gs_exit_like(status);
 }
 

@@ -75,7 +75,7 @@ void gs_wait_for_agents(const char *job_dir, int timeout_ms)
     }
 }
 
-int gs_print_reports(const char *job_dir, int verbose)
+int gs_print_reports(const char *job_dir, int verbose, int *fault_end)
 {
     DIR *d = opendir(job_dir);
     struct dirent *e;
@@ -90,7 +90,7 @@ int gs_print_reports(const char *job_dir, int verbose)
             continue;
         }
         char path[GS_PATH_MAX], line[1024];
-        int p = 0;
+        int p = 0, fe = 0;
         snprintf(path, sizeof(path), "%s/%s", job_dir, e->d_name);
         int fd = gs_rundir_open_regular(path);
         FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
@@ -101,7 +101,10 @@ int gs_print_reports(const char *job_dir, int verbose)
             continue;
         }
         if (fgets(line, sizeof(line), f) != NULL) {
-            sscanf(line, "gsrun-report problems=%d", &p);
+            sscanf(line, "gsrun-report problems=%d fault_end=%d", &p, &fe);
+        }
+        if (fe && fault_end != NULL) {
+            *fault_end = 1;
         }
         problems += p;
         while ((verbose || p > 0) && fgets(line, sizeof(line), f) != NULL) {

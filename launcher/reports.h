@@ -17,7 +17,8 @@
 void gs_wait_for_agents(const char *job_dir, int timeout_ms);
 
 /* Prints the agents' reports: always with -v, otherwise those with
- * problems. Returns the number of problems. */
-int gs_print_reports(const char *job_dir, int verbose);
+ * problems. Returns the number of problems; *fault_end (may be NULL) 1
+ * when an agent ended the job after a GPU fault (--mps-fault-grace). */
+int gs_print_reports(const char *job_dir, int verbose, int *fault_end);
 
 #endif

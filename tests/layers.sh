@@ -16,11 +16,11 @@
 #   6  runtime/batch/   a batch job's node: provisioning, root's keeper and end
 #                       of a job (for the front ends; the agent never uses it)
 #   7  agent: report ranks placer      11 agent: agent_loop agent_fault
-#            lister
-#   8  agent: guard                     12 agent: agent_serve
-#   9  agent: daemons                   13 agent: agent (agent.c: the states)
-#   10 agent: agent_setup agent_publish 14 agent: agent_main (gsrun-agent)
-#            agent_pack
+#            lister attach              12 agent: agent_share agent_lease
+#   8  agent: guard                     13 agent: agent_watch
+#   9  agent: daemons                   14 agent: agent_serve
+#   10 agent: agent_setup agent_publish 15 agent: agent (agent.c: the states)
+#            agent_pack                 16 agent: agent_main (gsrun-agent)
 #   pmix/               uses runtime/core only
 #   launcher/ ompi/ slurm/ (front ends) use runtime/ (not the agent) and pmix/,
 #                       never each other (launcher/ is gsrun's own)
@@ -53,21 +53,22 @@ layer_of() { # part -> layer
     case $1 in
     core) echo 0 ;; wire) echo 1 ;; gpu) echo 2 ;; plan) echo 3 ;; files) echo 4 ;; rank) echo 5 ;;
     batch) echo 6 ;;
-    report | ranks | placer | lister) echo 7 ;;
+    report | ranks | placer | lister | attach) echo 7 ;;
     guard) echo 8 ;;
     daemons) echo 9 ;;
     agent_setup | agent_publish | agent_pack | agent_int) echo 10 ;;
     agent_loop | agent_fault) echo 11 ;;
     agent_share | agent_lease) echo 12 ;;
-    agent_serve) echo 13 ;;
-    agent) echo 14 ;;
-    agent_main) echo 15 ;;
+    agent_watch) echo 13 ;;
+    agent_serve) echo 14 ;;
+    agent) echo 15 ;;
+    agent_main) echo 16 ;;
     pmix) echo 1 ;;
     launcher | ompi | slurm) echo 20 ;;
     *) echo 99 ;;
     esac
 }
-in_agent() { [ "$(layer_of "$1")" -ge 7 ] && [ "$(layer_of "$1")" -le 15 ]; }
+in_agent() { [ "$(layer_of "$1")" -ge 7 ] && [ "$(layer_of "$1")" -le 16 ]; }
 
 # The public names each runtime folder's modules and each agent part
 # define: gs_<module>_*, GS_<MODULE>_* (from the file names), and for the
@@ -86,9 +87,10 @@ names_of() {
     ranks) re='|gs_ranks_[a-z_]+|gs_rank_t|GS_RANKS_[A-Z_]+' ;;
     placer) re='|gs_placer_[a-z_]+|GS_PLACER_WAIT' ;;
     lister) re='|gs_lister_[a-z_]+' ;;
+    attach) re='|gs_attach_[a-z_]+|GS_ATTACH_[A-Z_]+' ;;
     guard) re='|gs_guard_[a-z_]+' ;;
     daemons) re='|gs_daemons_[a-z_]+|GS_DAEMON_[A-Z_]+' ;;
-    agent_setup | agent_publish | agent_pack | agent_loop | agent_fault | agent_share | agent_lease | agent_serve | agent | agent_main)
+    agent_setup | agent_publish | agent_pack | agent_loop | agent_fault | agent_share | agent_lease | agent_watch | agent_serve | agent | agent_main)
         for m in $(grep -hoE '^[a-z][a-z_ *]*\bgs_agent_[a-z_]+\(' "$S/runtime/agent/$p.c" |
             grep -oE 'gs_agent_[a-z_]+'); do
             re="$re|$m"
@@ -113,7 +115,7 @@ if [ -z "$stray" ]; then
 else
     not_ok "runtime files outside the layer folders: $stray"
 fi
-parts="core wire gpu plan files rank batch report ranks placer lister guard daemons agent_setup agent_publish agent_pack agent_loop agent_fault agent_share agent_lease agent_serve agent agent_main"
+parts="core wire gpu plan files rank batch report ranks placer lister attach guard daemons agent_setup agent_publish agent_pack agent_loop agent_fault agent_share agent_lease agent_watch agent_serve agent agent_main"
 declare -A RE
 for p in $parts; do RE[$p]=$(names_of "$p"); done
 

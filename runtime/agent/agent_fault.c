@@ -221,6 +221,25 @@ static void tell(gs_agent_t *a, int g, const char *fmt, const char *x, const cha
     }
 }
 
+/* MPS ended these clients' contexts: their ranks are marked (agent_watch.c
+ * tells the grace from fault_at_ms). 1 when any was this job's. */
+static int mark_faulted(gs_agent_t *a, const pid_t *pids, int n)
+{
+    int hit = 0;
+    for (int i = 0; i < n; i++) {
+        int r = gs_attach_rank_of(&a->attach, pids[i], "/proc");
+        if (r >= 0 && a->attach.r[r].state != GS_ATTACH_FAULTED) {
+            a->attach.r[r].state = GS_ATTACH_CLIENT; /* it was one, whatever was seen */
+            gs_attach_set(&a->attach, r, GS_ATTACH_FAULTED, pids[i], -1);
+            hit = 1;
+        }
+    }
+    if (hit && a->fault_at_ms == 0) {
+        a->fault_at_ms = gs_proc_now_ms();
+    }
+    return hit;
+}
+
 /* Entry g's server faulted and MPS listed the clients it ended. */
 static void on_fault(gs_agent_t *a, int g)
 {
@@ -243,10 +262,12 @@ static void on_fault(gs_agent_t *a, int g)
                       "every client on it: %s",
                       label, uuid, h->at, who);
     } else {
-        gs_report_add(&a->report, 1,
-                      "%s (%s): this job's MPS server hit a fatal GPU fault at %s; MPS ended "
-                      "every client on it: %s",
-                      label, uuid, h->at, who);
+        /* Told now, while the job runs: its ranks may hang on it. */
+        mark_faulted(a, h->hit, h->nhit);
+        gs_report_tell(&a->report,
+                       "%s (%s): this job's MPS server hit a fatal GPU fault at %s; MPS ended "
+                       "every client on it: %s",
+                       label, uuid, h->at, who);
     }
     if (a->mode == GS_MODE_SHARED) {
         /* Told first: a job whose ranks the fault ended is ending now. */
@@ -361,11 +382,12 @@ void gs_agent_fault_shared(gs_agent_t *a)
         gs_agent_fault_who(a, h->hit, h->nhit, 0, who, sizeof(who));
         char label[48];
         gs_daemons_label(ds, e, label, sizeof(label));
-        /* Once, without -v: the job may have ended because of it. */
-        gs_report_add(&a->report, 1,
-                      "%s (%s): the MPS server this job shared with the user's other jobs hit a "
-                      "fatal GPU fault at %s; MPS ended every client on it: %s",
-                      label, ds->daemon[e].uuid, h->at, who);
+        /* Once, without -v, now: the job may hang on it, or end of it. */
+        mark_faulted(a, h->hit, h->nhit);
+        gs_report_tell(&a->report,
+                       "%s (%s): the MPS server this job shared with the user's other jobs hit a "
+                       "fatal GPU fault at %s; MPS ended every client on it: %s",
+                       label, ds->daemon[e].uuid, h->at, who);
         snprintf(a->fault_note[e], sizeof(a->fault_note[e]),
                  "GPU fault at %s on the user's shared MPS server %d: MPS ended %s; the server "
                  "was replaced",

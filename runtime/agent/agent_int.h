@@ -20,6 +20,7 @@
 #include <sys/types.h>
 
 #include "runtime/agent/agent.h"
+#include "runtime/agent/attach.h"
 #include "runtime/agent/daemons.h"
 #include "runtime/agent/guard.h"
 #include "runtime/agent/placer.h"
@@ -130,6 +131,14 @@ typedef struct {
     char fault_note[GS_MAX_GPUS][512];
     int fault_held[GS_MAX_GPUS]; /* the retired server's clients when the note was made */
     int fault_told[GS_MAX_GPUS]; /* a job on shared servers: faults told of, each entry */
+
+    /* Each rank's MPS state as the driver shows it (agent_watch.c). */
+    gs_attach_t attach;
+    int watching;          /* serving with MPS: the ranks are watched */
+    int watch_changed;     /* a state changed since the status was written */
+    long long watch_due_ms, nvml_due_ms; /* the next look, the next NVML listing */
+    long long fault_at_ms; /* a GPU fault ended a rank's context (the grace runs) */
+    char fault_end_why[400];
 
     gs_ledger_t ledger; /* the user's placement record of the node: this job's entry */
     int pack_moved;     /* early: the packing moved the early daemons' GPUs */
@@ -291,6 +300,21 @@ void gs_agent_share_leave(gs_agent_t *a);
  * server's death, the shared agent's end). */
 int gs_agent_lease_fds(gs_agent_t *a, struct pollfd *p, int max);
 void gs_agent_lease_ready(gs_agent_t *a, const struct pollfd *p, int n);
+
+/* agent_watch.c: whether each rank really is an MPS client (attach.h),
+ * told at once when not; a GPU fault's grace. */
+int gs_agent_watch_start(gs_agent_t *a);
+void gs_agent_watch_registered(gs_agent_t *a, int rank, pid_t pid);
+/* After each wake-up of the serving wait; the ms to its next look, -1. */
+void gs_agent_watch_check(gs_agent_t *a);
+int gs_agent_watch_timeout(const gs_agent_t *a);
+/* "served 3 of 4 ranks as MPS clients; 1 ran on the GPU without MPS (rank
+ * 2)", or that no rank used the GPU (-v: what was wrong was told while the
+ * job ran). */
+void gs_agent_watch_summary(const gs_agent_t *a, char *buf, size_t len);
+/* agent_lease.c: the node's GPUs as the user's node service (the shared
+ * agent) lists them now, with their processes; 0, or -errno. */
+int gs_agent_share_listing(gs_agent_t *a, gs_gpu_list_t *l);
 
 /* agent_pack.c: the job's place among the user's jobs on the node. Locks
  * the node's placement record, counts each GPU's load and puts a->gpus in

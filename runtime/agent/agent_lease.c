@@ -167,7 +167,7 @@ static int share_socket(gs_agent_t *a, char *dir, size_t dlen, char *sock, size_
 
 /* The GPUs the user's shared agent listed, when one runs: 0 with a->gpus
  * set (in this job's CUDA order), or -errno (none answered). */
-static int gpus_from_share(gs_agent_t *a)
+int gs_agent_share_listing(gs_agent_t *a, gs_gpu_list_t *l)
 {
     char dir[560], sock[700];
     gs_error_t ignored;
@@ -190,7 +190,6 @@ static int gpus_from_share(gs_agent_t *a)
     rc = -EPROTO;
     if (got > 0 && sscanf(buf, "gpus %d %d %d %n", &count, &cuda, &beyond, &at) == 3 && at > 0 &&
         count >= 0 && count <= GS_MAX_GPUS) {
-        gs_gpu_list_t *l = &a->gpus;
         char *line = strchr(buf, '\n');
         memset(l, 0, sizeof(*l));
         l->cuda_version = cuda;
@@ -228,7 +227,8 @@ int gs_agent_share_list_gpus(gs_agent_t *a, gs_error_t *err)
      * lent GPUs, over a second with two dozen jobs starting at once. */
     long long asked = gs_proc_now_ms();
     int rc, told = (a->mode == GS_MODE_EARLY || a->mode == GS_MODE_PER_JOB) &&
-                   a->o->cfg.share_node && a->o->cfg.mps != GS_MPS_OFF && gpus_from_share(a) == 0;
+                   a->o->cfg.share_node && a->o->cfg.mps != GS_MPS_OFF &&
+               gs_agent_share_listing(a, &a->gpus) == 0;
     if (told) {
         gs_report_add(&a->report, 0, "the GPUs from the user's shared MPS on this node (%s) in "
                       "%lld ms", a->share_dir, gs_proc_now_ms() - asked);

@@ -270,6 +270,10 @@ void gs_agent_write_status(const gs_agent_t *a)
         }
         if (p->rank_gpu != NULL) {
             gs_placer_ranks_text(p, g, x->ranks, sizeof(x->ranks));
+            if (a->watching) {
+                gs_attach_status(&a->attach, p->rank_gpu, p->size, g, x->clients,
+                                 sizeof(x->clients));
+            }
             for (int r = 0; r < p->size; r++) {
                 x->registered += p->rank_gpu[r] == g;
             }

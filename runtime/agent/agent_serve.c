@@ -133,6 +133,7 @@ static void on_hello(gs_agent_t *a, gs_agent_conn_t *c)
     }
     gs_rank_t *r = gs_ranks_add(&a->ranks, pid, rank, fd);
     gs_guard_tell(&a->guard, "rank", pid);
+    gs_agent_watch_registered(a, rank, pid);
     int gpu =
         gs_placer_add(&a->placer, rank,
                       cpulist[0] && gs_affinity_cpuset_parse(cpulist, &cpus) == 0 ? &cpus : NULL);
@@ -279,6 +280,10 @@ static int serving_timeout(gs_agent_t *a)
     if (t_report >= 0 && (timeout < 0 || t_report < timeout)) {
         timeout = t_report;
     }
+    int t_watch = gs_agent_watch_timeout(a);
+    if (t_watch >= 0 && (timeout < 0 || t_watch < timeout)) {
+        timeout = t_watch;
+    }
     return timeout > 1 << 30 ? 1 << 30 : (int)timeout;
 }
 
@@ -291,6 +296,7 @@ static void serving_dropped(gs_agent_t *a)
 static void serving_check(gs_agent_t *a)
 {
     gs_ranks_t *t = &a->ranks;
+    gs_agent_watch_check(a);
     if (gs_placer_pending(&a->placer) && gs_proc_now_ms() >= a->placer.deadline_ms) {
         gs_report_add(&a->report, 1, "%d of %d ranks registered in %d s; placing those",
                       t->registered, a->local_size, a->o->cfg.timeout_s);
@@ -321,7 +327,11 @@ void gs_agent_serve(gs_agent_t *a)
     gs_ranks_t *t = &a->ranks;
     a->last_change = gs_proc_now_ms();
     a->ended_whole = 0;
+    if (gs_agent_watch_start(a) != 0) {
+        gs_report_add(&a->report, 1, "out of memory for the ranks' MPS states");
+    }
     const char *why = gs_agent_loop(a, gs_agent_messages, &w);
+    gs_agent_watch_check(a); /* the logs' last lines: who was a client */
     if (!a->ended_whole && t->nlive > 0) {
         int n = t->nlive;
         int killed = gs_ranks_end(t->live, n, GS_RANKS_TERM_MS);
@@ -331,7 +341,9 @@ void gs_agent_serve(gs_agent_t *a)
             gs_ranks_drop(t, t->nlive - 1);
         }
     }
-    gs_report_add(&a->report, 0, "served %d of %d ranks; %s: %s", t->registered, a->local_size,
+    char served[600];
+    gs_agent_watch_summary(a, served, sizeof(served));
+    gs_report_add(&a->report, 0, "%s; %s: %s", served,
                   a->daemons.borrowed ? "leaving the shared MPS"
                   : a->daemons.n > 0  ? "stopping MPS"
                                       : "done",

@@ -76,6 +76,12 @@ void gs_agent_init_report(gs_agent_t *a)
                    g->t0_ms > 0 ? g->t0_ms : a->started_ms);
     if (g->report == GS_SINK_FILE) {
         gs_report_to_file(&a->report, g->job_dir); /* gsrun reads it on this node */
+        if (g->report_fd >= 0) {
+            /* gsrun's stderr, for the lines told while the job runs; never
+             * passed on (MPS daemons, the user's shared agent). */
+            fcntl(g->report_fd, F_SETFD, FD_CLOEXEC);
+            a->report.fd = g->report_fd;
+        }
     } else {
         gs_report_to_fd(&a->report, g->report, g->report_fd);
     }
@@ -131,6 +137,7 @@ void gs_agent_teardown(gs_agent_t *a, int lockfd)
         close(a->listen_fd);
     }
     gs_ranks_free(&a->ranks);
+    gs_attach_free(&a->attach);
     gs_placer_free(&a->placer);
     if (a->code == 0) {
         /* A file, read by gsrun once we unlock; or lines on a descriptor,

@@ -47,6 +47,25 @@ void gs_report_add(gs_report_t *r, int problem, const char *fmt, ...)
     r->problems += problem;
 }
 
+int gs_report_tell(gs_report_t *r, const char *fmt, ...)
+{
+    char text[1024], line[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    /* One write: whole among the job's own lines. */
+    int len = snprintf(line, sizeof(line), "gsrun: node %s: %s\n", r->node_name, text);
+    int told = r->fd >= 0 && r->sink != GS_SINK_NOWHERE && r->sink != GS_SINK_EPILOG &&
+               len > 0 && write(r->fd, line, (size_t)len) == len;
+    if (told) {
+        r->told++;
+    } else {
+        gs_report_add(r, 1, "%s", text);
+    }
+    return told;
+}
+
 void gs_report_clear(gs_report_t *r)
 {
     r->len = 0;
@@ -93,7 +112,7 @@ static void write_file(const gs_report_t *r)
     if (fd < 0) {
         return;
     }
-    dprintf(fd, "gsrun-report problems=%d\n%s", r->problems, r->text);
+    dprintf(fd, "gsrun-report problems=%d fault_end=%d\n%s", r->problems, r->fault_end, r->text);
     close(fd);
     rename(tmp, path);
 }

@@ -22,12 +22,19 @@ typedef struct {
     char job_dir[256]; /* GS_SINK_FILE */
     int fd;            /* the FD sinks, -1 until known */
     int delivered;
+    int told;      /* lines told while the job ran (gs_report_tell) */
+    int fault_end; /* the agent ended the job after a GPU fault (the file says so) */
 } gs_report_t;
 
 void gs_report_init(gs_report_t *r, const char *node_name, int verbose, long long t0_ms);
 /* One line; "problem: " in front when problem. */
 void gs_report_add(gs_report_t *r, int problem, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* One problem line told now, while the job runs, where the user reads the
+ * job's output: the FD sinks' descriptor, or with the file sink gsrun's
+ * stderr (passed to the agent as its report descriptor). Where nothing can
+ * be told now, it goes into the report as a problem. 1 when told now. */
+int gs_report_tell(gs_report_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Forgets what was collected (the guard reports only its own cleanup). */
 void gs_report_clear(gs_report_t *r);
 /* A step of the timeline, reached now. */

@@ -33,7 +33,11 @@ typedef enum { GS_NAMES_GSRUN = 0, GS_NAMES_MCA } gs_names_t;
  * (doc/tuning.md), against a server's start and stop in every job of a
  * sweep. */
 #define GS_DEFAULT_LINGER_S 60
-
+/* --mps-fault-grace: how long a job may still run once a GPU fault has
+ * ended one of its ranks' contexts (that rank cannot use the GPU again)
+ * before gsrun ends it; 0 waits as long as the job runs. The evidence for
+ * the default is in doc/tuning.md ("A GPU fault in a running job"). */
+#define GS_DEFAULT_FAULT_GRACE_S 60
 typedef struct {
     gs_mps_mode_t mps;
     gs_pct_mode_t pct_mode;
@@ -49,6 +53,8 @@ typedef struct {
     int share_auto;              /* share_node was chosen by auto (the default) */
     int linger_s;                /* with share_node: the shared servers' stay after the last job */
     int linger_auto;             /* linger_s is GS_DEFAULT_LINGER_S, 0 on an exclusive GPU */
+    int fault_grace_s;           /* a job still running this long after a GPU fault ended
+                                  * a rank's context is ended; 0: never */
     int dry_run;
     int verbose;
     int prestart;     /* start each daemon's server before any rank (tuning) */

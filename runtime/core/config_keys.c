@@ -29,6 +29,7 @@ void gs_config_init(gs_config_t *cfg)
     cfg->share_node = share_auto_node();
     cfg->linger_auto = 1;
     cfg->linger_s = GS_DEFAULT_LINGER_S;
+    cfg->fault_grace_s = GS_DEFAULT_FAULT_GRACE_S;
 }
 
 static int parse_int_range(const char *text, int lo, int hi, int *out)
@@ -211,6 +212,14 @@ static void fmt_linger(const gs_config_t *c, char *b, size_t n)
         snprintf(b, n, "%d", c->linger_s);
     }
 }
+static int set_fault_grace(gs_config_t *c, const char *v)
+{
+    return parse_int_range(v, 0, GS_MAX_LINGER_S, &c->fault_grace_s);
+}
+static void fmt_fault_grace(const gs_config_t *c, char *b, size_t n)
+{
+    snprintf(b, n, "%d", c->fault_grace_s);
+}
 static int set_launcher(gs_config_t *c, const char *v)
 {
     snprintf(c->launcher, sizeof(c->launcher), "%s", v);
@@ -300,6 +309,12 @@ const gs_config_key_t gs_config_keys[] = {
      "with --mps-share=node: how long the shared MPS servers stay up after the node's last job "
      "of the user ended, for the next one to find them warm; auto (default): 60, but 0 on a "
      "GPU in an exclusive compute mode (doc/tuning.md)",
+     0},
+    {"mps-fault-grace", "GSRUN_MPS_FAULT_GRACE", "whole seconds from 0 to 86400", "fault_grace",
+     GS_FRONT_GSRUN | GS_FRONT_MCA | GS_FRONT_SPANK | GS_FRONT_RANKS, 1, set_fault_grace, fmt_fault_grace, "SECONDS",
+     "once a GPU fault has ended a rank's MPS context (told at once), end the job if it still "
+     "runs this many seconds later, exiting 75 (default 60; 0: wait as long as it runs; "
+     "doc/tuning.md)",
      0},
     {"launcher", "GSRUN_LAUNCHER", "the path or name of an Open MPI mpirun", NULL, GS_FRONT_GSRUN,
      1, set_launcher, fmt_launcher, "PATH",

@@ -26,6 +26,9 @@ enum {
     GS_EXIT_UNAVAILABLE = 69, /* MPS was required but cannot serve this job */
     GS_EXIT_SETUP = 70,       /* MPS or the node agent failed to start */
     GS_EXIT_RUNDIR = 71,      /* the run directory is unsafe or unusable */
+    GS_EXIT_FAULT_END = 75,   /* gsrun ended the job: a GPU fault ended a rank's
+                               * context and the job still ran past
+                               * --mps-fault-grace */
     GS_EXIT_NOEXEC = 126,     /* the launcher or program is not executable */
     GS_EXIT_NOTFOUND = 127,   /* the launcher or program was not found */
 };

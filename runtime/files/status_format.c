@@ -83,8 +83,13 @@ void gs_status_print_text(FILE *f, const gs_status_t *s, int n, long long now_ms
                         x->server_pid, x->pct[0] ? x->pct : "100",
                         x->pipe_dir[0] ? x->pipe_dir : "?");
             }
-            fprintf(f, " ranks %s: %d registered, %d alive\n", x->ranks[0] ? x->ranks : "none",
+            fprintf(f, " ranks %s: %d registered, %d alive", x->ranks[0] ? x->ranks : "none",
                     x->registered, x->alive);
+            if (x->clients[0] != '\0') {
+                /* What MPS says, not what gsrun set: "3/4 2:no-mps". */
+                fprintf(f, ", MPS clients %s", x->clients);
+            }
+            fputc('\n', f);
             if (x->fault[0] != '\0') {
                 fprintf(f, "    FAULT: %s\n", x->fault);
             }

@@ -49,6 +49,7 @@ typedef struct {
     int (*cuda_version)(int *);
     int (*memory)(gs_nvml_device_t, gs_nvml_memory_t *);
     int (*procs)(gs_nvml_device_t, unsigned int *, gs_nvml_proc_t *);
+    int (*mps_procs)(gs_nvml_device_t, unsigned int *, gs_nvml_proc_t *);
     const char *(*error_string)(int);
 } gs_nvml_t;
 
@@ -86,6 +87,10 @@ static void load_symbols(void *lib, gs_nvml_t *n)
     *(void **)&n->procs = dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3");
     if (n->procs == NULL) {
         *(void **)&n->procs = dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v2");
+    }
+    *(void **)&n->mps_procs = dlsym(lib, "nvmlDeviceGetMPSComputeRunningProcesses_v3");
+    if (n->mps_procs == NULL) {
+        *(void **)&n->mps_procs = dlsym(lib, "nvmlDeviceGetMPSComputeRunningProcesses_v2");
     }
 }
 
@@ -129,25 +134,35 @@ int gs_gpu_sysfs_near_cpus(const char *root, unsigned int domain, unsigned int b
     return 0;
 }
 
-/* What runs on a device now: its compute processes and memory in use,
- * for packing a user's jobs over the node (runtime/plan/pack.h). Under
- * MPS NVML lists the server, not its clients. */
-static void describe_use(const gs_nvml_t *n, gs_nvml_device_t dev, gs_gpu_t *g)
+/* One of NVML's process listings into pids: how many there are, or -1. */
+static int list_procs(int (*fn)(gs_nvml_device_t, unsigned int *, gs_nvml_proc_t *),
+                      gs_nvml_device_t dev, int *pids)
 {
     gs_nvml_proc_t info[GS_GPU_PROCS_MAX];
     unsigned int count = GS_GPU_PROCS_MAX;
+    if (fn == NULL) {
+        return -1;
+    }
+    int rc = fn(dev, &count, info);
+    if (rc != 0 && rc != 7) { /* 7: NVML_ERROR_INSUFFICIENT_SIZE, count says how many */
+        return -1;
+    }
+    for (unsigned int i = 0; i < count && i < GS_GPU_PROCS_MAX; i++) {
+        pids[i] = (int)info[i].pid;
+    }
+    return (int)count;
+}
+
+/* What runs on a device now: its compute processes (MPS servers, their
+ * clients, plain contexts), which of them are MPS clients, and the memory
+ * in use: for packing a user's jobs over the node (runtime/plan/pack.h)
+ * and for telling whether a rank really became an MPS client. */
+static void describe_use(const gs_nvml_t *n, gs_nvml_device_t dev, gs_gpu_t *g)
+{
     gs_nvml_memory_t mem;
 
-    g->nprocs = -1;
-    if (n->procs != NULL) {
-        int rc = n->procs(dev, &count, info);
-        if (rc == 0 || rc == 7) { /* 7: NVML_ERROR_INSUFFICIENT_SIZE, count says how many */
-            g->nprocs = (int)count;
-            for (unsigned int i = 0; i < count && i < GS_GPU_PROCS_MAX; i++) {
-                g->procs[i] = (int)info[i].pid;
-            }
-        }
-    }
+    g->nprocs = list_procs(n->procs, dev, g->procs);
+    g->nmps = list_procs(n->mps_procs, dev, g->mps);
     if (n->memory != NULL && n->memory(dev, &mem) == 0) {
         g->used_mib = mem.used >> 20;
     }

@@ -30,6 +30,12 @@ typedef struct {
     unsigned long long used_mib; /* memory in use when listed (NVML), 0 if it cannot tell */
     int nprocs;        /* processes with a CUDA context on it when listed (NVML), or -1 */
     int procs[GS_GPU_PROCS_MAX]; /* the first of them (PIDs as NVML sees them) */
+    /* Those of them that are MPS clients (NVML's MPS listing; an MPS server
+     * and a plain context are in procs only), or -1 where NVML cannot tell.
+     * Measured on an H200, driver 580: a client of a server is listed in
+     * both, in a PID namespace of its own by its PID here. */
+    int nmps;
+    int mps[GS_GPU_PROCS_MAX];
     int have_cpumask;  /* cpumask holds the CPUs near this GPU */
     unsigned long cpumask[GS_GPU_CPUMASK_WORDS];
 } gs_gpu_t;

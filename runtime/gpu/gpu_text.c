@@ -26,6 +26,11 @@ int gs_gpu_to_line(const gs_gpu_t *g, char *out, size_t len)
     for (int i = 0; i < listed; i++) {
         PUT("%s%d", i ? "," : "", g->procs[i]);
     }
+    PUT("%s %d ", listed > 0 ? "" : "-", g->nmps);
+    listed = g->nmps < GS_GPU_PROCS_MAX ? g->nmps : GS_GPU_PROCS_MAX;
+    for (int i = 0; i < listed; i++) {
+        PUT("%s%d", i ? "," : "", g->mps[i]);
+    }
     PUT("%s ", listed > 0 ? "" : "-");
     for (int w = 0; g->have_cpumask && w < GS_GPU_CPUMASK_WORDS; w++) {
         PUT("%s%lx", w ? "," : "", g->cpumask[w]);
@@ -61,9 +66,24 @@ static int list_of(const char *text, int base, unsigned long long *v, int max)
     }
 }
 
+/* A listing's PIDs (text) into pids: n of them were listed (the first
+ * GS_GPU_PROCS_MAX travel; -1, none: NVML could not tell). 0, or -1. */
+static int pid_list(const char *text, int n, int *pids)
+{
+    unsigned long long v[GS_GPU_PROCS_MAX];
+    int np = list_of(text, 10, v, GS_GPU_PROCS_MAX);
+    if (np < 0 || np != (n < GS_GPU_PROCS_MAX ? (n > 0 ? n : 0) : GS_GPU_PROCS_MAX)) {
+        return -1;
+    }
+    for (int i = 0; i < np; i++) {
+        pids[i] = (int)v[i];
+    }
+    return 0;
+}
+
 int gs_gpu_from_line(const char *line, gs_gpu_t *g)
 {
-    char procs[GS_GPU_PROCS_MAX * 12], mask[GS_GPU_CPUMASK_WORDS * 17 + 2];
+    char procs[GS_GPU_PROCS_MAX * 12], mps[GS_GPU_PROCS_MAX * 12], mask[GS_GPU_CPUMASK_WORDS * 17 + 2];
     unsigned long long v[GS_GPU_CPUMASK_WORDS > GS_GPU_PROCS_MAX ? GS_GPU_CPUMASK_WORDS
                                                                   : GS_GPU_PROCS_MAX];
     int name_at = -1;
@@ -72,19 +92,13 @@ int gs_gpu_from_line(const char *line, gs_gpu_t *g)
         return -EINVAL;
     }
     memset(g, 0, sizeof(*g));
-    if (sscanf(line, "%d %d %d %llx %llu %d %llu %llu %d %383s %273s %95s %n", &g->index,
-               &g->cuda_index, &g->mig, &g->bus, &g->speed, &g->exclusive, &g->mem_mib,
-               &g->used_mib, &g->nprocs, procs, mask, g->uuid, &name_at) != 12 ||
-        name_at < 0) {
+    if (sscanf(line, "%d %d %d %llx %llu %d %llu %llu %d %383s %d %383s %273s %95s %n",
+               &g->index, &g->cuda_index, &g->mig, &g->bus, &g->speed, &g->exclusive,
+               &g->mem_mib, &g->used_mib, &g->nprocs, procs, &g->nmps, mps, mask, g->uuid,
+               &name_at) != 14 ||
+        name_at < 0 || pid_list(procs, g->nprocs, g->procs) != 0 ||
+        pid_list(mps, g->nmps, g->mps) != 0) {
         return -EINVAL;
-    }
-    int np = list_of(procs, 10, v, GS_GPU_PROCS_MAX);
-    if (np < 0 || np != (g->nprocs < GS_GPU_PROCS_MAX ? (g->nprocs > 0 ? g->nprocs : 0)
-                                                       : GS_GPU_PROCS_MAX)) {
-        return -EINVAL;
-    }
-    for (int i = 0; i < np; i++) {
-        g->procs[i] = (int)v[i];
     }
     int nw = list_of(mask, 16, v, GS_GPU_CPUMASK_WORDS);
     if (nw < 0 || (nw != 0 && nw != GS_GPU_CPUMASK_WORDS)) {

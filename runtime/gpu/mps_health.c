@@ -94,6 +94,54 @@ static int begin_fault(gs_mps_health_t *h, pid_t named, const char *at)
     return GS_MPS_EV_FAULT;
 }
 
+static void client_event(gs_mps_health_t *h, pid_t p, int kind)
+{
+    if (p <= 0) {
+        return;
+    }
+    if (h->nev >= GS_MPS_HEALTH_EVENTS) {
+        h->ev_dropped++;
+        return;
+    }
+    h->ev_pid[h->nev] = p;
+    h->ev_kind[h->nev++] = (unsigned char)kind;
+}
+
+/* The PID of the line's writer ("[T Client 825] ..."), or 0. */
+static pid_t writer(const char *line, const char *kind)
+{
+    const char *k = strstr(line, kind);
+    const char *end = strchr(line, ']');
+    if (line[0] != '[' || k == NULL || end == NULL || k > end) {
+        return 0;
+    }
+    return (pid_t)atoi(k + strlen(kind));
+}
+
+int gs_mps_health_take(gs_mps_health_t *h, pid_t *pids, int *kinds, int max)
+{
+    int n = h->nev < max ? h->nev : max;
+    for (int i = 0; i < n; i++) {
+        pids[i] = h->ev_pid[i];
+        kinds[i] = h->ev_kind[i];
+    }
+    h->nev = 0;
+    return n;
+}
+
+void gs_mps_health_skip(gs_mps_health_t *h, const char *path)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        h->offset = st.st_size;
+        h->npart = 0;
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+}
+
 int gs_mps_health_line(gs_mps_health_t *h, const char *line)
 {
     char at[32];
@@ -124,8 +172,17 @@ int gs_mps_health_line(gs_mps_health_t *h, const char *line)
         h->listing = 1;
         return ev;
     }
+    if (strncmp(b, "Status of client {PID: ", 23) == 0 && strstr(b, "} is ACTIVE") != NULL) {
+        client_event(h, (pid_t)atoi(b + 23), GS_MPS_CLIENT_ACTIVE);
+        return ev;
+    }
+    if (strstr(b, "which is not a valid GPU ID") != NULL) {
+        client_event(h, writer(line, " Client "), GS_MPS_CLIENT_NODEVICE);
+        return ev;
+    }
     if (strncmp(b, "Client process ", 15) == 0 && strstr(b, " disconnected") != NULL &&
         (p = (pid_t)atoi(b + 15)) > 0) {
+        client_event(h, p, GS_MPS_CLIENT_GONE);
         int i = find(h->held, h->nheld, p);
         if (i >= 0) {
             h->held[i] = h->held[--h->nheld];

@@ -25,6 +25,22 @@
 
 #define GS_MPS_HEALTH_PIDS 64
 
+/* What the log says of its clients, as they come (driver 580, an H200):
+ *
+ *   [T Server S] Status of client {PID: P, Context ID: 1} is ACTIVE
+ *   [T Client P] Client requested 1 which is not a valid GPU ID in the MPS
+ *                visible set of devices   (its CUDA_VISIBLE_DEVICES)
+ *   [T Server S] Client process P disconnected
+ *
+ * A client in a PID namespace of its own is named by its PID here. The
+ * events wait in the health's queue for the agent (gs_mps_health_take). */
+typedef enum {
+    GS_MPS_CLIENT_ACTIVE = 1, /* a context of P is the server's client */
+    GS_MPS_CLIENT_NODEVICE,   /* P's CUDA_VISIBLE_DEVICES names no device of the server */
+    GS_MPS_CLIENT_GONE,       /* P disconnected */
+} gs_mps_client_ev_t;
+#define GS_MPS_HEALTH_EVENTS 128
+
 /* What a line (or a follow) changed: bits. */
 #define GS_MPS_EV_FAULT 1     /* a fault began (its client list may still come) */
 #define GS_MPS_EV_LISTED 2    /* the fault's client list is whole */
@@ -41,6 +57,11 @@ typedef struct {
     int nhit;
     int listing; /* reading the list of clients with a sticky error */
     int listed;  /* that list is whole */
+    /* client events not yet taken (the oldest first); those past the
+     * queue's room are dropped and counted */
+    pid_t ev_pid[GS_MPS_HEALTH_EVENTS];
+    unsigned char ev_kind[GS_MPS_HEALTH_EVENTS];
+    int nev, ev_dropped;
     /* following a file */
     long long offset;
     char part[512]; /* a line not yet whole */
@@ -59,6 +80,12 @@ int gs_mps_health_settle(gs_mps_health_t *h);
 /* Drops held clients that no longer exist (a client killed before MPS
  * logged its end); GS_MPS_EV_RECOVERED when none is left. */
 int gs_mps_health_prune(gs_mps_health_t *h, int (*alive)(pid_t pid));
+/* Moves the client events queued so far into pids/kinds (room max); how
+ * many. The queue is then empty. */
+int gs_mps_health_take(gs_mps_health_t *h, pid_t *pids, int *kinds, int max);
+/* Skips what the log at path holds now (a shared server's log, followed
+ * from a job's lease on: earlier lines are other jobs'). */
+void gs_mps_health_skip(gs_mps_health_t *h, const char *path);
 /* "560 562 561": the fault's clients (hit, or held), in MPS's order. */
 void gs_mps_health_pids(const pid_t *pids, int n, char *buf, size_t len);
 

@@ -115,6 +115,10 @@ static void agent_child(void *ctx, int ready_w)
      * prolog's output to close. */
     if (c->here && req->gsrun_pid > 0) {
         args.report = GS_SINK_FILE;
+        /* Kept for what must be told while the job runs (a rank without
+         * MPS, a GPU fault): the same open file as gsrun's stderr, so that
+         * the lines land in order among the job's output. */
+        args.report_fd = fcntl(2, F_DUPFD, 3);
     } else if (req->report_rank0) {
         args.report = GS_SINK_RANK0;
     } else if (req->job_long) {

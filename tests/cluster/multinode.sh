@@ -51,7 +51,7 @@ for h in $HOSTS; do
         [ "$(echo "$lines" | grep -c "mps=1 pipe=/tmp/gsrun\.[A-Za-z0-9]*/$h/g0 .* pct=50 .*memlimit=0=1024MB ")" -eq 4 ]
     check "  ... $h: exactly one MPS control daemon" \
         [ "$(grep -c "node $h: GPU 0 (.*MPS control daemon [0-9]* on" $J/ok.err)" -eq 1 ]
-    check "  ... summary names $h" grep -q "gsrun: node $h: served 4 of 4 ranks; stopping MPS: every rank has exited" $J/ok.err
+    check "  ... summary names $h" grep -Eq "gsrun: node $h: (served 4 of 4 ranks|no rank of the 4 used the GPU [^;]*); stopping MPS: every rank has exited" $J/ok.err
 done
 check "  ... one job dir name on every host" [ "$(sed -n 's|.*pipe=/tmp/\(gsrun\.[^/]*\)/.*|\1|p' $J/ok.out | sort -u | wc -l)" -eq 1 ]
 check "  ... nothing left on any host" [ -z "$(leftovers)" ]

@@ -32,10 +32,19 @@
  *                                sleeps, its PID written to FILE (what a
  *                                job's user can make its agent's children do)
  *
- * Clients: a connection that says "client <pid>" stands for a CUDA context
- * (tests/progs/rank_report --mps-client) and is held until the client
- * closes it; past the limit it is answered "refused", as the real server
- * refuses the 49th context (cudaErrorDevicesUnavailable).
+ * Clients: a connection that says "client <pid> [<its CUDA_VISIBLE_DEVICES>]"
+ * stands for a CUDA context (tests/progs/rank_report --mps-client) and is
+ * held until the client closes it; past the limit it is answered
+ * "refused", as the real server refuses the 49th context
+ * (cudaErrorDevicesUnavailable). The server's lines are the real ones
+ * (driver 580, on an H200): "Client {PID: P, Context ID: 1} connected",
+ * "Status of client {PID: P, Context ID: 1} is ACTIVE", and at its end
+ * "Client process P disconnected". A client whose CUDA_VISIBLE_DEVICES
+ * names a device other than the server's one (0 or its UUID) is answered
+ * "nodevice", after the real client's lines ("[T Client P] Client
+ * requested 1 which is not a valid GPU ID in the MPS visible set of
+ * devices"). The answer "ok N G" names the server's GPU G (the number at
+ * the end of the fake NVML's UUID).
  *
  * A GPU fault: a held client that writes "fault" on its connection
  * (rank_report --mps-fault) faults the server as a real one does on Volta
@@ -124,6 +133,33 @@ static void serverline(const char *fmt, int a, int b)
 #pragma GCC diagnostic pop
     printf("\n");
     fflush(stdout);
+}
+
+/* A line a client writes into its server's log (the real client's prefix). */
+static void clientline(int pid, const char *text)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    char t[64];
+    strftime(t, sizeof(t), "%Y-%m-%d %H:%M:%S", localtime(&ts.tv_sec));
+    printf("[%s.%03ld Client %5d] %s\n", t, ts.tv_nsec / 1000000, pid, text);
+    fflush(stdout);
+}
+
+/* "<pid> <cvd>": whether a client with that CUDA_VISIBLE_DEVICES sees the
+ * server's one device (as device 0, or by its UUID), as the real client
+ * checks. */
+static int device_visible(const char *rest)
+{
+    const char *sp = strchr(rest, ' ');
+    const char *mine = env_or("CUDA_VISIBLE_DEVICES", "");
+    char want[128];
+    if (sp == NULL || sscanf(sp + 1, "%127s", want) != 1 || strcmp(want, "-") == 0) {
+        return 1;
+    }
+    want[strcspn(want, ",")] = '\0';
+    return strcmp(want, "0") == 0 || (mine[0] != '\0' && strncmp(mine, want, strlen(want)) == 0 &&
+                                      strncmp(want, "GPU-", 4) == 0);
 }
 
 /* A client faulted: every client of the server gets a sticky error. */
@@ -273,13 +309,27 @@ static int handle(int fd)
             snprintf(why, sizeof(why), "Maximum number of clients (%d) reached", max);
             logline("server.log", "%s", why);
             snprintf(reply, sizeof(reply), "refused: %s\n", why);
+        } else if (!device_visible(buf + 7)) {
+            int pid = atoi(buf + 7);
+            serverline("Client {PID: %d, Context ID: %d} connected", pid, 0);
+            clientline(pid, "Invalid CUDA_VISIBLE_DEVICES.");
+            clientline(pid, "Client requested 1 which is not a valid GPU ID in the MPS visible "
+                            "set of devices");
+            serverline("Client process %d disconnected", pid, 0);
+            snprintf(reply, sizeof(reply), "nodevice: no CUDA-capable device is detected\n");
         } else {
             if (nservers == 0) {
                 start_server(); /* the first client starts the server */
             }
             client_pid[nclients] = atoi(buf + 7);
             client_fd[nclients++] = fd;
-            snprintf(reply, sizeof(reply), "ok %d\n", nclients);
+            serverline("Client {PID: %d, Context ID: %d} connected", client_pid[nclients - 1], 1);
+            serverline("Status of client {PID: %d, Context ID: %d} is ACTIVE",
+                       client_pid[nclients - 1], 1);
+            const char *uuid = env_or("CUDA_VISIBLE_DEVICES", "");
+            const char *dash = strrchr(uuid, '-');
+            snprintf(reply, sizeof(reply), "ok %d %d\n", nclients,
+                     dash != NULL ? atoi(dash + 1) : 0);
             if (write(fd, reply, strlen(reply)) < 0) {
                 /* gone already: its end is seen on the next poll */
             }

@@ -23,8 +23,15 @@
  *   FAKE_NVML_INIT_LOG=F     each nvmlInit_v2 appends "<pid> <program>" to F
  *   FAKE_NVML_PROCS_MS=N     listing a device's processes takes N ms (the driver
  *                            busy with other contexts' creation)
+ *   FAKE_NVML_CTX_DIR=D      the contexts test programs hold now: a file D/<pid>
+ *                            that says "<GPU> mps" (an MPS client: in both the
+ *                            compute and the MPS listing, as on driver 580) or
+ *                            "<GPU> plain" (a context without MPS: compute
+ *                            listing only), listed while process <pid> lives
+ *                            (tests/progs/rank_report --mps-client writes it)
  *
  * A MIG instance's handle is 0x10000 + 0x100 * GPU + instance. */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -307,6 +314,58 @@ typedef struct { /* nvmlProcessInfo_t */
     unsigned int gpu_instance, compute_instance;
 } proc_info_t;
 
+static void put_proc(proc_info_t *info, unsigned int room, unsigned int *n, unsigned int pid)
+{
+    if (*n < room && info != NULL) {
+        memset(&info[*n], 0, sizeof(info[*n]));
+        info[*n].pid = pid;
+        info[*n].used = 256ULL << 20;
+    }
+    (*n)++;
+}
+
+/* A live process (not a zombie). */
+static int lives(unsigned int pid)
+{
+    char path[64], st[256];
+    snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return 0;
+    }
+    size_t k = fread(st, 1, sizeof(st) - 1, f);
+    fclose(f);
+    st[k] = '\0';
+    const char *e = strrchr(st, ')');
+    return e != NULL && e[1] == ' ' && e[2] != 'Z';
+}
+
+/* The contexts in FAKE_NVML_CTX_DIR on gpu; MPS clients only when mps_only. */
+static void ctx_dir(int gpu, int mps_only, proc_info_t *info, unsigned int room, unsigned int *n)
+{
+    const char *d = getenv("FAKE_NVML_CTX_DIR");
+    DIR *dir = d != NULL ? opendir(d) : NULL;
+    struct dirent *e;
+    while (dir != NULL && (e = readdir(dir)) != NULL) {
+        char path[4096], kind[16] = "";
+        unsigned int pid = (unsigned int)strtoul(e->d_name, NULL, 10);
+        int g = -1;
+        snprintf(path, sizeof(path), "%s/%s", d, e->d_name);
+        FILE *f = pid > 0 ? fopen(path, "r") : NULL;
+        if (f == NULL) {
+            continue;
+        }
+        int ok = fscanf(f, "%d %15s", &g, kind) == 2;
+        fclose(f);
+        if (ok && g == gpu && (!mps_only || strcmp(kind, "mps") == 0) && lives(pid)) {
+            put_proc(info, room, n, pid);
+        }
+    }
+    if (dir != NULL) {
+        closedir(dir);
+    }
+}
+
 /* NVML's contract: *count in, the room; out, how many (NVML_ERROR_
  * INSUFFICIENT_SIZE, 7, when they do not fit). */
 int nvmlDeviceGetComputeRunningProcesses_v3(void *dev, unsigned int *count, proc_info_t *info)
@@ -325,12 +384,20 @@ int nvmlDeviceGetComputeRunningProcesses_v3(void *dev, unsigned int *count, proc
             g != gpu_of(dev)) {
             continue;
         }
-        if (n < room && info != NULL) {
-            memset(&info[n], 0, sizeof(info[n]));
-            info[n].pid = pid;
-            info[n].used = 256ULL << 20;
-        }
-        n++;
+        put_proc(info, room, &n, pid);
+    }
+    if ((unsigned long)dev < MIG_BASE) {
+        ctx_dir(gpu_of(dev), 0, info, room, &n);
+    }
+    *count = n;
+    return n > room ? 7 : NVML_SUCCESS;
+}
+
+int nvmlDeviceGetMPSComputeRunningProcesses_v3(void *dev, unsigned int *count, proc_info_t *info)
+{
+    unsigned int n = 0, room = *count;
+    if ((unsigned long)dev < MIG_BASE) {
+        ctx_dir(gpu_of(dev), 1, info, room, &n);
     }
     *count = n;
     return n > room ? 7 : NVML_SUCCESS;

@@ -26,12 +26,12 @@ check_clean "16 ranks, one GPU"
 
 # Two GPUs, 5 ranks: blocks 0-1 and 2-4, shares 100 and 66.6667.
 rm -f "$REC"
-FAKE_MPS_RECORD=$REC gsrun_fake 2 -v -np 5 "$PROG" >"$OUT" 2>"$ERR"
+FAKE_MPS_RECORD=$REC gsrun_fake 2 -v -np 5 "$PROG" --mps-client >"$OUT" 2>"$ERR"
 check "5 ranks on two GPUs: status 0" [ $? -eq 0 ]
 check "ranks 0-1 on GPU 0 at 100 %" [ "$(grep -c 'local=[01]/5 .*pipe=/.*/g0 .*pct=100 .*000000000000 gpuranks=2' "$OUT")" -eq 2 ]
 check "ranks 2-4 on GPU 1 at 66.6667 %" [ "$(grep -c 'local=[234]/5 .*pipe=/.*/g1 .*pct=66.6667 .*000000000001 gpuranks=3' "$OUT")" -eq 3 ]
 check "one daemon per GPU" [ "$(grep -c '^start ' "$REC")" -eq 2 ]
-[ "$(grep -c 'MPS control daemon [0-9]* on' "$ERR")" -eq 2 ] && grep -q "served 5 of 5 ranks" "$ERR"
+[ "$(grep -c 'MPS control daemon [0-9]* on' "$ERR")" -eq 2 ] && grep -q "served 5 of 5 ranks as MPS clients" "$ERR"
 check "-v reports both daemons and the teardown" [ $? -eq 0 ]
 check_clean "two GPUs"
 

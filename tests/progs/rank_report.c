@@ -18,8 +18,15 @@
  * CUDA context is of the real one: connect to its control socket, say
  * "client <pid>", hold the connection until every rank has connected
  * (a barrier) and exit; a refused client (the server is full) fails with
- * 46, cudaErrorDevicesUnavailable. */
+ * 46, cudaErrorDevicesUnavailable. As a CUDA program it first loads
+ * libcuda.so.1 (the stand-in in tests/fake/cuda, by its path) and, like CUDA, uses MPS only
+ * where $CUDA_MPS_PIPE_DIRECTORY/control is there to connect to: else it
+ * holds a context without MPS. With FAKE_NVML_CTX_DIR set it writes its
+ * context there for the fake NVML to list ("<GPU> mps" or "<GPU> plain").
+ * A CUDA_VISIBLE_DEVICES the server cannot serve fails as CUDA does: "no
+ * CUDA-capable device is detected", status 100. */
 #define _GNU_SOURCE /* sched_getaffinity */
+#include <dlfcn.h>
 #include <mpi.h>
 #include <sched.h>
 #include <signal.h>
@@ -59,8 +66,9 @@ static int mps_client(char *reply, size_t len)
     if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
         return -1;
     }
-    char hello[64];
-    int n = snprintf(hello, sizeof(hello), "client %d\n", (int)getpid());
+    char hello[192];
+    int n = snprintf(hello, sizeof(hello), "client %d %.120s\n", (int)getpid(),
+                     env("CUDA_VISIBLE_DEVICES"));
     ssize_t r = write(fd, hello, (size_t)n) == n ? read(fd, reply, len - 1) : -1;
     reply[r > 0 ? r : 0] = '\0';
     reply[strcspn(reply, "\n")] = '\0';
@@ -69,6 +77,64 @@ static int mps_client(char *reply, size_t len)
         return -1;
     }
     return fd;
+}
+
+/* The context this process holds, for the fake NVML to list. */
+static void ctx_file(int gpu, const char *kind)
+{
+    const char *dir = getenv("FAKE_NVML_CTX_DIR");
+    char path[4096];
+    if (dir == NULL) {
+        return;
+    }
+    snprintf(path, sizeof(path), "%s/%d", dir, (int)getpid());
+    FILE *f = fopen(path, "w");
+    if (f != NULL) {
+        fprintf(f, "%d %s\n", gpu, kind);
+        fclose(f);
+    }
+}
+
+/* The GPU a context without MPS goes to: CUDA_VISIBLE_DEVICES's first
+ * entry (an index, or the fake NVML's UUID, which ends in the GPU's
+ * number), else GPU 0. */
+static int plain_gpu(void)
+{
+    const char *v = env("CUDA_VISIBLE_DEVICES"), *dash = strchr(v, ',');
+    char first[128];
+    snprintf(first, sizeof(first), "%.*s", dash ? (int)(dash - v) : (int)strlen(v), v);
+    dash = strrchr(first, '-');
+    return strncmp(first, "GPU-", 4) == 0 && dash != NULL ? atoi(dash + 1) : atoi(first);
+}
+
+/* CUDA starts in this process: the stand-in libcuda.so.1 (tests/fake/cuda,
+ * beside this program's folder) is mapped, as the driver's is. */
+static void cuda_start(void)
+{
+    char self[4096], lib[4200];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0) {
+        return;
+    }
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    if (slash != NULL) {
+        *slash = '\0';
+        snprintf(lib, sizeof(lib), "%s/../fake/cuda/libcuda.so.1", self);
+        if (dlopen(lib, RTLD_NOW | RTLD_LOCAL) == NULL) {
+            /* not built beside it: the test does not look */
+        }
+    }
+}
+
+/* Whether $CUDA_MPS_PIPE_DIRECTORY/control is there, as CUDA looks. */
+static int pipe_visible(void)
+{
+    const char *d = getenv("CUDA_MPS_PIPE_DIRECTORY");
+    char path[4200];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/control", d != NULL ? d : "");
+    return d != NULL && d[0] != '\0' && stat(path, &st) == 0;
 }
 
 int main(int argc, char **argv)
@@ -141,9 +207,29 @@ int main(int argc, char **argv)
         printf("stamp=%lld,%lld\n", t_main, t_init);
     }
     fflush(stdout);
-    if (client && strcmp(env("GSRUN_MPS_ACTIVE"), "1") == 0) {
+    if (client) {
+        cuda_start();
+    }
+    if (client && !pipe_visible()) {
+        ctx_file(plain_gpu(), "plain"); /* CUDA without MPS */
+        printf("rank=%d client=none\n", rank);
+        fflush(stdout);
+        client = 0;
+    }
+    if (client) {
         char reply[256];
         int fd = mps_client(reply, sizeof(reply));
+        if (fd < 0 && strncmp(reply, "nodevice", 8) == 0) {
+            fprintf(stderr, "rank %d: cudaSetDevice: no CUDA-capable device is detected\n", rank);
+            fflush(stderr);
+            _exit(100);
+        }
+        if (fd >= 0) {
+            int n = 0, g = 0;
+            if (sscanf(reply, "ok %d %d", &n, &g) == 2) {
+                ctx_file(g, "mps");
+            }
+        }
         if (fd < 0) {
             fprintf(stderr, "rank %d: MPS client refused (%s): cudaErrorDevicesUnavailable\n",
                     rank, reply);

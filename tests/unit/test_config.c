@@ -193,7 +193,7 @@ static void test_table_rows_round_trip(void **state)
     } values[] = {{"mps", "on"}, {"mps-percentage", "37.5"}, {"mps-control", "/opt/x/ctl"},
                   {"mps-timeout", "12"}, {"gpu-bind", "none"}, {"mps-memory-limit", "2G"},
                   {"mps-clients-per-server", "32"}, {"mps-priority", "low"}, {"mps-share", "node"},
-                  {"mps-linger", "30"}, {"launcher", "/usr/bin/mpirun"}, {"dry-run", "1"},
+                  {"mps-linger", "30"}, {"mps-fault-grace", "5"}, {"launcher", "/usr/bin/mpirun"}, {"dry-run", "1"},
                   {"verbose", "3"}, {"mps-prestart", "0"}};
     gs_error_t err;
     (void)state;
@@ -271,15 +271,15 @@ static void test_front_ends_take_what_they_document(void **state)
     fronts(GS_FRONT_MCA, got, sizeof(got)); /* doc/openmpi.md's table */
     assert_string_equal(got, "mps mps-percentage mps-control mps-timeout gpu-bind "
                              "mps-memory-limit mps-clients-per-server mps-priority mps-share "
-                             "mps-linger verbose");
+                             "mps-linger mps-fault-grace verbose");
     fronts(GS_FRONT_RANKS, got, sizeof(got)); /* mpirun -x */
     assert_string_equal(got, "mps mps-percentage mps-control mps-timeout gpu-bind "
                              "mps-memory-limit mps-clients-per-server mps-priority mps-share "
-                             "mps-linger verbose");
+                             "mps-linger mps-fault-grace verbose");
     fronts(GS_FRONT_SPANK, got, sizeof(got));
     assert_string_equal(got, "mps mps-percentage mps-control mps-timeout gpu-bind "
                              "mps-memory-limit mps-clients-per-server mps-priority mps-share "
-                             "mps-linger verbose");
+                             "mps-linger mps-fault-grace verbose");
     /* doc/slurm.md's plugstack arguments */
     assert_string_equal(gs_config_key("mps-percentage")->spank, "percentage");
     assert_string_equal(gs_config_key("mps-memory-limit")->spank, "memory_limit");
@@ -287,6 +287,7 @@ static void test_front_ends_take_what_they_document(void **state)
     assert_string_equal(gs_config_key("mps-priority")->spank, "priority");
     assert_string_equal(gs_config_key("mps-share")->spank, "share");
     assert_string_equal(gs_config_key("mps-linger")->spank, "linger");
+    assert_string_equal(gs_config_key("mps-fault-grace")->spank, "fault_grace");
     assert_null(gs_config_key("launcher")->spank);
     /* The measuring switch is no front end's option. */
     assert_int_equal(gs_config_key("mps-prestart")->fronts, 0);

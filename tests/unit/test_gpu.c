@@ -214,7 +214,11 @@ static void test_line_round_trip(void **state)
     for (int i = 0; i < GS_GPU_PROCS_MAX; i++) {
         l.gpu[0].procs[i] = 1000 + i;
     }
+    l.gpu[0].nmps = 2; /* two of them MPS clients */
+    l.gpu[0].mps[0] = 1001;
+    l.gpu[0].mps[1] = 1003;
     l.gpu[1].nprocs = -1; /* NVML could not tell */
+    l.gpu[1].nmps = -1;
     snprintf(l.gpu[2].name, sizeof(l.gpu[2].name), "NVIDIA H200 with spaces");
     for (int g = 0; g < l.count; g++) {
         gs_gpu_t back;

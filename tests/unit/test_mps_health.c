@@ -41,6 +41,48 @@ static int feed(gs_mps_health_t *h, const char *const *lines)
     return ev;
 }
 
+/* A client's life as the H200's control daemon printed it (driver 580,
+ * 2026-11-28): an MPS client, one whose CUDA_VISIBLE_DEVICES named no device
+ * of the server (its own line), and their ends. */
+static const char *const client_lines[] = {
+    "[2026-11-28 01:44:49.587 Control   783] NEW CLIENT 796 from user 0: Server already exists",
+    "[2026-11-28 01:44:49.588 Server   789] Client {PID: 796, Context ID: 0} connected",
+    "[2026-11-28 01:44:49.612 Server   789] Client {PID: 796, Context ID: 1} connected",
+    "[2026-11-28 01:44:49.612 Server   789] Status of client {PID: 796, Context ID: 1} is ACTIVE",
+    "[2026-11-28 01:44:52.719 Server   789] Client process 796 disconnected",
+    "[2026-11-28 01:44:55.908 Server   789] Client {PID: 825, Context ID: 0} connected",
+    "[2026-11-28 01:44:55.915 Client   825] Invalid CUDA_VISIBLE_DEVICES.",
+    "[2026-11-28 01:44:55.915 Client   825] Client requested 1 which is not a valid GPU ID in the MPS visible set of devices",
+    "[2026-11-28 01:44:56.418 Server   789] Client process 825 disconnected",
+    NULL};
+
+static void test_client_events(void **state)
+{
+    gs_mps_health_t h;
+    pid_t pids[GS_MPS_HEALTH_EVENTS];
+    int kinds[GS_MPS_HEALTH_EVENTS];
+    (void)state;
+    gs_mps_health_init(&h);
+    assert_int_equal(feed(&h, client_lines), 0); /* no fault */
+    int n = gs_mps_health_take(&h, pids, kinds, GS_MPS_HEALTH_EVENTS);
+    assert_int_equal(n, 4);
+    assert_int_equal(pids[0], 796);
+    assert_int_equal(kinds[0], GS_MPS_CLIENT_ACTIVE);
+    assert_int_equal(pids[1], 796);
+    assert_int_equal(kinds[1], GS_MPS_CLIENT_GONE);
+    assert_int_equal(pids[2], 825);
+    assert_int_equal(kinds[2], GS_MPS_CLIENT_NODEVICE);
+    assert_int_equal(pids[3], 825);
+    assert_int_equal(kinds[3], GS_MPS_CLIENT_GONE);
+    assert_int_equal(gs_mps_health_take(&h, pids, kinds, GS_MPS_HEALTH_EVENTS), 0); /* taken */
+    /* Past the queue's room the newest are dropped, and counted. */
+    for (int i = 0; i < GS_MPS_HEALTH_EVENTS + 5; i++) {
+        gs_mps_health_line(&h, "[T Server 1] Status of client {PID: 42, Context ID: 1} is ACTIVE");
+    }
+    assert_int_equal(gs_mps_health_take(&h, pids, kinds, 3), 3);
+    assert_int_equal(h.ev_dropped, 5);
+}
+
 static void test_real_fault(void **state)
 {
     gs_mps_health_t h;
@@ -144,6 +186,7 @@ static void test_follow(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_client_events),
         cmocka_unit_test(test_real_fault),
         cmocka_unit_test(test_list_settles),
         cmocka_unit_test(test_prune),

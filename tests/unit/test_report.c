@@ -101,7 +101,7 @@ static void test_file_sink(void **state)
     assert_true(fd >= 0);
     drain(fd, buf, sizeof(buf));
     close(fd);
-    assert_string_equal(buf, "gsrun-report problems=1\nnode n1: served\nproblem: node n1: bad\n");
+    assert_string_equal(buf, "gsrun-report problems=1 fault_end=0\nnode n1: served\nproblem: node n1: bad\n");
     gs_report_drop_job_dir(dir, "n1");
     assert_int_equal(access(dir, F_OK), -1);
 }

@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "gs_autoconf.h"
+
+#include "runtime/agent/attach.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtime/core/proc.h"
+
+int gs_attach_init(gs_attach_t *t, int n)
+{
+    t->n = n > 0 ? n : 0;
+    t->r = t->n > 0 ? calloc((size_t)t->n, sizeof(*t->r)) : NULL;
+    for (int i = 0; i < t->n && t->r != NULL; i++) {
+        t->r[i].entry = -1;
+        t->r[i].gpu = -1;
+    }
+    if (t->n > 0 && t->r == NULL) {
+        t->n = 0;
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+void gs_attach_free(gs_attach_t *t)
+{
+    free(t->r);
+    t->r = NULL;
+    t->n = 0;
+}
+
+void gs_attach_registered(gs_attach_t *t, int rank, pid_t pid, int entry, long long now_ms)
+{
+    if (rank < 0 || rank >= t->n) {
+        return;
+    }
+    gs_attach_rank_t *r = &t->r[rank];
+    memset(r, 0, sizeof(*r));
+    r->pid = pid;
+    r->entry = entry;
+    r->gpu = -1;
+    r->since_ms = now_ms;
+}
+
+/* The parent of pid (from proc_root/PID/stat), or 0. */
+static pid_t parent_of(pid_t pid, const char *proc_root)
+{
+    char buf[512];
+    char st;
+    int ppid = 0;
+    if (gs_proc_stat_fields(proc_root, pid, buf, sizeof(buf)) != 0) {
+        return 0;
+    }
+    return sscanf(buf, "%c %d", &st, &ppid) == 2 ? (pid_t)ppid : 0;
+}
+
+int gs_attach_rank_of(const gs_attach_t *t, pid_t pid, const char *proc_root)
+{
+    /* A wrapper's child is a few generations down at most. */
+    for (int depth = 0; depth < 8 && pid > 1; depth++) {
+        for (int i = 0; i < t->n; i++) {
+            if (t->r[i].pid == pid) {
+                return i;
+            }
+        }
+        pid = parent_of(pid, proc_root);
+    }
+    return -1;
+}
+
+int gs_attach_set(gs_attach_t *t, int i, int state, pid_t ctx_pid, int gpu)
+{
+    if (i < 0 || i >= t->n || state <= GS_ATTACH_UNSEEN || state >= GS_ATTACH_NSTATES) {
+        return 0;
+    }
+    gs_attach_rank_t *r = &t->r[i];
+    /* Unseen takes anything; a client may be faulted later; a finding of
+     * trouble (without MPS, no device, faulted) stays what it was. */
+    if (r->state == state ||
+        (r->state != GS_ATTACH_UNSEEN && !(r->state == GS_ATTACH_CLIENT && state == GS_ATTACH_FAULTED))) {
+        return 0;
+    }
+    r->state = state;
+    r->ctx_pid = ctx_pid;
+    r->gpu = gpu;
+    return 1;
+}
+
+/* The value of name in an environ block (NUL-separated), or NULL. */
+static const char *env_value(const char *block, size_t len, const char *name)
+{
+    size_t k = strlen(name);
+    for (size_t i = 0; i < len;) {
+        const char *v = block + i;
+        size_t n = strnlen(v, len - i);
+        if (n > k && strncmp(v, name, k) == 0 && v[k] == '=') {
+            return v + k + 1;
+        }
+        i += n + 1;
+    }
+    return NULL;
+}
+
+void gs_attach_read_env(pid_t pid, const char *proc_root, const char *expected_pipe,
+                        gs_attach_env_t *e)
+{
+    char path[300], *block = malloc(65536);
+    ssize_t n = -1;
+    snprintf(path, sizeof(path), "%s/%d/environ", proc_root, (int)pid);
+    int fd = block != NULL ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    if (fd >= 0) {
+        n = read(fd, block, 65535);
+        close(fd);
+    }
+    if (n <= 0) {
+        free(block); /* gone, or not dumpable any more: what was read before stays */
+        return;
+    }
+    block[n] = '\0';
+    const char *pipe = env_value(block, (size_t)n, "CUDA_MPS_PIPE_DIRECTORY");
+    const char *cvd = env_value(block, (size_t)n, "CUDA_VISIBLE_DEVICES");
+    e->taken = 1;
+    e->has_pipe = pipe != NULL;
+    snprintf(e->pipe, sizeof(e->pipe), "%s", pipe != NULL ? pipe : "");
+    e->has_cvd = cvd != NULL;
+    snprintf(e->cvd, sizeof(e->cvd), "%s", cvd != NULL ? cvd : "");
+    free(block);
+    /* The pipe dir in the process's own view of the files (its mount
+     * namespace): a container may hide it though the variable is right. */
+    e->pipe_seen = -1;
+    const char *look = pipe != NULL ? pipe : expected_pipe;
+    if (look != NULL && look[0] == '/') {
+        struct stat st;
+        snprintf(path, sizeof(path), "%s/%d/root%s/control", proc_root, (int)pid, look);
+        if (stat(path, &st) == 0) {
+            e->pipe_seen = 1;
+        } else if (errno == ENOENT || errno == ENOTDIR) {
+            e->pipe_seen = 0;
+        }
+    }
+    snprintf(path, sizeof(path), "%s/%d/comm", proc_root, (int)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        n = read(fd, e->prog, sizeof(e->prog) - 1);
+        e->prog[n > 0 ? n : 0] = '\0';
+        e->prog[strcspn(e->prog, "\n")] = '\0';
+        for (char *p = e->prog; *p != '\0'; p++) {
+            *p = (*p < 0x20 || *p == 0x7f) ? '?' : *p; /* anyone's to set: shown clean */
+        }
+        close(fd);
+    }
+}
+
+int gs_attach_cuda_started(pid_t pid, const char *proc_root)
+{
+    char path[300], line[512];
+    snprintf(path, sizeof(path), "%s/%d/maps", proc_root, (int)pid);
+    FILE *f = fopen(path, "re");
+    if (f == NULL) {
+        return errno == EACCES || errno == EPERM;
+    }
+    int found = 0;
+    /* A read can fail too once the process turned unreadable. */
+    while (!found && fgets(line, sizeof(line), f) != NULL) {
+        found = strstr(line, "/libcuda.so") != NULL;
+    }
+    int denied = !found && ferror(f) && (errno == EACCES || errno == EPERM);
+    fclose(f);
+    return found || denied;
+}
+
+/* Control bytes out of a value from a process's environment. */
+static void clean(const char *in, char *out, size_t len)
+{
+    size_t k = 0;
+    for (; *in != '\0' && k + 1 < len; in++) {
+        out[k++] = ((unsigned char)*in < 0x20 || *in == 0x7f) ? '?' : *in;
+    }
+    out[k] = '\0';
+}
+
+void gs_attach_explain(const gs_attach_rank_t *r, int rank, const char *pipe, const char *cvd,
+                       char *buf, size_t len)
+{
+    const gs_attach_env_t *e = &r->env;
+    char who[128], val[200];
+    pid_t p = r->ctx_pid > 0 ? r->ctx_pid : r->pid;
+    snprintf(who, sizeof(who), "rank %d (%s%spid %d)", rank, e->prog, e->prog[0] ? ", " : "",
+             (int)p);
+    if (r->state == GS_ATTACH_NODEVICE) {
+        clean(e->cvd, val, sizeof(val));
+        if (e->taken && e->has_cvd && strcmp(e->cvd, cvd) != 0) {
+            snprintf(buf, len,
+                     "%s: its CUDA found no device: CUDA_VISIBLE_DEVICES was changed to '%s' after "
+                     "gsrun set it to '%s' (a wrapper's GPU binding?). Under MPS each rank sees "
+                     "its server's GPU as device 0, and gsrun already places the ranks on the "
+                     "GPUs: leave CUDA_VISIBLE_DEVICES as gsrun sets it",
+                     who, val, cvd);
+        } else {
+            snprintf(buf, len,
+                     "%s: its CUDA found no device: MPS says its CUDA_VISIBLE_DEVICES names no "
+                     "device of its server (gsrun set it to '%s'; something changed it after). "
+                     "Under MPS each rank sees its server's GPU as device 0, and gsrun already "
+                     "places the ranks: leave CUDA_VISIBLE_DEVICES as gsrun sets it",
+                     who, cvd);
+        }
+        return;
+    }
+    char where[48] = "a GPU";
+    if (r->gpu >= 0) {
+        snprintf(where, sizeof(where), "GPU %d", r->gpu);
+    }
+    if (!e->taken) {
+        snprintf(buf, len,
+                 "%s ran on %s without MPS: a context of its own, time-slicing the GPU with the "
+                 "others; why is unknown (its environment could not be read: CUDA makes a "
+                 "process unreadable once it starts). Usual causes: a wrapper or container that "
+                 "removes CUDA_MPS_PIPE_DIRECTORY (gsrun set %s) or hides that directory",
+                 who, where, pipe);
+    } else if (!e->has_pipe) {
+        snprintf(buf, len,
+                 "%s ran on %s without MPS: its program was started without "
+                 "CUDA_MPS_PIPE_DIRECTORY (gsrun set %s; a wrapper script or a container's clean "
+                 "environment removed it): keep that variable for the program",
+                 who, where, pipe);
+    } else if (strcmp(e->pipe, pipe) != 0) {
+        clean(e->pipe, val, sizeof(val));
+        snprintf(buf, len,
+                 "%s ran on %s without MPS: its program was started with "
+                 "CUDA_MPS_PIPE_DIRECTORY=%s, not the %s gsrun set: leave it as gsrun sets it",
+                 who, where, val, pipe);
+    } else if (e->pipe_seen == 0) {
+        snprintf(buf, len,
+                 "%s ran on %s without MPS: the MPS pipe directory %s is not there where it runs "
+                 "(a container or mount namespace hides it): bind %s into it at the same path",
+                 who, where, pipe, pipe);
+    } else {
+        clean(e->has_cvd ? e->cvd : "(unset)", val, sizeof(val));
+        snprintf(buf, len,
+                 "%s ran on %s without MPS: a context of its own though its program had "
+                 "CUDA_MPS_PIPE_DIRECTORY=%s (seen: CUDA_VISIBLE_DEVICES=%s); cause unknown",
+                 who, where, pipe, val);
+    }
+}
+
+void gs_attach_counts(const gs_attach_t *t, int counts[GS_ATTACH_NSTATES])
+{
+    memset(counts, 0, sizeof(int) * GS_ATTACH_NSTATES);
+    for (int i = 0; i < t->n; i++) {
+        if (t->r[i].pid > 0) {
+            counts[t->r[i].state]++;
+        }
+    }
+}
+
+void gs_attach_ranks_in(const gs_attach_t *t, int s, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < t->n && used + 24 < len; i++) {
+        if (t->r[i].pid <= 0 || t->r[i].state != s) {
+            continue;
+        }
+        int j = i;
+        while (j + 1 < t->n && t->r[j + 1].pid > 0 && t->r[j + 1].state == s) {
+            j++;
+        }
+        int w = j > i ? snprintf(buf + used, len - used, "%s%d-%d", used ? "," : "", i, j)
+                      : snprintf(buf + used, len - used, "%s%d", used ? "," : "", i);
+        used += w > 0 ? (size_t)w : 0;
+        i = j;
+    }
+}
+
+const char *gs_attach_name(int s)
+{
+    static const char *names[GS_ATTACH_NSTATES] = {"unseen", "client", "no-mps", "no-device",
+                                                   "faulted"};
+    return s >= 0 && s < GS_ATTACH_NSTATES ? names[s] : "?";
+}
+
+void gs_attach_status(const gs_attach_t *t, const int *rank_entry, int n, int e, char *buf,
+                      size_t len)
+{
+    int clients = 0, ranks = 0;
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int r = 0; r < t->n && r < n; r++) {
+        if (t->r[r].pid > 0 && rank_entry[r] == e) {
+            ranks++;
+            clients += t->r[r].state == GS_ATTACH_CLIENT;
+        }
+    }
+    if (ranks == 0) {
+        return;
+    }
+    used = (size_t)snprintf(buf, len, "%d/%d", clients, ranks);
+    for (int r = 0; r < t->n && r < n && used < len; r++) {
+        if (t->r[r].pid > 0 && rank_entry[r] == e && t->r[r].state != GS_ATTACH_CLIENT) {
+            used += (size_t)snprintf(buf + used, len - used, " %d:%s", r,
+                                     gs_attach_name(t->r[r].state));
+        }
+    }
+}

@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Each rank's MPS state (runtime/agent/attach.c): which findings win, a
+ * wrapper's child found by its parents, what a rank's program was started
+ * with (a made-up /proc), the lines that explain it, and what status and
+ * the summary count. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtime/agent/attach.h"
+
+static char root[] = "/tmp/gst-attach.XXXXXX";
+
+/* root/PID/{stat,environ,comm}, and root/PID/root<pipe>/control when seen. */
+static void proc(int pid, int ppid, const char *env, size_t envlen, const char *pipe_seen)
+{
+    char path[512];
+    FILE *f;
+    snprintf(path, sizeof(path), "%s/%d", root, pid);
+    mkdir(path, 0700);
+    snprintf(path, sizeof(path), "%s/%d/stat", root, pid);
+    f = fopen(path, "w");
+    fprintf(f, "%d (a (weird) name) S %d 1 1\n", pid, ppid);
+    fclose(f);
+    snprintf(path, sizeof(path), "%s/%d/comm", root, pid);
+    f = fopen(path, "w");
+    fprintf(f, "prog\x1b\n");
+    fclose(f);
+    if (env != NULL) {
+        snprintf(path, sizeof(path), "%s/%d/environ", root, pid);
+        f = fopen(path, "w");
+        fwrite(env, 1, envlen, f);
+        fclose(f);
+    }
+    if (pipe_seen != NULL) {
+        char cmd[700];
+        snprintf(cmd, sizeof(cmd), "mkdir -p '%s/%d/root%s' && touch '%s/%d/root%s/control'", root,
+                 pid, pipe_seen, root, pid, pipe_seen);
+        assert_int_equal(system(cmd), 0);
+    }
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    return mkdtemp(root) == NULL;
+}
+
+static int teardown(void **state)
+{
+    char cmd[300];
+    (void)state;
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+    return system(cmd);
+}
+
+static void test_states(void **state)
+{
+    gs_attach_t t;
+    (void)state;
+    assert_int_equal(gs_attach_init(&t, 4), 0);
+    for (int r = 0; r < 4; r++) {
+        gs_attach_registered(&t, r, 100 + r, -1, 0);
+    }
+    assert_int_equal(gs_attach_set(&t, 0, GS_ATTACH_CLIENT, 100, -1), 1);
+    assert_int_equal(gs_attach_set(&t, 0, GS_ATTACH_CLIENT, 100, -1), 0); /* no change */
+    assert_int_equal(gs_attach_set(&t, 0, GS_ATTACH_PLAIN, 100, 0), 0);   /* a client stays */
+    assert_int_equal(gs_attach_set(&t, 0, GS_ATTACH_FAULTED, 100, -1), 1); /* but faults */
+    assert_int_equal(gs_attach_set(&t, 1, GS_ATTACH_PLAIN, 101, 2), 1);
+    assert_int_equal(gs_attach_set(&t, 1, GS_ATTACH_CLIENT, 101, -1), 0); /* told stays */
+    assert_int_equal(t.r[1].gpu, 2);
+    assert_int_equal(gs_attach_set(&t, 2, GS_ATTACH_NODEVICE, 102, -1), 1);
+    assert_int_equal(gs_attach_set(&t, 9, GS_ATTACH_CLIENT, 1, -1), 0); /* no such rank */
+    int c[GS_ATTACH_NSTATES];
+    gs_attach_counts(&t, c);
+    assert_int_equal(c[GS_ATTACH_UNSEEN], 1);
+    assert_int_equal(c[GS_ATTACH_FAULTED], 1);
+    assert_int_equal(c[GS_ATTACH_PLAIN], 1);
+    assert_int_equal(c[GS_ATTACH_NODEVICE], 1);
+    char buf[128];
+    int entry[4] = {0, 0, 1, 0};
+    gs_attach_status(&t, entry, 4, 0, buf, sizeof(buf));
+    assert_string_equal(buf, "0/3 0:faulted 1:no-mps 3:unseen");
+    gs_attach_status(&t, entry, 4, 1, buf, sizeof(buf));
+    assert_string_equal(buf, "0/1 2:no-device");
+    gs_attach_status(&t, entry, 4, 5, buf, sizeof(buf));
+    assert_string_equal(buf, "");
+    gs_attach_set(&t, 3, GS_ATTACH_CLIENT, 103, -1);
+    gs_attach_ranks_in(&t, GS_ATTACH_CLIENT, buf, sizeof(buf));
+    assert_string_equal(buf, "3");
+    gs_attach_free(&t);
+}
+
+static void test_ranges(void **state)
+{
+    gs_attach_t t;
+    char buf[64];
+    (void)state;
+    assert_int_equal(gs_attach_init(&t, 7), 0);
+    for (int r = 0; r < 7; r++) {
+        gs_attach_registered(&t, r, 10 + r, -1, 0);
+        if (r != 3) {
+            gs_attach_set(&t, r, GS_ATTACH_PLAIN, 10 + r, 0);
+        }
+    }
+    gs_attach_ranks_in(&t, GS_ATTACH_PLAIN, buf, sizeof(buf));
+    assert_string_equal(buf, "0-2,4-6");
+    gs_attach_free(&t);
+}
+
+/* A wrapper's child (a grandchild too) is its rank's; a stranger is not. */
+static void test_rank_of(void **state)
+{
+    gs_attach_t t;
+    (void)state;
+    proc(500, 400, NULL, 0, NULL);
+    proc(501, 500, NULL, 0, NULL);
+    proc(502, 501, NULL, 0, NULL);
+    proc(600, 1, NULL, 0, NULL);
+    assert_int_equal(gs_attach_init(&t, 2), 0);
+    gs_attach_registered(&t, 1, 500, -1, 0);
+    assert_int_equal(gs_attach_rank_of(&t, 500, root), 1);
+    assert_int_equal(gs_attach_rank_of(&t, 502, root), 1);
+    assert_int_equal(gs_attach_rank_of(&t, 600, root), -1);
+    assert_int_equal(gs_attach_rank_of(&t, 777, root), -1); /* gone */
+    gs_attach_free(&t);
+}
+
+/* What the program was started with gives the cause, and what to do. */
+static void test_causes(void **state)
+{
+    gs_attach_rank_t r;
+    char line[900];
+    const char *pipe = "/tmp/gsrun-1/g0";
+    (void)state;
+    /* The pipe dir removed by a wrapper. */
+    static const char env1[] = "A=1\0CUDA_VISIBLE_DEVICES=0\0";
+    proc(700, 1, env1, sizeof(env1) - 1, NULL);
+    memset(&r, 0, sizeof(r));
+    r.pid = 700;
+    r.state = GS_ATTACH_PLAIN;
+    r.gpu = 1;
+    gs_attach_read_env(700, root, pipe, &r.env);
+    assert_true(r.env.taken);
+    assert_string_equal(r.env.prog, "prog?");
+    gs_attach_explain(&r, 3, pipe, "0", line, sizeof(line));
+    assert_non_null(strstr(line, "rank 3 (prog?, pid 700) ran on GPU 1 without MPS: its program "
+                                 "was started without CUDA_MPS_PIPE_DIRECTORY (gsrun set "
+                                 "/tmp/gsrun-1/g0"));
+    /* Changed. */
+    static const char env2[] = "CUDA_MPS_PIPE_DIRECTORY=/else\x07where\0";
+    proc(701, 1, env2, sizeof(env2) - 1, NULL);
+    memset(&r, 0, sizeof(r));
+    r.gpu = -1; /* not known which */
+    r.pid = 701;
+    r.state = GS_ATTACH_PLAIN;
+    gs_attach_read_env(701, root, pipe, &r.env);
+    gs_attach_explain(&r, 0, pipe, "0", line, sizeof(line));
+    assert_non_null(strstr(line, "on a GPU without MPS: its program was started with "
+                                 "CUDA_MPS_PIPE_DIRECTORY=/else?where, not the /tmp/gsrun-1/g0"));
+    /* Right, but hidden where it runs (a container). */
+    static const char env3[] = "CUDA_MPS_PIPE_DIRECTORY=/tmp/gsrun-1/g0\0";
+    proc(702, 1, env3, sizeof(env3) - 1, NULL);
+    memset(&r, 0, sizeof(r));
+    r.pid = 702;
+    r.state = GS_ATTACH_PLAIN;
+    gs_attach_read_env(702, root, pipe, &r.env);
+    assert_int_equal(r.env.pipe_seen, 0);
+    gs_attach_explain(&r, 0, pipe, "0", line, sizeof(line));
+    assert_non_null(strstr(line, "is not there where it runs (a container or mount namespace "
+                                 "hides it): bind /tmp/gsrun-1/g0 into it"));
+    /* Right and seen: the cause is not known, and said so. */
+    proc(703, 1, env3, sizeof(env3) - 1, pipe);
+    memset(&r, 0, sizeof(r));
+    r.pid = 703;
+    r.state = GS_ATTACH_PLAIN;
+    gs_attach_read_env(703, root, pipe, &r.env);
+    assert_int_equal(r.env.pipe_seen, 1);
+    gs_attach_explain(&r, 0, pipe, "0", line, sizeof(line));
+    assert_non_null(strstr(line, "cause unknown"));
+    /* Unreadable (CUDA started before the first look): read before stays. */
+    memset(&r, 0, sizeof(r));
+    r.pid = 799;
+    r.state = GS_ATTACH_PLAIN;
+    gs_attach_read_env(799, root, pipe, &r.env);
+    assert_false(r.env.taken);
+    gs_attach_explain(&r, 0, pipe, "0", line, sizeof(line));
+    assert_non_null(strstr(line, "why is unknown"));
+    /* A wrapper's CUDA_VISIBLE_DEVICES. */
+    static const char env4[] = "CUDA_MPS_PIPE_DIRECTORY=/tmp/gsrun-1/g0\0CUDA_VISIBLE_DEVICES=1\0";
+    proc(704, 1, env4, sizeof(env4) - 1, pipe);
+    memset(&r, 0, sizeof(r));
+    r.pid = 704;
+    r.state = GS_ATTACH_NODEVICE;
+    gs_attach_read_env(704, root, pipe, &r.env);
+    gs_attach_explain(&r, 1, pipe, "0", line, sizeof(line));
+    assert_non_null(strstr(line, "rank 1 (prog?, pid 704): its CUDA found no device: "
+                                 "CUDA_VISIBLE_DEVICES was changed to '1' after gsrun set it to "
+                                 "'0'"));
+    assert_non_null(strstr(line, "its server's GPU as device 0"));
+}
+
+/* CUDA started: its library mapped; a program without it is not. */
+static void test_cuda_started(void **state)
+{
+    char path[300];
+    FILE *f;
+    (void)state;
+    proc(800, 1, NULL, 0, NULL);
+    snprintf(path, sizeof(path), "%s/800/maps", root);
+    f = fopen(path, "w");
+    fprintf(f, "7f00-7f01 r-xp 0 08:01 1 /usr/lib/x86_64-linux-gnu/libc.so.6\n");
+    fclose(f);
+    assert_int_equal(gs_attach_cuda_started(800, root), 0);
+    f = fopen(path, "a");
+    fprintf(f, "7f02-7f03 r-xp 0 08:01 2 /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04\n");
+    fclose(f);
+    assert_int_equal(gs_attach_cuda_started(800, root), 1);
+    assert_int_equal(gs_attach_cuda_started(801, root), 0); /* gone */
+    assert_int_equal(gs_attach_cuda_started(getpid(), "/proc"), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_states),       cmocka_unit_test(test_ranges),
+        cmocka_unit_test(test_rank_of),      cmocka_unit_test(test_causes),
+        cmocka_unit_test(test_cuda_started),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
