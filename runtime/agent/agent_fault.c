@@ -228,11 +228,7 @@ static int mark_faulted(gs_agent_t *a, const pid_t *pids, int n)
     int hit = 0;
     for (int i = 0; i < n; i++) {
         int r = gs_attach_rank_of(&a->attach, pids[i], "/proc");
-        if (r >= 0 && a->attach.r[r].state != GS_ATTACH_FAULTED) {
-            a->attach.r[r].state = GS_ATTACH_CLIENT; /* it was one, whatever was seen */
-            gs_attach_set(&a->attach, r, GS_ATTACH_FAULTED, pids[i], -1);
-            hit = 1;
-        }
+        hit |= r >= 0 && gs_attach_set(&a->attach, r, GS_ATTACH_FAULTED, pids[i], -1);
     }
     if (hit && a->fault_at_ms == 0) {
         a->fault_at_ms = gs_proc_now_ms();

@@ -136,6 +136,7 @@ typedef struct {
     gs_attach_t attach;
     int watching;          /* serving with MPS: the ranks are watched */
     int watch_changed;     /* a state changed since the status was written */
+    int watch_own_nvml;    /* the node service did not list the GPUs: this agent's NVML */
     long long watch_due_ms, nvml_due_ms; /* the next look, the next NVML listing */
     long long fault_at_ms; /* a GPU fault ended a rank's context (the grace runs) */
     char fault_end_why[400];

@@ -144,8 +144,11 @@ static void take_events(gs_agent_t *a)
 static int list_gpus(gs_agent_t *a, gs_gpu_list_t *l)
 {
     gs_error_t err;
-    if (a->daemons.borrowed && gs_agent_share_listing(a, l) == 0) {
-        return 0;
+    if (a->daemons.borrowed && !a->watch_own_nvml) {
+        if (gs_agent_share_listing(a, l) == 0) {
+            return 0;
+        }
+        a->watch_own_nvml = 1; /* the service did not answer: not asked again (2 s each) */
     }
     gs_gpu_hold();
     return gs_gpu_discover(l, &err);
@@ -234,7 +237,8 @@ void gs_agent_watch_check(gs_agent_t *a)
             if (x->pid <= 0 || x->state != GS_ATTACH_UNSEEN || !live(a, r)) {
                 continue;
             }
-            if (now - x->since_ms < WATCH_EARLY_FOR_MS) {
+            if (now - x->since_ms < WATCH_EARLY_FOR_MS && x->cuda_ms == 0) {
+                /* Unreadable once CUDA has started: what was read stays. */
                 gs_attach_read_env(x->pid, "/proc", pipe_of(a, r), &x->env);
                 early = 1;
             }

@@ -80,10 +80,9 @@ int gs_attach_set(gs_attach_t *t, int i, int state, pid_t ctx_pid, int gpu)
         return 0;
     }
     gs_attach_rank_t *r = &t->r[i];
-    /* Unseen takes anything; a client may be faulted later; a finding of
-     * trouble (without MPS, no device, faulted) stays what it was. */
-    if (r->state == state ||
-        (r->state != GS_ATTACH_UNSEEN && !(r->state == GS_ATTACH_CLIENT && state == GS_ATTACH_FAULTED))) {
+    /* Unseen takes anything; a fault (MPS listed the process among its
+     * clients) takes any other; the other findings stay what they were. */
+    if (r->state == state || (r->state != GS_ATTACH_UNSEEN && state != GS_ATTACH_FAULTED)) {
         return 0;
     }
     r->state = state;
@@ -110,17 +109,18 @@ static const char *env_value(const char *block, size_t len, const char *name)
 void gs_attach_read_env(pid_t pid, const char *proc_root, const char *expected_pipe,
                         gs_attach_env_t *e)
 {
-    char path[300], *block = malloc(65536);
+    /* The agent reads one environment at a time (its loop's thread). */
+    static char block[65536];
+    char path[300];
     ssize_t n = -1;
     snprintf(path, sizeof(path), "%s/%d/environ", proc_root, (int)pid);
-    int fd = block != NULL ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
-        n = read(fd, block, 65535);
+        n = read(fd, block, sizeof(block) - 1);
         close(fd);
     }
     if (n <= 0) {
-        free(block); /* gone, or not dumpable any more: what was read before stays */
-        return;
+        return; /* gone, or not dumpable any more: what was read before stays */
     }
     block[n] = '\0';
     const char *pipe = env_value(block, (size_t)n, "CUDA_MPS_PIPE_DIRECTORY");
@@ -130,7 +130,6 @@ void gs_attach_read_env(pid_t pid, const char *proc_root, const char *expected_p
     snprintf(e->pipe, sizeof(e->pipe), "%s", pipe != NULL ? pipe : "");
     e->has_cvd = cvd != NULL;
     snprintf(e->cvd, sizeof(e->cvd), "%s", cvd != NULL ? cvd : "");
-    free(block);
     /* The pipe dir in the process's own view of the files (its mount
      * namespace): a container may hide it though the variable is right. */
     e->pipe_seen = -1;

@@ -65,7 +65,7 @@ void gs_attach_registered(gs_attach_t *t, int rank, pid_t pid, int entry, long l
  * descendants (a wrapper's child), read from proc_root ("/proc"); -1. */
 int gs_attach_rank_of(const gs_attach_t *t, pid_t pid, const char *proc_root);
 /* A new state for rank r seen in ctx_pid (gpu for PLAIN); 1 when it
- * changed. A client may still turn out faulted; the other findings stay. */
+ * changed. A fault takes any state; the other findings stay. */
 int gs_attach_set(gs_attach_t *t, int r, int state, pid_t ctx_pid, int gpu);
 /* Reads what process pid was started with into e (kept when it cannot be
  * read now); expected_pipe: the pipe dir gsrun gave it (its visibility is

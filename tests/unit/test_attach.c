@@ -74,6 +74,7 @@ static void test_states(void **state)
     assert_int_equal(gs_attach_set(&t, 0, GS_ATTACH_FAULTED, 100, -1), 1); /* but faults */
     assert_int_equal(gs_attach_set(&t, 1, GS_ATTACH_PLAIN, 101, 2), 1);
     assert_int_equal(gs_attach_set(&t, 1, GS_ATTACH_CLIENT, 101, -1), 0); /* told stays */
+    assert_int_equal(gs_attach_set(&t, 1, GS_ATTACH_NODEVICE, 101, -1), 0);
     assert_int_equal(t.r[1].gpu, 2);
     assert_int_equal(gs_attach_set(&t, 2, GS_ATTACH_NODEVICE, 102, -1), 1);
     assert_int_equal(gs_attach_set(&t, 9, GS_ATTACH_CLIENT, 1, -1), 0); /* no such rank */
