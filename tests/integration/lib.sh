@@ -118,18 +118,22 @@ per_gpu() { # per_gpu NGPUS files...
 }
 
 # Processes of this build's fake daemons or agents still alive (not zombies);
-# LEFTOVER_EXES may name one more program.
+# LEFTOVER_EXES may name one more program. Shell builtins only: a command run
+# per process made one pass over /proc take seconds on a loaded 2-core machine
+# with thousands of processes (a fork bomb's zombies under PID 1), long enough
+# for a job to start and end between two passes.
 leftover_procs() {
-    local p exe
+    local p e v
+    local exes=("$FAKE_CONTROL" "$B/launcher/gsrun-agent" "$B/launcher/gsrun-shim" "$GSRUN" "$PROG"
+        "${LEFTOVER_EXES:-$PROG}")
     for p in /proc/[0-9]*; do
-        exe=$(readlink "$p/exe" 2>/dev/null) || continue
-        case "$exe" in
-        "$FAKE_CONTROL" | "$B/launcher/gsrun-agent" | "$B/launcher/gsrun-shim" | "$GSRUN" | "$PROG" | \
-            "${LEFTOVER_EXES:-$PROG}")
-            tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qxF "GS_TEST_MARK=$TEST_TMP" &&
-                echo "${p#/proc/}"
-            ;;
-        esac
+        for e in "${exes[@]}"; do
+            [ "$p/exe" -ef "$e" ] || continue
+            while IFS= read -r -d '' v; do
+                [ "$v" = "GS_TEST_MARK=$TEST_TMP" ] && echo "${p#/proc/}" && break
+            done 2>/dev/null <"$p/environ"
+            break
+        done
     done
 }
 

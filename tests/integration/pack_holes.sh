@@ -177,6 +177,18 @@ settle
 rm -rf "${TMPDIR:?}"/gsrun.* "$TMPDIR/gsrun-$ME"
 check_clean "a killed agent and guard"
 
+# Holds every placement entry as a live job's (its flock), in one process
+# (sets hold), and returns once all are held: a flock run per entry takes
+# seconds for 1,500 entries on a loaded machine, and an entry not yet held
+# reads as a dead job's.
+hold_entries() {
+    rm -f "$TEST_TMP/held"
+    (for f in "$PLACE/$NODE"/*; do exec {fd}<"$f"; flock -x $fd; done; : >"$TEST_TMP/held"; exec sleep 60) &
+    hold=$!
+    for _ in $(seq 600); do [ -e "$TEST_TMP/held" ] && return 0; sleep 0.05; done
+    not_ok "the entries were not all held in 30 s"
+}
+
 # 6a. Rank counts saturate: entries summing 2^32 + 1 ranks on GPU 0 (a
 # record is the user's own writing) and one rank on GPU 1. Before: read as
 # 1, and the next job went to GPU 0.
@@ -193,9 +205,7 @@ awk -v dir="$PLACE/$NODE" -v u0=$U0 -v u1=$U1 'BEGIN {
     f = dir "/one.1"; print "gsrun-place 1" > f; print u1, 1 > f; close(f)
 }'
 # Each entry held as a live job's (its flock), by one process.
-(for f in "$PLACE/$NODE"/*; do exec {fd}<"$f"; flock -x $fd; done; exec sleep 30) &
-hold=$!
-sleep 0.3
+hold_entries
 light c1 2 1
 wait $! 2>/dev/null
 for _ in $(seq 100); do [ -s "$OUT.c1.rc" ] && break; sleep 0.05; done
@@ -215,9 +225,7 @@ for i in $(seq 30); do
     printf 'gsrun-place 1\n%s 1\n' $U0 >"$PLACE/$NODE/exec-$(printf 'x%.0s' $(seq 60))-$i.1"
 done
 printf 'gsrun-place 1\n%s 1\n' $U1 >"$PLACE/$NODE/$(printf 'exec-\033[2J-esc').1"
-(for f in "$PLACE/$NODE"/*; do exec {fd}<"$f"; flock -x $fd; done; exec sleep 30) &
-hold=$!
-sleep 0.3
+hold_entries
 LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=2 "$GSRUN" status >"$OUT.st" 2>&1
 LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=2 "$GSRUN" status --json >"$OUT.json" 2>&1
 line=$(grep "^  GPU 0 " "$OUT.st")

@@ -22,9 +22,11 @@ ended_within() { # ended_within SECONDS: waits for $JOB; sets RC
     RC=$?
     return 0
 }
-procs_of() { # the live processes of this test whose exe is $1
-    local p
-    for p in $(leftover_procs); do [ "$(readlink /proc/$p/exe 2>/dev/null)" = "$1" ] && echo "$p"; done
+procs_of() { # the live processes of this test whose exe is $1, the agent's guard (its fork) not
+    local p c
+    for p in $(leftover_procs); do
+        [ /proc/$p/exe -ef "$1" ] && read -r c 2>/dev/null </proc/$p/comm && [ "$c" != gsrun-guard ] && echo "$p"
+    done
 }
 wait_clean() { # until nothing of ours is left, at most 5 s
     for _ in $(seq 50); do [ -z "$(leftover_procs)" ] && [ -z "$(run_files)" ] && break; sleep 0.1; done
@@ -92,7 +94,7 @@ for front in gsrun exec; do
                 exec mpirun -np 7 "$GSRUN" exec --mps=on --mps-control="$FAKE_CONTROL" "$PROG" >"$OUT" 2>"$ERR") &
         fi
         JOB=$!
-        victim=
+        victim= RC=
         for _ in $(seq 100); do
             victim=$(procs_of "$B/launcher/gsrun-agent" | head -1)
             [ -n "$victim" ] && break
@@ -103,7 +105,7 @@ for front in gsrun exec; do
         [ -n "$victim" ] && kill -$sig "$victim"
         ended_within 20
         ms=$((($(date +%s%N) - t0) / 1000000))
-        check "$front: SIG$sig to the agent while MPS starts: the job ends in $ms ms (under 8000), status ${RC:-none} (not 0)" \
+        check "$front: SIG$sig to the agent ${victim:-(not found)} while MPS starts: the job ends in $ms ms (under 8000), status ${RC:-none} (not 0)" \
             [ -n "$victim" -a $ms -lt 8000 -a "${RC:-0}" -ne 0 ] || diag "$ERR"
         check "  ... no rank ran" [ "$(grep -c '^rank=' "$OUT")" -eq 0 ]
         wait_clean

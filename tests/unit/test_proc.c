@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -435,19 +436,38 @@ static void test_proctree_kill_escapes(void **state)
     assert_int_equal(gs_proctree_kill(NULL, NULL, NULL, 3000, &left), 2);
     assert_int_equal(left, 0);
     assert_true(no_child_left());
-    /* A small fork bomb: 2^9 processes in a tree nine deep, all ended. */
+    /* A small fork bomb: 2^9 processes in a tree nine deep, all ended.
+     * Each writes a byte once its forks are done; the kill starts when all
+     * have (a fixed pause was too short on a loaded 2-core machine). */
+    int up[2];
+    assert_int_equal(pipe(up), 0);
     pid_t bomb = fork();
     if (bomb == 0) {
+        close(up[0]);
         for (int i = 0; i < 9; i++) {
             if (fork() < 0) {
                 break;
             }
         }
+        (void)!write(up[1], "x", 1);
+        close(up[1]);
         sleep(20);
         _exit(0);
     }
-    usleep(300000);
-    assert_true(gs_proctree_kill(NULL, NULL, NULL, 5000, &left) >= 500);
+    close(up[1]);
+    int seen = 0;
+    char buf[64];
+    struct pollfd pfd = {.fd = up[0], .events = POLLIN};
+    while (seen < 512 && poll(&pfd, 1, 20000) > 0) {
+        ssize_t r = read(up[0], buf, sizeof(buf));
+        if (r <= 0) {
+            break;
+        }
+        seen += (int)r;
+    }
+    close(up[0]);
+    assert_int_equal(seen, 512);
+    assert_true(gs_proctree_kill(NULL, NULL, NULL, 5000, &left) >= 512);
     assert_int_equal(left, 0);
     assert_true(no_child_left());
     prctl(PR_SET_CHILD_SUBREAPER, 0);
