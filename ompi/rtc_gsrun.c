@@ -56,6 +56,7 @@ GS_RTC_EXPORT extern orte_rtc_base_component_t mca_rtc_gsrun_component;
 
 /* The MCA parameters, as Open MPI hands them over (NULL: not set). */
 static char *param_value[GS_CONFIG_KEYS_MAX]; /* by row of gs_config_keys */
+static int param_index[GS_CONFIG_KEYS_MAX];   /* their MCA variables (-1: none) */
 static char *param_agent;
 static int param_priority = 60;
 
@@ -365,14 +366,15 @@ static int rtc_register(void)
     for (int i = 0; gs_config_keys[i].option != NULL && i < GS_CONFIG_KEYS_MAX; i++) {
         const gs_config_key_t *k = &gs_config_keys[i];
         param_value[i] = NULL;
+        param_index[i] = -1;
         if (!(k->fronts & GS_FRONT_MCA)) {
             continue;
         }
         mca_name(k, name, sizeof(name));
         snprintf(help, sizeof(help), "As gsrun --%s: %s", k->option, k->accepted);
-        (void)mca_base_component_var_register(c, name, help, MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0,
-                                              OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_READONLY,
-                                              &param_value[i]);
+        param_index[i] = mca_base_component_var_register(
+            c, name, help, MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_3,
+            MCA_BASE_VAR_SCOPE_READONLY, &param_value[i]);
     }
     param_agent = NULL;
     (void)mca_base_component_var_register(c, "agent", "Path of gsrun-agent (default: installed)",
@@ -391,8 +393,18 @@ static int rtc_register(void)
         char origin[80];
         snprintf(origin, sizeof(origin), "MCA parameter rtc_gsrun_%s",
                  mca_name(&gs_config_keys[i], name, sizeof(name)));
-        if (param_value[i] != NULL && gs_config_set(&rtc_cfg, gs_config_keys[i].option,
-                                                    param_value[i], origin, &rtc_cfg_err) != 0) {
+        /* Open MPI keeps an empty string as no value: one set empty (-mca
+         * NAME '', OMPI_MCA_NAME=) is refused as --NAME='' is, not taken as
+         * the default. */
+        mca_base_var_source_t source = MCA_BASE_VAR_SOURCE_DEFAULT;
+        const char *value = param_value[i];
+        if (value == NULL && param_index[i] >= 0 &&
+            mca_base_var_get_value(param_index[i], NULL, &source, NULL) == OPAL_SUCCESS &&
+            source != MCA_BASE_VAR_SOURCE_DEFAULT) {
+            value = "";
+        }
+        if (value != NULL && gs_config_set(&rtc_cfg, gs_config_keys[i].option, value, origin,
+                                           &rtc_cfg_err) != 0) {
             rtc_cfg_bad = 1;
         }
     }

@@ -108,6 +108,7 @@ typedef struct {
      * each server, since when no job holds one and for how long it stays. */
     gs_agent_lease_t *leases;
     int nleases, ever_leased, linger_ms;
+    int retiring; /* `gsrun stop`: no new lease; it ends with the last job's lease */
     int leased[GS_MAX_GPUS];
     unsigned char lost_told[GS_MAX_GPUS]; /* a dead server's jobs were told */
     long long share_confirm_ms[GS_MAX_GPUS]; /* when a new server's PIDs are listed, 0 done */
@@ -263,6 +264,10 @@ int gs_agent_share_timeout_ms(const gs_agent_t *a);
 void gs_agent_share_confirm(gs_agent_t *a, int all);
 /* "lease ...": a row of gs_agent_messages. */
 void gs_agent_share_on_lease(gs_agent_t *a, gs_agent_conn_t *c);
+/* "retire" (`gsrun stop` without --now): no new lease from now on; the
+ * agent ends once the jobs that hold leases have given them back, and its
+ * report from now on goes to the connection. */
+void gs_agent_share_on_retire(gs_agent_t *a, gs_agent_conn_t *c);
 /* "gpus": the node's GPUs as NVML lists them now (NVML stays started in
  * the shared agent), one line each (gs_gpu_to_line) after a line "gpus
  * <count> <CUDA version> <beyond> <why none>"; the connection then closes. */

@@ -21,21 +21,54 @@
 
 #include "runtime/agent/agent_int.h"
 #include "runtime/core/proc.h"
+#include "runtime/core/proctree.h"
 #include "runtime/core/unixsock.h"
 #include "runtime/files/rundir.h"
 #include "runtime/files/status.h"
 #include "runtime/wire/protocol.h"
 
-#define SHARE_DIR "mps-share" /* in the user's base: the shared agent's "job dir" */
 #define RETRY_MS 20           /* between tries to reach a shared agent that comes or goes */
 static void lease_name(const gs_agent_t *a, char *out, size_t len);
 
+/* How often a job's agent that waits for the shared agent's answer looks
+ * whether it has been stopped. */
+#define STOPPED_CHECK_MS 100
+
+/* The process that listens at the other end of connection c (the shared
+ * agent), or 0. */
+static pid_t peer_of(int c)
+{
+    struct ucred cr;
+    socklen_t n = sizeof(cr);
+    return getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &n) == 0 ? cr.pid : 0;
+}
+
+/* Whether pid is stopped (SIGSTOP, a suspended session, a debugger): the
+ * kernel still queues connections to it, and it answers none until it
+ * gets SIGCONT (a job waited its whole --mps-timeout, 30 s, on one). */
+static int stopped(pid_t pid)
+{
+    long long state = pid > 0 ? gs_proctree_stat_field(pid, GS_STAT_STATE) : 0;
+    return state == 'T' || state == 't';
+}
+
+static int stopped_error(const gs_agent_t *a, pid_t peer, gs_error_t *err)
+{
+    return gs_error_set(err, EAGAIN,
+                        "the user's shared MPS agent on this node (PID %d, %s) is stopped "
+                        "(SIGSTOP, or a suspended session) and answers no job: `kill -CONT %d` "
+                        "resumes it, `kill %d` ends it and its servers",
+                        (int)peer, a->share_dir, (int)peer, (int)peer);
+}
+
 /* A line from the shared agent (fd) by deadline: its length, -ETIMEDOUT,
- * or -ECANCELED as soon as the job ends (its launcher exited: gsrun closed
- * the watch pipe) or this agent is told to stop. A shared agent that is
- * stuck (stopped, hung) answers nothing: a job that ends must not wait for
- * it up to --mps-timeout and leave its own agent behind. */
-static long read_reply(gs_agent_t *a, int fd, char *buf, size_t len, long long deadline)
+ * -EAGAIN as soon as peer (the shared agent; 0: none to watch) is seen
+ * stopped, or -ECANCELED as soon as the job ends (its launcher exited:
+ * gsrun closed the watch pipe) or this agent is told to stop. A shared
+ * agent that is stuck (stopped, hung) answers nothing: a job that ends
+ * must not wait for it up to --mps-timeout and leave its own agent behind. */
+static long read_reply(gs_agent_t *a, int fd, char *buf, size_t len, long long deadline,
+                       pid_t peer)
 {
     for (;;) {
         struct pollfd p[3] = {{fd, POLLIN, 0}, {a->sig_fd, POLLIN, 0}, {a->watch_fd, POLLIN, 0}};
@@ -43,7 +76,13 @@ static long read_reply(gs_agent_t *a, int fd, char *buf, size_t len, long long d
         if (left <= 0) {
             return -ETIMEDOUT;
         }
+        if (peer > 0 && left > STOPPED_CHECK_MS) {
+            left = STOPPED_CHECK_MS;
+        }
         if (poll(p, 3, (int)left) <= 0) {
+            if (stopped(peer)) {
+                return -EAGAIN;
+            }
             continue; /* EINTR, or the deadline: checked above */
         }
         if (((p[1].revents & POLLIN) && gs_agent_read_signals(a) != NULL) ||
@@ -140,7 +179,7 @@ static int domain(char *dir, size_t len, char *node_dir, size_t nlen, int make, 
         return rc;
     }
     gs_rundir_node_name(node, sizeof(node));
-    if ((size_t)snprintf(dir, len, "%s/%s", base, SHARE_DIR) >= len ||
+    if ((size_t)snprintf(dir, len, "%s/%s", base, GS_PROTO_SHARE_DIR) >= len ||
         (size_t)snprintf(node_dir, nlen, "%s/%s", dir, node) >= nlen) {
         return gs_error_set(err, ENAMETOOLONG, "'%s' is too long for the shared MPS's dir", base);
     }
@@ -179,6 +218,10 @@ int gs_agent_share_listing(gs_agent_t *a, gs_gpu_list_t *l)
     int c = gs_unixsock_connect(sock, &ignored);
     if (c < 0) {
         return c; /* none runs: the job's agent starts one once it has planned */
+    }
+    if (stopped(peer_of(c))) {
+        close(c);
+        return -EAGAIN; /* the job lists them itself; its lease says why */
     }
     char *buf = malloc(cap);
     long got = buf == NULL ? -ENOMEM
@@ -296,7 +339,7 @@ static int spawn(gs_agent_t *a, const char *dir, gs_error_t *err)
         return gs_error_set(err, -rc, "cannot start the shared MPS agent: %s", strerror(-rc));
     }
     long r = read_reply(a, ready_rd, line, sizeof(line),
-                        gs_proc_now_ms() + (long long)a->o->cfg.timeout_s * 1000 + 5000);
+                        gs_proc_now_ms() + (long long)a->o->cfg.timeout_s * 1000 + 5000, 0);
     close(ready_rd);
     if (r == -ECANCELED) {
         return told_to_stop(err);
@@ -316,9 +359,15 @@ static int try_lease(gs_agent_t *a, const char *sock, const char *req, int *serv
     if (c < 0) {
         return 1;
     }
-    long r = write(c, req, strlen(req)) == (ssize_t)strlen(req)
-                 ? read_reply(a, c, reply, sizeof(reply), deadline)
+    pid_t peer = peer_of(c);
+    long r = stopped(peer) ? -EAGAIN
+             : write(c, req, strlen(req)) == (ssize_t)strlen(req)
+                 ? read_reply(a, c, reply, sizeof(reply), deadline, peer)
                  : -EPIPE;
+    if (r == -EAGAIN) {
+        close(c); /* the agent, once resumed, sees the job gave up: starts nothing for it */
+        return stopped_error(a, peer, err);
+    }
     if (r <= 0) {
         close(c);
         return r == -ECANCELED ? told_to_stop(err) : 1; /* else it closed: stopping */
@@ -456,7 +505,7 @@ int gs_agent_share_join(gs_agent_t *a, gs_error_t *err)
             return gs_error_set(err, EIO, "%s", st.message);
         }
         char none[1]; /* the pause, which the job's end cuts short */
-        if (read_reply(a, -1, none, sizeof(none), gs_proc_now_ms() + RETRY_MS) == -ECANCELED) {
+        if (read_reply(a, -1, none, sizeof(none), gs_proc_now_ms() + RETRY_MS, 0) == -ECANCELED) {
             return told_to_stop(err);
         }
     }

@@ -151,9 +151,15 @@ static void on_hello(gs_agent_t *a, gs_agent_conn_t *c)
  * (the epilog shows what its -v asks for). */
 static void on_stop(gs_agent_t *a, gs_agent_conn_t *c)
 {
+    if (a->mode == GS_MODE_SHARED) {
+        /* `gsrun stop --now`: its jobs are told their servers are gone;
+         * what it did before is nobody's (it has no report sink). */
+        gs_report_clear(&a->report);
+    }
     gs_report_to_fd(&a->report, GS_SINK_EPILOG, c->fd);
     a->report.verbose = 1;
-    gs_agent_loop_end(a, "the job's epilog asked");
+    gs_agent_loop_end(a, a->mode == GS_MODE_SHARED ? "gsrun stop --now asked"
+                                                   : "the job's epilog asked");
 }
 
 /* A step of the job needs more servers than the job's agent runs (more
@@ -243,6 +249,7 @@ const gs_agent_msg_t gs_agent_messages[] = {
     {"servers", BIT(GS_AGENT_HOLDING), on_servers},
     {"lease", BIT(GS_AGENT_HOLDING), gs_agent_share_on_lease},
     {"gpus", BIT(GS_AGENT_HOLDING), gs_agent_share_on_gpus},
+    {"retire", BIT(GS_AGENT_HOLDING), gs_agent_share_on_retire},
     {NULL, 0, NULL},
 };
 
@@ -376,8 +383,9 @@ static void share_check(gs_agent_t *a)
     gs_agent_share_check(a);
     gs_agent_share_tell_lost(a);
     if (gs_agent_share_idle_ms(a) == 0) {
-        gs_agent_loop_end(a, a->ever_leased ? "the last job ended (and its linger)"
-                                            : "no job came");
+        gs_agent_loop_end(a, a->retiring      ? "gsrun stop asked, and the last job ended"
+                             : a->ever_leased ? "the last job ended (and its linger)"
+                                              : "no job came");
     }
 }
 

@@ -153,6 +153,16 @@ static int place(gs_agent_t *a, gs_agent_lease_t *l, const gs_protocol_lease_t *
     return 0;
 }
 
+/* Whether the job that asked on fd has given up and closed its end (this
+ * agent was stopped, or slow, and the job went on with servers of its own):
+ * a server started for it now would serve nobody and linger. */
+static int abandoned(int fd)
+{
+    char b;
+    ssize_t r = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 void gs_agent_share_on_lease(gs_agent_t *a, gs_agent_conn_t *c)
 {
     gs_protocol_lease_t q;
@@ -165,10 +175,18 @@ void gs_agent_share_on_lease(gs_agent_t *a, gs_agent_conn_t *c)
         close(c->fd);
         return;
     }
-    if (!a->plan.use_mps || a->leases == NULL || a->nleases == GS_AGENT_LEASES_MAX) {
+    if (!a->plan.use_mps || a->leases == NULL || a->nleases == GS_AGENT_LEASES_MAX ||
+        a->retiring) {
         dprintf(c->fd, "error %s\n",
                 !a->plan.use_mps ? a->plan.reason
+                : a->retiring    ? "it stops (gsrun stop) once its running jobs end"
                                  : "the node's shared MPS serves as many jobs as it can");
+        close(c->fd);
+        return;
+    }
+    if (abandoned(c->fd)) {
+        gs_report_add(&a->report, 0, "job %s gave up its lease before it was answered: nothing "
+                      "started for it", q.job);
         close(c->fd);
         return;
     }
@@ -256,6 +274,31 @@ static int listing_ready(gs_agent_t *a)
     return age >= 0 && age <= SHARE_LISTING_STALE_MS;
 }
 
+void gs_agent_share_on_retire(gs_agent_t *a, gs_agent_conn_t *c)
+{
+    if (a->mode != GS_MODE_SHARED || c->uid != getuid()) {
+        dprintf(c->fd, "error only the user's shared MPS takes gsrun stop\n");
+        close(c->fd);
+        return;
+    }
+    a->retiring = 1;
+    a->ever_leased = 1;
+    a->linger_ms = 0;
+    if (a->nleases == 0) {
+        a->idle_since = gs_proc_now_ms(); /* it ends at the loop's next check */
+    }
+    /* Said at once (the report comes at the end); what it did before is
+     * nobody's now; from here on, the caller's. */
+    dprintf(c->fd,
+            "gsrun: node %s: the user's shared MPS (agent %d) stops once the %d job%s that "
+            "hold%s its servers end%s; a new job meanwhile runs servers of its own\n",
+            a->o->args.node_name, (int)getpid(), a->nleases, a->nleases == 1 ? "" : "s",
+            a->nleases == 1 ? "s" : "", a->nleases == 1 ? "s" : "");
+    gs_report_clear(&a->report);
+    gs_report_to_fd(&a->report, GS_SINK_EPILOG, c->fd);
+    a->report.verbose = 1;
+}
+
 void gs_agent_share_on_gpus(gs_agent_t *a, gs_agent_conn_t *c)
 {
     if (a->mode != GS_MODE_SHARED || c->uid != getuid()) {
@@ -321,7 +364,7 @@ static void drop(gs_agent_t *a, int i)
     close(l->fd);
     if (--a->nleases == 0) {
         a->idle_since = gs_proc_now_ms();
-        a->linger_ms = l->linger_s * 1000; /* the last job's linger */
+        a->linger_ms = a->retiring ? 0 : l->linger_s * 1000; /* the last job's linger */
     }
     *l = a->leases[a->nleases];
 }

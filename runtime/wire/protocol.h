@@ -24,6 +24,11 @@
  * then SIGTERM and SIGKILL); front ends waiting for the agent add to it. */
 #define GS_PROTO_QUIT_TIMEOUT_MS 5000
 #define GS_PROTO_STOP "stop\n"
+/* `gsrun stop` without --now, to the user's shared agent: it ends once the
+ * jobs that hold leases have ended, and takes no new lease meanwhile. */
+#define GS_PROTO_RETIRE "retire\n"
+/* The shared agent's dir in the user's private base: <base>/<this>/<node>. */
+#define GS_PROTO_SHARE_DIR "mps-share"
 
 /* "hello ...": cpus "" is sent as "-". Returns the length, or -1 if it
  * does not fit. */

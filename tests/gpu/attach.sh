@@ -28,17 +28,8 @@ ok() { pass=$((pass + 1)); echo "ok - $*"; }
 notok() { fail=$((fail + 1)); echo "not ok - $*"; }
 check() { local d=$1; shift; if "$@"; then ok "$d"; else notok "$d"; return 1; fi; }
 
-if ! nvidia-smi -L >/dev/null 2>&1; then
-    echo "1..0 # SKIP no NVIDIA GPU here (nvidia-smi -L failed)"
-    echo "0 passed, 0 failed, 1 skipped"
-    exit 77
-fi
-if [ ! -x "$build/launcher/gsrun" ] || [ ! -x "$build/examples/mps_probe" ]; then
-    (cd "$top" && ./autogen.sh >/dev/null) || exit 1
-    mkdir -p "$build" && (cd "$build" && "$top/configure" -q && make -s -j"$(nproc)") || exit 1
-fi
-[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 . "$(dirname "$0")/procs.sh"
+gpu_ready "$top" "$build"
 ngpus=$(nvidia-smi -L | grep -c '^GPU ')
 echo "# $ngpus GPU(s): $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
 G=$build/launcher/gsrun

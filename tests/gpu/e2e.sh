@@ -46,16 +46,8 @@ pass=0 fail=0
 ok() { pass=$((pass + 1)); echo "ok - $*"; }
 notok() { fail=$((fail + 1)); echo "not ok - $*"; }
 
-if ! nvidia-smi -L >/dev/null 2>&1; then
-    echo "1..0 # SKIP no NVIDIA GPU here (nvidia-smi -L failed)"
-    echo "0 passed, 0 failed, 1 skipped"
-    exit 77
-fi
-if [ ! -x "$build/launcher/gsrun" ] || [ ! -x "$build/examples/mps_probe" ]; then
-    (cd "$top" && ./autogen.sh >/dev/null) || exit 1
-    mkdir -p "$build" && (cd "$build" && "$top/configure" -q && make -s -j"$(nproc)") || exit 1
-fi
-[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+. "$(dirname "$0")/procs.sh"
+gpu_ready "$top" "$build"
 if [ $front = component ]; then
     if [ ! -f "$build/ompi/mca/mca_rtc_gsrun.so" ]; then
         echo "Bail out! the Open MPI component was not built (configure found no ORTE headers)"
@@ -117,7 +109,6 @@ echo "# front end: $front"
 
 nvidia-smi --query-gpu=name,uuid,driver_version,compute_mode,mig.mode.current --format=csv,noheader
 # Live MPS processes, by executable (command lines and zombies do not count).
-. "$(dirname "$0")/procs.sh"
 mps_procs() { live_procs 'nvidia-cuda-mps*'; }
 before=$(mps_procs)
 [ -z "$before" ] || echo "# note: MPS processes already running before the test: $before"

@@ -1,6 +1,22 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Helpers for the GPU scripts (source this file).
 #
+# gpu_ready TOP BUILD: exits 77 with a SKIP line where no NVIDIA GPU is
+# (nvidia-smi -L fails); builds TOP into BUILD where gsrun or mps_probe is
+# missing; lets mpirun run as root.
+gpu_ready() {
+    if ! nvidia-smi -L >/dev/null 2>&1; then
+        echo "1..0 # SKIP no NVIDIA GPU here (nvidia-smi -L failed)"
+        echo "0 passed, 0 failed, 1 skipped"
+        exit 77
+    fi
+    if [ ! -x "$2/launcher/gsrun" ] || [ ! -x "$2/examples/mps_probe" ]; then
+        (cd "$1" && ./autogen.sh >/dev/null) || exit 1
+        mkdir -p "$2" && (cd "$2" && "$1/configure" -q && make -s -j"$(nproc)") || exit 1
+    fi
+    [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+}
+#
 # live_procs PATTERN: the PIDs of live (not zombie) processes whose name
 # (/proc/PID/comm, 15 characters at most) matches the glob PATTERN. By name,
 # not by /proc/PID/exe: CUDA programs and MPS daemons make themselves

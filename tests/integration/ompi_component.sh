@@ -91,6 +91,15 @@ rtc_run --mca rtc_gsrun_mps_memory_limit lots -np 2 "$PROG"
 [ $? -eq 2 ] && grep -q "MCA parameter rtc_gsrun_mps_memory_limit: invalid value 'lots'" "$ERR"
 check "rtc_gsrun_mps_memory_limit=lots: status 2 naming the parameter" [ $? -eq 0 ]
 check_clean "bad memory limit"
+# Set empty (Open MPI keeps that as no value): refused as --mps-linger=''
+# and GSRUN_MPS_LINGER='' are, not taken as the default (60 s).
+OMPI_MCA_rtc_gsrun_mps_linger= rtc_run -np 2 "$PROG"
+[ $? -eq 2 ] && grep -q "MCA parameter rtc_gsrun_mps_linger: empty value; accepted: " "$ERR"
+check "OMPI_MCA_rtc_gsrun_mps_linger set empty: status 2 naming the parameter" [ $? -eq 0 ] || diag "$ERR"
+rtc_run --mca rtc_gsrun_mps_share '' -np 2 "$PROG"
+[ $? -eq 2 ] && grep -q "MCA parameter rtc_gsrun_mps_share: empty value; accepted: " "$ERR"
+check "  ... and --mca rtc_gsrun_mps_share '': the same" [ $? -eq 0 ] || diag "$ERR"
+check_clean "empty values"
 
 rtc_run -np 4 "$PROG"
 check "without rtc_gsrun_verbose: no gsrun line" [ $? -eq 0 -a ! -s "$ERR" ]

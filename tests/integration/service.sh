@@ -3,10 +3,10 @@
 # covers: runtime/agent/agent_share.c, runtime/agent/agent_lease.c, runtime/gpu/gpu_text.c, runtime/core/config.c, runtime/files/status_format.c
 # Short jobs (issue 53) on the fake NVML (2, 4 and 8 GPUs): the user's node
 # service (the shared agent) tells a job's agent the GPUs, so that the job
-# loads no NVML of its own; its death mid-job and mid-linger costs no later
-# job its MPS; 24 jobs at once wait on nobody's discovery; the default
-# linger (auto); mpirun without hwloc's GPU plugins; `gsrun status` names
-# the GPUs as nvidia-smi does.
+# loads no NVML of its own; its death mid-job and mid-linger, or a SIGSTOP,
+# costs no later job its MPS; gsrun stop ends it; 24 jobs at once wait on nobody's discovery;
+# the default linger (auto); mpirun without hwloc's GPU plugins; `gsrun
+# status` names the GPUs as nvidia-smi does.
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"
 REC=$TEST_TMP/record
 NVLOG=$TEST_TMP/nvml-inits
@@ -130,6 +130,82 @@ job 4 "$OUT.d" "$ERR.d" -v --mps-linger=30 -np 2 "$PROG"
 check "  ... and the one after it takes the GPUs from the fresh service" \
     [ "$(cat "$OUT.d.rc")" = 0 ] && grep -q "the GPUs from the user's shared MPS" "$ERR.d" || diag "$ERR.d"
 clean "service killed"
+
+# 4b. The service stopped (SIGSTOP, a suspended session) while a job holds
+# its one-client server: the next job does not wait for it (was: its whole
+# --mps-timeout, 30 s), says which process and what to do, and runs servers
+# of its own; resumed, the service starts no server for the job that gave
+# up on it (was: one for nobody, which then lingered).
+rm -f "$REC"
+GSRUN_MPS_CLIENTS_PER_SERVER=1 job 2 "$OUT.a" "$ERR.a" --mps-linger=30 -np 1 "$PROG" --sleep 6000 &
+wait_status "$OUT.st" "^shared MPS .*1 job" || diag "$OUT.st"
+sp=$(shared_pid)
+kill -STOP $sp
+t0=$(date +%s%N)
+job 2 "$OUT.b" "$ERR.b" -v --mps-linger=30 -np 2 "$PROG"
+ms=$((($(date +%s%N) - t0) / 1000000))
+check "the service stopped (SIGSTOP): the next job ends in $ms ms (under 5000), status $(cat "$OUT.b.rc") (0), its 2 ranks under MPS" \
+    [ "$(cat "$OUT.b.rc")" = 0 -a $ms -lt 5000 -a "$(grep -c 'mps=1 ' "$OUT.b")" -eq 2 ] || diag "$ERR.b"
+check "  ... it names the stopped service ($sp) and says what to do" \
+    grep -q "shared MPS agent on this node (PID $sp, .*) is stopped .*kill -CONT $sp" "$ERR.b" || diag "$ERR.b"
+starts=$(grep -c '^start ' "$REC")
+kill -CONT $sp
+sleep 1
+check "  ... resumed, the service starts no server for the job that gave up ($(($(grep -c '^start ' "$REC") - starts)) started)" \
+    [ "$(grep -c '^start ' "$REC")" -eq "$starts" ] || diag "$REC"
+wait
+clean "service stopped"
+
+# 4c. gsrun stop ends the service: none running (said, status 0); one
+# lingering, --now (at once, nothing left); one a job uses (it ends once
+# that job has ended, and a job that starts meanwhile runs servers of its
+# own and says why); --now under a running job (the job is told).
+"$GSRUN" stop >"$OUT.s" 2>&1
+rc=$?
+check "gsrun stop, no service: status $rc (0), it says none runs" \
+    eval '[ $rc -eq 0 ] && grep -q "^gsrun stop: no shared MPS of the user.s runs on node " "$OUT.s"' || diag "$OUT.s"
+job 2 "$OUT.a" "$ERR.a" --mps-linger=30 -np 1 "$PROG"
+sp=$(shared_pid)
+t0=$(date +%s%N)
+"$GSRUN" stop --now >"$OUT.s" 2>&1
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+check "gsrun stop --now, the service lingering: status $rc (0) in $ms ms (under 3000), the service ($sp) gone" \
+    [ $rc -eq 0 -a $ms -lt 3000 -a -n "$sp" -a -z "$(leftover_procs)" ] || diag "$OUT.s"
+check "  ... it says the service stopped and its server shut down" \
+    eval 'grep -q "stopping the shared MPS: gsrun stop --now asked" "$OUT.s" && grep -q "GPU 0: MPS shut down" "$OUT.s"' ||
+    diag "$OUT.s"
+clean "gsrun stop --now"
+job 2 "$OUT.a" "$ERR.a" --mps-linger=30 -np 1 "$PROG" --sleep 4000 &
+wait_status "$OUT.st" "^shared MPS .*1 job" || diag "$OUT.st"
+"$GSRUN" stop >"$OUT.s" 2>&1 &
+stopper=$!
+for _ in $(seq 100); do grep -q "stops once" "$OUT.s" && break; sleep 0.05; done
+job 2 "$OUT.b" "$ERR.b" --mps-linger=30 -np 1 "$PROG"
+check "gsrun stop under a running job: a job that starts meanwhile ends 0 under MPS of its own, and says why" \
+    [ "$(cat "$OUT.b.rc")" = 0 -a "$(grep -c 'mps=1 ' "$OUT.b")" -eq 1 -a "$(grep -c 'pipe=.*/mps-share/' "$OUT.b")" -eq 0 ] &&
+    grep -q "shared MPS on this node refused the job: it stops (gsrun stop) once its running jobs end; this job runs MPS servers of its own" "$ERR.b" ||
+    diag "$ERR.b" "$OUT.s"
+check "  ... gsrun stop still waits for the running job" kill -0 $stopper
+wait $stopper
+rc=$?
+wait
+check "  ... then ends: status $rc (0), the running job's status $(cat "$OUT.a.rc") (0), under the shared MPS to its end" \
+    [ $rc -eq 0 -a "$(cat "$OUT.a.rc")" = 0 -a "$(grep -c 'mps=1 pipe=.*/mps-share/' "$OUT.a")" -eq 1 -a -z "$(leftover_procs)" ] ||
+    diag "$OUT.s" "$ERR.a"
+check "  ... it said it waited for 1 job and then stopped" \
+    eval 'grep -q "stops once the 1 job that holds its servers ends" "$OUT.s" && grep -q "gsrun stop asked, and the last job ended" "$OUT.s"' ||
+    diag "$OUT.s"
+clean "gsrun stop"
+job 2 "$OUT.a" "$ERR.a" --mps-linger=30 -np 1 "$PROG" --sleep 3000 &
+wait_status "$OUT.st" "^shared MPS .*1 job" || diag "$OUT.st"
+"$GSRUN" stop --now >"$OUT.s" 2>&1
+rc=$?
+wait
+check "gsrun stop --now under a running job: status $rc (0), the job is told its servers are gone" \
+    [ $rc -eq 0 ] && grep -q "the user's shared MPS on this node .* ended while this job ran" "$ERR.a" ||
+    diag "$ERR.a" "$OUT.s"
+clean "gsrun stop --now, a job running"
 
 # 5. 24 one-rank jobs at once on 8 GPUs, the service warm and NVML slow
 # (1 s a start): no job's agent loads NVML or waits for another's

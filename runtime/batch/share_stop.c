@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* `gsrun stop`: the user's shared agent is told through its socket in the
+ * user's private base ("stop" or "retire", runtime/wire/protocol.h); its
+ * report comes back on the connection, which it closes as it exits. */
+#include "gs_autoconf.h"
+
+#include "runtime/batch/share_stop.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "runtime/core/proc.h"
+#include "runtime/core/proctree.h"
+#include "runtime/core/text.h"
+#include "runtime/core/unixsock.h"
+#include "runtime/files/rundir.h"
+#include "runtime/files/status.h"
+#include "runtime/wire/protocol.h"
+
+/* --now: the servers' quits are bounded (GS_PROTO_QUIT_TIMEOUT_MS each,
+ * side by side); past this the agent is not answering. */
+#define STOP_NOW_MS 30000
+/* After its connection closed: until its process is gone. */
+#define STOP_EXIT_MS 5000
+
+static int gone(pid_t pid)
+{
+    long long state = gs_proctree_stat_field(pid, GS_STAT_STATE);
+    return state < 0 || state == 'Z';
+}
+
+/* Copies the agent's lines to out until it closes the connection (0), or
+ * -ETIMEDOUT by deadline (0: none), or -EAGAIN once it is seen stopped. */
+static int relay(int fd, pid_t pid, FILE *out, long long deadline)
+{
+    char line[GS_LINE_MAX];
+    for (;;) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (deadline > 0 && gs_proc_now_ms() >= deadline) {
+            return -ETIMEDOUT;
+        }
+        if (poll(&p, 1, 500) <= 0) {
+            long long state = gs_proctree_stat_field(pid, GS_STAT_STATE);
+            if (state == 'T' || state == 't') {
+                return -EAGAIN;
+            }
+            continue;
+        }
+        long n = gs_proc_read_line(fd, line, sizeof(line), gs_proc_now_ms() + 5000);
+        if (n <= 0) {
+            return n == -ETIMEDOUT ? -ETIMEDOUT : 0;
+        }
+        /* The socket is in the user's own base; its text is cleaned all the
+         * same (no control characters reach the terminal). */
+        gs_text_rstrip(line, "\r\n");
+        gs_status_clean(line);
+        fprintf(out, "%s\n", line);
+        fflush(out);
+    }
+}
+
+int gs_share_stop(int now, FILE *out, gs_error_t *err)
+{
+    char stem[300], base[512], node[64], sock[800];
+    snprintf(stem, sizeof(stem), "%s/gsrun-%u", gs_rundir_tmpdir(), (unsigned)getuid());
+    gs_rundir_node_name(node, sizeof(node));
+    if (gs_rundir_user_base_find(stem, base, sizeof(base)) != 0) {
+        gs_error_set(err, ENOENT, "no shared MPS of the user's runs on node %s (no base of the "
+                     "user's at %s; a job under another TMPDIR keeps its own there)", node, stem);
+        return 1;
+    }
+    if ((size_t)snprintf(sock, sizeof(sock), "%s/%s/%s/%s", base, GS_PROTO_SHARE_DIR, node,
+                         GS_PROTO_SOCKET) >= sizeof(sock)) {
+        return gs_error_set(err, ENAMETOOLONG, "'%s' is too long for a socket", base);
+    }
+    int fd = gs_unixsock_connect(sock, NULL);
+    if (fd < 0) {
+        gs_error_set(err, ENOENT, "no shared MPS of the user's runs on node %s (none answers at "
+                     "%s)", node, sock);
+        return 1;
+    }
+    struct ucred cr;
+    socklen_t crlen = sizeof(cr);
+    pid_t pid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) == 0 ? cr.pid : 0;
+    const char *ask = now ? GS_PROTO_STOP : GS_PROTO_RETIRE;
+    long long state = gs_proctree_stat_field(pid, GS_STAT_STATE);
+    int rc = state == 'T' || state == 't' ? -EAGAIN
+             : send(fd, ask, strlen(ask), MSG_NOSIGNAL) == (ssize_t)strlen(ask)
+                 ? relay(fd, pid, out, now ? gs_proc_now_ms() + STOP_NOW_MS : 0)
+                 : -EPIPE;
+    close(fd);
+    if (rc == -EAGAIN) {
+        return gs_error_set(err, EAGAIN, "the user's shared MPS agent on node %s (PID %d) is "
+                            "stopped (SIGSTOP, or a suspended session) and cannot be told: "
+                            "`kill -CONT %d` first, or `kill %d` ends it and its servers",
+                            node, (int)pid, (int)pid, (int)pid);
+    }
+    if (rc != 0) {
+        return gs_error_set(err, -rc, "the user's shared MPS agent on node %s (PID %d) did not "
+                            "end (%s); `kill %d` ends it and its servers", node, (int)pid,
+                            rc == -ETIMEDOUT ? "no answer within 30 s" : strerror(-rc),
+                            (int)pid);
+    }
+    for (long long until = gs_proc_now_ms() + STOP_EXIT_MS;
+         pid > 0 && !gone(pid) && gs_proc_now_ms() < until;) {
+        usleep(10000);
+    }
+    return 0;
+}
