@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "runtime/core/limits.h"
+
 void gs_mps_health_init(gs_mps_health_t *h)
 {
     memset(h, 0, sizeof(*h));
@@ -90,7 +92,15 @@ static int begin_fault(gs_mps_health_t *h, pid_t named, const char *at)
     h->named = named;
     h->faults++;
     h->fault = 1;
-    snprintf(h->at, sizeof(h->at), "%s", at);
+    /* The log is the user's to write: its time field reaches the job's
+     * output and status, so only a time's characters are kept. */
+    size_t k = 0;
+    for (const char *c = at; *c != '\0' && k + 1 < sizeof(h->at); c++) {
+        if ((*c >= '0' && *c <= '9') || *c == ' ' || *c == ':' || *c == '.' || *c == '-') {
+            h->at[k++] = *c;
+        }
+    }
+    h->at[k] = '\0';
     return GS_MPS_EV_FAULT;
 }
 
@@ -209,9 +219,24 @@ int gs_mps_health_prune(gs_mps_health_t *h, int (*alive)(pid_t pid))
     return 0;
 }
 
+/* Whether the directory of path is one, not a symlink to one: the log is
+ * read from where the daemon writes it, not from a dir put in its place. */
+static int dir_is_real(const char *path)
+{
+    char dir[GS_PATH_MAX];
+    struct stat st;
+    const char *slash = strrchr(path, '/');
+    if (slash == NULL || slash == path) {
+        return 1;
+    }
+    snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+    return lstat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 int gs_mps_health_follow(gs_mps_health_t *h, const char *path)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK), ev = 0;
+    int fd = dir_is_real(path) ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) : -1,
+        ev = 0;
     struct stat st;
     if (fd < 0) {
         return 0;

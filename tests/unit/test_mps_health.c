@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "runtime/gpu/mps_health.h"
@@ -115,6 +116,14 @@ static void test_real_fault(void **state)
     assert_int_equal(h.named, 0);
     assert_string_equal(h.at, "2026-11-27 11:00:00.000");
     assert_int_equal(h.nhit, 0);
+    /* The log is the user's to write: a time field with a terminal's
+     * escape sequence keeps a time's characters only. */
+    gs_mps_health_init(&h);
+    assert_int_equal(gs_mps_health_line(&h, "[\033[2J\033[31m 12:00:00.000 Server   553] Server is handling a fatal GPU error."),
+                     GS_MPS_EV_FAULT);
+    for (const char *c = h.at; *c != '\0'; c++) {
+        assert_true(strchr("0123456789 :.-", *c) != NULL);
+    }
 }
 
 static void test_list_settles(void **state)
@@ -122,15 +131,15 @@ static void test_list_settles(void **state)
     gs_mps_health_t h;
     (void)state;
     gs_mps_health_init(&h);
-    const char *const lines[] = {"[t0 t1 Server 1] Server is handling a fatal GPU error.",
-                                 "[t0 t1 Server 1] The following client process have a sticky error set:",
-                                 "[t0 t1 Server 1] 77", NULL};
+    const char *const lines[] = {"[2026-11-28 t1 Server 1] Server is handling a fatal GPU error.",
+                                 "[2026-11-28 t1 Server 1] The following client process have a sticky error set:",
+                                 "[2026-11-28 t1 Server 1] 77", NULL};
     assert_int_equal(feed(&h, lines), GS_MPS_EV_FAULT);
     assert_false(h.listed);
     assert_int_equal(gs_mps_health_settle(&h), GS_MPS_EV_LISTED);
     assert_int_equal(gs_mps_health_settle(&h), 0);
     assert_int_equal(h.nhit, 1);
-    assert_string_equal(h.at, "t0 t1");
+    assert_string_equal(h.at, "2026-11-28 1"); /* a time's characters only */
 }
 
 static int none_alive(pid_t p)
@@ -179,6 +188,27 @@ static void test_follow(void **state)
     assert_int_equal(gs_mps_health_follow(&h2, link), 0);
     assert_int_equal(h2.offset, 0);
     unlink(link);
+    /* Nor through a directory that is a link: a log dir put in the place
+     * of the daemon's (a user's forged log) is not read. */
+    char dir[] = "/tmp/gs-healthd-XXXXXX", dlink[64], in_link[96], file[96];
+    assert_non_null(mkdtemp(dir));
+    snprintf(file, sizeof(file), "%s/control.out", dir);
+    int f2 = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(f2 >= 0);
+    const char *forged = "[d t Server 5] Server is handling a fatal GPU error.\n";
+    assert_int_equal(write(f2, forged, strlen(forged)), (ssize_t)strlen(forged));
+    close(f2);
+    snprintf(dlink, sizeof(dlink), "%s.l", dir);
+    assert_int_equal(symlink(dir, dlink), 0);
+    snprintf(in_link, sizeof(in_link), "%s/control.out", dlink);
+    gs_mps_health_init(&h2);
+    assert_int_equal(gs_mps_health_follow(&h2, in_link), 0);
+    assert_int_equal(h2.offset, 0);
+    gs_mps_health_init(&h2); /* the dir itself is read */
+    assert_int_equal(gs_mps_health_follow(&h2, file), GS_MPS_EV_FAULT);
+    unlink(dlink);
+    unlink(file);
+    rmdir(dir);
     close(fd);
     unlink(path);
 }
