@@ -258,16 +258,19 @@ settle
 check_clean "the record's bounds"
 
 # 7. The shared agent starts a server without holding up other leases: 12
-# one-rank jobs at once on 4 GPUs, each new server silent 250 ms after its
-# start (as a real one sets up its context). Before: the jobs became ready
-# 1.0-1.8 s after planning (each lease waited for the servers before it).
-for i in $(seq 12); do light "r$i" 4 1 FAKE_MPS_SERVER_SETUP_MS=250 GSRUN_VERBOSE=2; done
+# one-rank jobs at once on 4 GPUs, each new server silent 400 ms after its
+# start (as a real one sets up its context; less than the 500 ms after which
+# its PIDs are asked for). Before: each lease waited for the servers before
+# it, 4 x 400 ms at least for the last GPU's (1.0-1.8 s with 250 ms). The
+# bound, 1.5 s, leaves room for the 4 starts themselves, one after another
+# (up to 978 ms on a loaded 2-core machine: the loop waits for each, issue 58).
+for i in $(seq 12); do light "r$i" 4 1 FAKE_MPS_SERVER_SETUP_MS=400 GSRUN_VERBOSE=2; done
 wait
 settle # each agent writes its timeline at its end, after its rank's
 worst=$(for i in $(seq 12); do sed -n 's/.*timeline (ms after gsrun started): .*planned \([0-9]*\), mps ready \([0-9]*\),.*/\1 \2/p' "$ERR.r$i" | head -1; done |
     awk '{ d = $2 - $1; if (d > m) m = d; n++ } END { print n + 0, m + 0 }')
-check "7. 12 jobs at once, servers silent 250 ms after their start: $(per_gpu 4 "$OUT".r*[0-9]) a GPU, planned to MPS ready at most ${worst#* } ms (under 700) in ${worst% *} timelines" \
-    [ "$(per_gpu 4 "$OUT".r*[0-9])" = "3 3 3 3" -a "${worst% *}" = 12 -a "${worst#* }" -lt 700 ] || diag "$ERR.r1"
+check "7. 12 jobs at once, servers silent 400 ms after their start: $(per_gpu 4 "$OUT".r*[0-9]) a GPU, planned to MPS ready at most ${worst#* } ms (under 1500) in ${worst% *} timelines" \
+    [ "$(per_gpu 4 "$OUT".r*[0-9])" = "3 3 3 3" -a "${worst% *}" = 12 -a "${worst#* }" -lt 1500 ] || diag "$ERR.r1"
 check_clean "servers started beside leases"
 
 finish

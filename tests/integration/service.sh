@@ -226,19 +226,22 @@ check "  ... 3 jobs a GPU" [ "$(per_gpu 8 "$OUT".[0-9]*)" = "3 3 3 3 3 3 3 3" ] 
     echo "# $(per_gpu 8 "$OUT".[0-9]*)"
 clean "24 at once"
 
-# 5b. The driver slow to list the GPUs' processes (200 ms a GPU, 1.6 s a
-# listing on 8: its state while two dozen contexts start): the service
-# lists them in a thread of its own and answers leases at once.
+# 5b. The driver slow to list the GPUs' processes (500 ms a GPU, 4 s a
+# listing on 8; 1.6 s measured while two dozen contexts start): the service
+# lists them in a thread of its own and answers leases at once. A lease
+# that waited for a listing would take 4 s; the bound, 2.5 s, leaves room
+# for the 8 servers the service starts one after another (1.0-1.8 s on a
+# loaded 2-core machine: the loop waits for each start, issue 58).
 rm -f "$REC"
-FAKE_NVML_PROCS_MS=200 job 8 "$OUT.w" "$ERR.w" --mps-linger=60 -np 1 "$PROG"
-FAKE_NVML_PROCS_MS=200 job 8 "$OUT.w" "$ERR.w" --mps-linger=60 -np 1 "$PROG"
+FAKE_NVML_PROCS_MS=500 job 8 "$OUT.w" "$ERR.w" --mps-linger=60 -np 1 "$PROG"
+FAKE_NVML_PROCS_MS=500 job 8 "$OUT.w" "$ERR.w" --mps-linger=60 -np 1 "$PROG"
 for i in $(seq 12); do
     job 8 "$OUT.$i" "$ERR.$i" -vv --mps-linger=60 -np 1 "$PROG" &
 done
 wait
-set_result 12 size "mps ready" 1000
-check "NVML 1.6 s a listing in the service, 12 jobs at once: all status 0 under MPS" [ "$ok_jobs" -eq 12 ]
-check "  ... each job's own part of its start (size to MPS ready) under 1 s (slower:${slow:- none})" \
+set_result 12 size "mps ready" 2500
+check "NVML 4 s a listing in the service, 12 jobs at once: all status 0 under MPS" [ "$ok_jobs" -eq 12 ]
+check "  ... each job's own part of its start (size to MPS ready) under 2.5 s (slower:${slow:- none})" \
     [ -z "$slow" ] || diag "$ERR.1"
 clean "slow listings"
 
