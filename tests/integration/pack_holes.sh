@@ -105,8 +105,10 @@ wait
 lines=$(grep -c "placement record .* stayed locked for 5 s" "$ERR.h1")
 check "3. the record locked by another process: the job starts in $(((t1 - t0) / 1000000)) ms, one line without -v ($lines)" \
     [ "$lines" = 1 -a "$(cat "$OUT.h1.rc")" = 0 ] || diag "$ERR.h1"
-check "  ... and its end waited for nothing: gsrun took $(((t2 - t0) / 1000000)) ms for a 7 s rank after the 5 s wait (under 13500)" \
-    [ $(((t2 - t0) / 1000000)) -lt 13500 ]
+# (Before, its end waited 2 s more: 14 s at least. 13.6 s seen beside a
+# whole make check -j2 and an rpmbuild on 2 cores.)
+check "  ... and its end waited for nothing: gsrun took $(((t2 - t0) / 1000000)) ms for a 7 s rank after the 5 s wait (under 13900)" \
+    [ $(((t2 - t0) / 1000000)) -lt 13900 ]
 check "  ... it was entered all the same: the next job goes to the other GPU ($(per_gpu 2 "$OUT.h1") then $(per_gpu 2 "$OUT.h2"))" \
     [ "$(per_gpu 2 "$OUT.h1" "$OUT.h2")" = "1 1" ]
 kill $holder 2>/dev/null
