@@ -34,24 +34,6 @@ static void lease_name(const gs_agent_t *a, char *out, size_t len);
  * whether it has been stopped. */
 #define STOPPED_CHECK_MS 100
 
-/* The process that listens at the other end of connection c (the shared
- * agent), or 0. */
-static pid_t peer_of(int c)
-{
-    struct ucred cr;
-    socklen_t n = sizeof(cr);
-    return getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &n) == 0 ? cr.pid : 0;
-}
-
-/* Whether pid is stopped (SIGSTOP, a suspended session, a debugger): the
- * kernel still queues connections to it, and it answers none until it
- * gets SIGCONT (a job waited its whole --mps-timeout, 30 s, on one). */
-static int stopped(pid_t pid)
-{
-    long long state = pid > 0 ? gs_proctree_stat_field(pid, GS_STAT_STATE) : 0;
-    return state == 'T' || state == 't';
-}
-
 static int stopped_error(const gs_agent_t *a, pid_t peer, gs_error_t *err)
 {
     return gs_error_set(err, EAGAIN,
@@ -80,7 +62,7 @@ static long read_reply(gs_agent_t *a, int fd, char *buf, size_t len, long long d
             left = STOPPED_CHECK_MS;
         }
         if (poll(p, 3, (int)left) <= 0) {
-            if (stopped(peer)) {
+            if (gs_proctree_stopped(peer)) {
                 return -EAGAIN;
             }
             continue; /* EINTR, or the deadline: checked above */
@@ -219,7 +201,7 @@ int gs_agent_share_listing(gs_agent_t *a, gs_gpu_list_t *l)
     if (c < 0) {
         return c; /* none runs: the job's agent starts one once it has planned */
     }
-    if (stopped(peer_of(c))) {
+    if (gs_proctree_stopped(gs_unixsock_peer(c))) {
         close(c);
         return -EAGAIN; /* the job lists them itself; its lease says why */
     }
@@ -359,8 +341,8 @@ static int try_lease(gs_agent_t *a, const char *sock, const char *req, int *serv
     if (c < 0) {
         return 1;
     }
-    pid_t peer = peer_of(c);
-    long r = stopped(peer) ? -EAGAIN
+    pid_t peer = gs_unixsock_peer(c);
+    long r = gs_proctree_stopped(peer) ? -EAGAIN
              : write(c, req, strlen(req)) == (ssize_t)strlen(req)
                  ? read_reply(a, c, reply, sizeof(reply), deadline, peer)
                  : -EPIPE;

@@ -43,8 +43,7 @@ static int relay(int fd, pid_t pid, FILE *out, long long deadline)
             return -ETIMEDOUT;
         }
         if (poll(&p, 1, 500) <= 0) {
-            long long state = gs_proctree_stat_field(pid, GS_STAT_STATE);
-            if (state == 'T' || state == 't') {
+            if (gs_proctree_stopped(pid)) {
                 return -EAGAIN;
             }
             continue;
@@ -82,12 +81,9 @@ int gs_share_stop(int now, FILE *out, gs_error_t *err)
                      "%s)", node, sock);
         return 1;
     }
-    struct ucred cr;
-    socklen_t crlen = sizeof(cr);
-    pid_t pid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) == 0 ? cr.pid : 0;
+    pid_t pid = gs_unixsock_peer(fd);
     const char *ask = now ? GS_PROTO_STOP : GS_PROTO_RETIRE;
-    long long state = gs_proctree_stat_field(pid, GS_STAT_STATE);
-    int rc = state == 'T' || state == 't' ? -EAGAIN
+    int rc = gs_proctree_stopped(pid) ? -EAGAIN
              : send(fd, ask, strlen(ask), MSG_NOSIGNAL) == (ssize_t)strlen(ask)
                  ? relay(fd, pid, out, now ? gs_proc_now_ms() + STOP_NOW_MS : 0)
                  : -EPIPE;

@@ -415,3 +415,9 @@ int gs_proctree_reap(const char *const *names, int timeout_ms)
 {
     return gs_proc_reap_while(named_child_left, (void *)names, timeout_ms);
 }
+
+int gs_proctree_stopped(pid_t pid)
+{
+    long long state = pid > 0 ? gs_proctree_stat_field(pid, GS_STAT_STATE) : 0;
+    return state == 'T' || state == 't';
+}

@@ -11,6 +11,9 @@
 /* Field k of /proc/<pid>/stat (3 = state, 4 = ppid, 22 = start time), or
  * -1 when the process is gone. */
 long long gs_proctree_stat_field(pid_t pid, int k);
+/* Whether pid is stopped (SIGSTOP, a suspended session, a debugger's stop):
+ * it still has connections queued to it, and answers none. */
+int gs_proctree_stopped(pid_t pid);
 
 /* 1 while pid is in its exit (the kernel's PF_EXITING, field 9 of its
  * stat): set before the process closes its files, so whoever sees a pipe

@@ -71,6 +71,13 @@ int gs_unixsock_connect(const char *path, gs_error_t *err)
     return fd;
 }
 
+pid_t gs_unixsock_peer(int fd)
+{
+    struct ucred cr;
+    socklen_t n = sizeof(cr);
+    return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &n) == 0 ? cr.pid : 0;
+}
+
 long gs_unixsock_ask(const char *path, const char *line, char *reply, size_t len,
                      long long deadline_ms, gs_error_t *err)
 {

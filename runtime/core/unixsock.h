@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include <sys/types.h>
+
 #include "runtime/core/gs_error.h"
 
 /* Listens at path (a leftover socket there is replaced), non-blocking,
@@ -12,6 +14,9 @@
 int gs_unixsock_listen(const char *path, gs_error_t *err);
 /* Connects to path, close-on-exec. The fd, or a negative errno. */
 int gs_unixsock_connect(const char *path, gs_error_t *err);
+/* The process that listens at the other end of connected socket fd
+ * (SO_PEERCRED: the one that called listen()), or 0. */
+pid_t gs_unixsock_peer(int fd);
 /* One request: connects to path, sends line (MSG_NOSIGNAL: a peer that
  * closes at once must not kill the caller), reads one line of answer into
  * reply until deadline_ms (gs_proc_now_ms). The answer's length, or a
