@@ -33,12 +33,17 @@ BOUND_MS=10000
 running() { # running NAME: how many processes named NAME run (a zombie leader with threads does)
     if [ "$1" = gsesc-chain ]; then
         # Each hop lives microseconds: no process list sees one. The chain
-        # runs while its hop count grows.
+        # runs while its hop count grows: written every 256 hops, which took
+        # over 0.3 s on a loaded 2-core machine (a fixed 0.3 s apart said
+        # "0 running" of a live chain in 4 of 15 runs), so up to 3 s.
         local a b
         a=$(cat "$TEST_TMP/esc/hops" 2>/dev/null)
-        sleep 0.3
-        b=$(cat "$TEST_TMP/esc/hops" 2>/dev/null)
-        [ -n "$b" ] && [ "$a" != "$b" ] && echo 1 || echo 0
+        for _ in $(seq 30); do
+            sleep 0.1
+            b=$(cat "$TEST_TMP/esc/hops" 2>/dev/null)
+            [ -n "$b" ] && [ "$a" != "$b" ] && { echo 1; return; }
+        done
+        echo 0
         return
     fi
     ps -eo stat=,nlwp=,comm= | awk -v n="$1" '$3 == n && ($1 !~ /^Z/ || $2 > 1)' | wc -l
