@@ -74,6 +74,35 @@ static void print_command(char **cmd)
  * on this node count from it too, through GSRUN_T0). */
 static long long gsrun_t0_ms;
 
+/* The run dirs crashed jobs left in TMPDIR are removed beside the job, not
+ * before it: the pass reads the whole of TMPDIR (200,000 files: 100 ms on a
+ * loaded machine, every job's). A process of its own (gsrun forks mpirun:
+ * no thread), waited for at the job's end; inline if it cannot fork. */
+static pid_t sweeper = -1;
+
+static void sweep(int verbose)
+{
+    char msgs[8][256];
+    int n = gs_preflight_clean_stale(gs_rundir_tmpdir(), msgs, 8);
+    for (int i = 0; i < n && verbose; i++) {
+        fprintf(stderr, "gsrun: removed the run directory of a job that crashed: %s\n", msgs[i]);
+    }
+}
+
+static pid_t sweep_beside(int verbose)
+{
+    fflush(NULL); /* nothing buffered is written twice */
+    pid_t pid = fork();
+    if (pid == 0) {
+        sweep(verbose);
+        _exit(0);
+    }
+    if (pid < 0) {
+        sweep(verbose);
+    }
+    return pid;
+}
+
 /* The job's run dir on gsrun's node, and the ranks' GSRUN_* variables.
  * Returns 0, or -1 with rd_err saying why there can be no run dir here
  * (the caller decides: under auto the job runs without MPS). */
@@ -102,11 +131,7 @@ static int prepare_job(const gs_opts_t *o, char *job_dir, size_t len, gs_error_t
             gs_rundir_remove(job_dir);
             return -1;
         }
-        n = gs_preflight_clean_stale(gs_rundir_tmpdir(), msgs, 8);
-        for (int i = 0; i < n && o->cfg.verbose; i++) {
-            fprintf(stderr, "gsrun: removed the run directory of a job that crashed: %s\n",
-                    msgs[i]);
-        }
+        sweeper = sweep_beside(o->cfg.verbose);
     }
     snprintf(pidbuf, sizeof(pidbuf), "%d", (int)getpid());
     snprintf(t0buf, sizeof(t0buf), "%lld", gsrun_t0_ms);
@@ -221,6 +246,9 @@ static int run_job(const gs_opts_t *o, char *launcher, char **cmd, const char *a
                 t_launch, t_exited, t_agents);
     }
     gs_rundir_remove(job_dir);
+    if (sweeper > 0) {
+        gs_proc_wait(sweeper, GS_REAP_WAIT_MS, NULL); /* bounded: its lines come before ours */
+    }
     /* What the ranks left running (a child in a session of its own) came
      * to us as subreaper: it ends with the job, now, not after a wait. It
      * carries a rank's variable; the launcher's own helpers (which may come

@@ -47,8 +47,9 @@ int gs_status_main(int argc, char **argv)
                    "Lists the gsrun jobs on this node that run in $TMPDIR (default /tmp), and\n"
                    "batch jobs, Slurm steps and `gsrun exec` jobs in " GS_ROOT_RUNDIR ",\n"
                    "$TMPDIR/gsrun-<uid> and /tmp/gsrun-<uid>: the\n"
-                   "caller's, or every user's for root (the caller's first). See gsrun(1)\n"
-                   "for the JSON fields.\n");
+                   "caller's, or every user's for root (the caller's first); then names the\n"
+                   "caller's shared MPS that jobs with another TMPDIR started (by its process).\n"
+                   "See gsrun(1) for the JSON fields.\n");
             return 0;
         } else {
             fprintf(stderr, "gsrun status: unknown argument '%s'; usage: gsrun status [--json]\n",
@@ -90,6 +91,10 @@ int gs_status_main(int argc, char **argv)
             placed.gpu[j - 1] = t;
         }
     }
+    /* The user's shared MPS started by jobs with another TMPDIR: said
+     * apart, not listed as if it were in this one. */
+    static gs_status_t elsewhere[8];
+    int ne = json ? 0 : gs_status_scan_shared(geteuid() == 0, jobs, n, elsewhere, 8);
     if (json) {
         gs_status_print_json_placed(stdout, node, jobs, n, gs_proc_wall_ms(),
                                     have_place ? &placed : NULL, gpu_of);
@@ -104,6 +109,23 @@ int gs_status_main(int argc, char **argv)
         if (have_place) {
             gs_status_print_placement(stdout, &placed, place, gpu_of);
         }
+    }
+    for (int i = 0; i < ne; i++) {
+        const gs_status_t *e = &elsewhere[i];
+        char tmpdir[256];
+        snprintf(tmpdir, sizeof(tmpdir), "%s", e->job_dir);
+        char *base = strrchr(tmpdir, '/'); /* <TMPDIR>/gsrun-<uid>[.k]/mps-share */
+        if (base != NULL) {
+            *base = '\0';
+            base = strrchr(tmpdir, '/');
+        }
+        if (base != NULL) {
+            *base = '\0';
+        }
+        printf("gsrun status: also the shared MPS of uid %d (agent %d, up %.0f s, %d job%s) with "
+               "its files in %s, outside %s: `TMPDIR=%s gsrun status` lists it\n",
+               e->uid, e->agent_pid, gs_status_uptime_s(e, gs_proc_wall_ms()), e->alive,
+               e->alive == 1 ? "" : "s", e->job_dir, where, tmpdir);
     }
     return fflush(stdout) == 0 ? 0 : 1;
 }

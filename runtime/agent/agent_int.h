@@ -109,11 +109,14 @@ typedef struct {
     gs_agent_lease_t *leases;
     int nleases, ever_leased, linger_ms;
     int retiring; /* `gsrun stop`: no new lease; it ends with the last job's lease */
+    int base_told; /* gs_agent_tell_base said it */
+    int gpus_ask_told; /* why the shared agent told no GPUs was said */
     int leased[GS_MAX_GPUS];
     unsigned char lost_told[GS_MAX_GPUS]; /* a dead server's jobs were told */
     long long share_confirm_ms[GS_MAX_GPUS]; /* when a new server's PIDs are listed, 0 done */
     long long idle_since;
     gs_lister_t *lister;    /* the GPUs listed in a thread of their own ("gpus") */
+    int lister_stuck;       /* its NVML call outlived the agent's end: _exit */
     gs_gpu_list_t *listing; /* the listing last told to a job */
     int gpus_waiting[GS_AGENT_GPUS_WAITING]; /* "gpus" asked while no listing was fresh */
     int ngpus_waiting;
@@ -318,9 +321,17 @@ int gs_agent_watch_timeout(const gs_agent_t *a);
  * 2)", or that no rank used the GPU (-v: what was wrong was told while the
  * job ran). */
 void gs_agent_watch_summary(const gs_agent_t *a, char *buf, size_t len);
-/* agent_lease.c: the node's GPUs as the user's node service (the shared
- * agent) lists them now, with their processes; 0, or -errno. */
+/* agent_lease_gpus.c: the node's GPUs as the user's node service (the
+ * shared agent) lists them now, with their processes; 0, or -errno. */
 int gs_agent_share_listing(gs_agent_t *a, gs_gpu_list_t *l);
+/* The shared agent's dirs and socket (runtime/files/share_dir.h), its node
+ * dir into a->share_dir (make: the user's base made when missing, and where
+ * other users took its name, said once). 0, or -errno with err. */
+int gs_agent_share_socket(gs_agent_t *a, char *dir, size_t dlen, char *sock, size_t slen,
+                          int make, gs_error_t *err);
+/* agent_pack.c: says once (-v) why the user's base is not
+ * <TMPDIR>/gsrun-<uid> (taken: "" says nothing), and what is used. */
+void gs_agent_tell_base(gs_agent_t *a, const char *taken, const char *used);
 
 /* agent_pack.c: the job's place among the user's jobs on the node. Locks
  * the node's placement record, counts each GPU's load and puts a->gpus in

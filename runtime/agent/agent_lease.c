@@ -24,10 +24,12 @@
 #include "runtime/core/proctree.h"
 #include "runtime/core/unixsock.h"
 #include "runtime/files/rundir.h"
+#include "runtime/files/share_dir.h"
 #include "runtime/files/status.h"
 #include "runtime/wire/protocol.h"
 
 #define RETRY_MS 20           /* between tries to reach a shared agent that comes or goes */
+#define ENDING_WAIT_MS 1000   /* the longest a job waits for an ending one to be gone */
 static void lease_name(const gs_agent_t *a, char *out, size_t len);
 
 /* How often a job's agent that waits for the shared agent's answer looks
@@ -146,122 +148,6 @@ void gs_agent_lease_ready(gs_agent_t *a, const struct pollfd *p, int n)
 }
 
 /* --- a job's agent ---------------------------------------------------------- */
-
-/* The shared agent's dirs: <user's base>/mps-share and its node dir; the
- * user's base is made when missing only if make (a job that only asks
- * whether a shared agent runs leaves nothing in TMPDIR). */
-static int domain(char *dir, size_t len, char *node_dir, size_t nlen, int make, gs_error_t *err)
-{
-    char stem[300], base[512], taken[512], node[64];
-    int rc;
-    snprintf(stem, sizeof(stem), "%s/gsrun-%u", gs_rundir_tmpdir(), (unsigned)getuid());
-    rc = make ? gs_rundir_user_base_any(stem, base, sizeof(base), taken, sizeof(taken), err)
-              : gs_rundir_user_base_find(stem, base, sizeof(base));
-    if (rc != 0) {
-        return rc;
-    }
-    gs_rundir_node_name(node, sizeof(node));
-    if ((size_t)snprintf(dir, len, "%s/%s", base, GS_PROTO_SHARE_DIR) >= len ||
-        (size_t)snprintf(node_dir, nlen, "%s/%s", dir, node) >= nlen) {
-        return gs_error_set(err, ENAMETOOLONG, "'%s' is too long for the shared MPS's dir", base);
-    }
-    return 0;
-}
-
-/* The shared agent's socket, if it fits: 0, else -errno with err (make:
- * as domain). */
-static int share_socket(gs_agent_t *a, char *dir, size_t dlen, char *sock, size_t slen, int make,
-                        gs_error_t *err)
-{
-    int rc = domain(dir, dlen, a->share_dir, sizeof(a->share_dir), make, err);
-    if (rc == 0 && (size_t)snprintf(sock, slen, "%s/%s", a->share_dir, GS_PROTO_SOCKET) >=
-                       sizeof(((struct sockaddr_un *)0)->sun_path)) {
-        rc = gs_error_set(err, ENAMETOOLONG, "'%s' is too long for a socket; set TMPDIR to a "
-                          "shorter directory", sock);
-    }
-    return rc;
-}
-
-/* How long a job's agent waits for the shared agent's GPUs: a few ms when
- * it runs; past this the job lists them itself. */
-#define GPUS_ASK_MS 2000
-
-/* The GPUs the user's shared agent listed, when one runs: 0 with a->gpus
- * set (in this job's CUDA order), or -errno (none answered). */
-int gs_agent_share_listing(gs_agent_t *a, gs_gpu_list_t *l)
-{
-    char dir[560], sock[700];
-    gs_error_t ignored;
-    size_t cap = (size_t)GS_MAX_GPUS * 2048 + 256;
-    int rc = share_socket(a, dir, sizeof(dir), sock, sizeof(sock), 0, &ignored);
-    if (rc != 0) {
-        return rc;
-    }
-    int c = gs_unixsock_connect(sock, &ignored);
-    if (c < 0) {
-        return c; /* none runs: the job's agent starts one once it has planned */
-    }
-    if (gs_proctree_stopped(gs_unixsock_peer(c))) {
-        close(c);
-        return -EAGAIN; /* the job lists them itself; its lease says why */
-    }
-    char *buf = malloc(cap);
-    long got = buf == NULL ? -ENOMEM
-               : send(c, "gpus\n", 5, MSG_NOSIGNAL) != 5
-                   ? -EPIPE
-                   : gs_proc_read_all(c, buf, cap, gs_proc_now_ms() + GPUS_ASK_MS);
-    close(c);
-    int count, beyond, cuda, at = 0;
-    rc = -EPROTO;
-    if (got > 0 && sscanf(buf, "gpus %d %d %d %n", &count, &cuda, &beyond, &at) == 3 && at > 0 &&
-        count >= 0 && count <= GS_MAX_GPUS) {
-        char *line = strchr(buf, '\n');
-        memset(l, 0, sizeof(*l));
-        l->cuda_version = cuda;
-        l->beyond = beyond;
-        snprintf(l->reason, sizeof(l->reason), "%.*s", (int)strcspn(buf + at, "\n"), buf + at);
-        rc = 0;
-        for (int g = 0; g < count && rc == 0; g++) {
-            char *next = line != NULL ? strchr(line + 1, '\n') : NULL;
-            if (next == NULL) {
-                rc = -EPROTO;
-                break;
-            }
-            *next = '\0';
-            rc = gs_gpu_from_line(line + 1, &l->gpu[g]);
-            line = next;
-        }
-        l->count = rc == 0 ? count : 0;
-        if (rc == 0) {
-            /* In this job's CUDA order, which may not be the shared agent's. */
-            const char *order = getenv("CUDA_DEVICE_ORDER");
-            gs_gpu_sort(l, order != NULL && strcmp(order, "PCI_BUS_ID") == 0);
-        }
-    }
-    free(buf);
-    return rc;
-}
-
-int gs_agent_share_list_gpus(gs_agent_t *a, gs_error_t *err)
-{
-    if (a->mode == GS_MODE_SHARED) {
-        gs_gpu_hold();
-        return gs_gpu_discover(&a->gpus, err);
-    }
-    /* NVML's load and start are most of a listing: 25-90 ms alone on the
-     * lent GPUs, over a second with two dozen jobs starting at once. */
-    long long asked = gs_proc_now_ms();
-    int rc, told = (a->mode == GS_MODE_EARLY || a->mode == GS_MODE_PER_JOB) &&
-                   a->o->cfg.share_node && a->o->cfg.mps != GS_MPS_OFF &&
-               gs_agent_share_listing(a, &a->gpus) == 0;
-    if (told) {
-        gs_report_add(&a->report, 0, "the GPUs from the user's shared MPS on this node (%s) in "
-                      "%lld ms", a->share_dir, gs_proc_now_ms() - asked);
-    } else if ((rc = gs_gpu_discover(&a->gpus, err)) != 0) {
-        return rc;
-    }
-    return gs_gpu_filter_visible(&a->gpus, getenv("CUDA_VISIBLE_DEVICES"), err);
-}
 
 /* What the shared agent's daemon runs: this program in node-share mode. */
 typedef struct {
@@ -413,14 +299,40 @@ static int take_servers(gs_agent_t *a, const int *server, gs_error_t *err)
     return rc;
 }
 
+/* A shared agent that ends (its socket gone) holds its dir until its
+ * servers have stopped: a job waits that long for the next one to start, at
+ * most ENDING_WAIT_MS, then goes on without (an NVML call or a server's stop
+ * that hangs must not cost it --mps-timeout). 0 while it may wait. */
+static int ending_too_long(gs_agent_t *a, long long *since, gs_error_t *err)
+{
+    pid_t pid = gs_share_dir_ending(a->share_dir);
+    if (pid == 0 || !gs_share_dir_held(a->share_dir)) {
+        *since = 0;
+        return 0;
+    }
+    long long now = gs_proc_now_ms();
+    if (*since == 0) {
+        *since = now;
+    }
+    if (now - *since < ENDING_WAIT_MS) {
+        return 0;
+    }
+    return gs_error_set(err, ETIMEDOUT,
+                        "the user's shared MPS agent on this node (PID %d, %s) is ending and "
+                        "has not let go of its directory within %d ms (its servers' stop or an "
+                        "NVML call is slow or hangs; `kill %d` ends it)",
+                        (int)pid, a->share_dir, ENDING_WAIT_MS, (int)pid);
+}
+
 int gs_agent_share_join(gs_agent_t *a, gs_error_t *err)
 {
     char dir[560], sock[700], req[GS_LINE_MAX];
     gs_protocol_lease_t q;
     int server[GS_MAX_GPUS], rc, started = 0;
+    long long ending_since = 0;
     long long t0 = gs_proc_now_ms(), deadline = gs_proc_now_ms() + (long long)a->o->cfg.timeout_s * 1000;
 
-    if ((rc = share_socket(a, dir, sizeof(dir), sock, sizeof(sock), 1, err)) != 0) {
+    if ((rc = gs_agent_share_socket(a, dir, sizeof(dir), sock, sizeof(sock), 1, err)) != 0) {
         return rc;
     }
     /* The shared servers' sockets are longer than a job's own (mps-share/
@@ -472,13 +384,18 @@ int gs_agent_share_join(gs_agent_t *a, gs_error_t *err)
         if (rc != 0 && rc != -ENOENT) {
             return rc; /* ENOENT: the last shared agent removed it as we looked */
         }
-        int up = rc == 0 ? spawn(a, dir, err) : 1;
+        /* One start while another agent holds the dir is all it takes to
+         * know: a job never starts them in a loop (352 in 10 s once). */
+        int up = rc != 0 || gs_share_dir_held(a->share_dir) ? 1 : spawn(a, dir, err);
         if (up < 0) {
             return up;
         }
         if (up == 0) {
             started = 1;
             continue;
+        }
+        if ((rc = ending_too_long(a, &ending_since, err)) != 0) {
+            return rc;
         }
         gs_state_t st;
         gs_error_t ignored;

@@ -77,6 +77,7 @@ int gs_agent_pack(gs_agent_t *a, int *counts, int *packed)
         a->ledger.stuck) {
         jobs = gs_ledger_load(&a->ledger, a->gpus.gpu, n, ours);
     }
+    gs_agent_tell_base(a, a->ledger.taken, a->ledger.top);
     if (a->ledger.stuck) {
         /* Held by a process of the user's, not a deciding job: the job is
          * placed by the entries as they are and entered without the lock. */
@@ -171,4 +172,17 @@ void gs_agent_pack_unlock(gs_agent_t *a)
 void gs_agent_pack_release(gs_agent_t *a)
 {
     gs_ledger_close(&a->ledger);
+}
+
+void gs_agent_tell_base(gs_agent_t *a, const char *taken, const char *used)
+{
+    if (taken[0] == '\0' || a->base_told) {
+        return;
+    }
+    a->base_told = 1;
+    char base[GS_PATH_MAX];
+    const char *slash = strrchr(used, '/'); /* <base>/place, <base>/mps-share */
+    snprintf(base, sizeof(base), "%.*s", slash != NULL ? (int)(slash - used) : (int)strlen(used),
+             used);
+    gs_report_add(&a->report, 0, "the user's files on this node are in %s: %s", base, taken);
 }

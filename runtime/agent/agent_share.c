@@ -33,6 +33,7 @@
 #include "runtime/core/proc.h"
 #include "runtime/core/unixsock.h"
 #include "runtime/files/rundir.h"
+#include "runtime/files/share_dir.h"
 #include "runtime/files/status.h"
 #include "runtime/wire/protocol.h"
 
@@ -49,6 +50,7 @@
 
 void gs_agent_share_open(gs_agent_t *a)
 {
+    gs_share_dir_unmark(a->node_dir); /* one that was killed as it ended */
     a->leases = calloc(GS_AGENT_LEASES_MAX, sizeof(*a->leases));
     a->lister = gs_lister_start(); /* NULL: the loop lists them itself */
     if (a->lister != NULL) {
@@ -227,6 +229,12 @@ void gs_agent_share_on_lease(gs_agent_t *a, gs_agent_conn_t *c)
  * other users' processes on the GPUs count by it). */
 #define SHARE_LISTING_FRESH_MS 250
 #define SHARE_LISTING_STALE_MS 2000
+/* A listing that has run this long is NVML slow or stuck: the jobs that
+ * wait are told at once, and list the GPUs themselves (issue 58). */
+#define SHARE_LISTING_SLOW_MS 1000
+/* How long its end waits for a listing under way (a hung NVML call): the
+ * servers are stopped all the same, and the process ends without it. */
+#define SHARE_LISTER_STOP_MS 1000
 
 /* Tells fd the GPUs of a->listing and closes it. */
 static void tell_gpus(gs_agent_t *a, int fd)
@@ -306,8 +314,12 @@ void gs_agent_share_on_gpus(gs_agent_t *a, gs_agent_conn_t *c)
         close(c->fd);
         return;
     }
+    long long busy;
     if (listing_ready(a)) {
         tell_gpus(a, c->fd);
+    } else if ((busy = gs_lister_busy_ms(a->lister)) >= SHARE_LISTING_SLOW_MS) {
+        dprintf(c->fd, "error its GPU listing has run %lld ms (NVML slow or stuck)\n", busy);
+        close(c->fd);
     } else if (a->ngpus_waiting < GS_AGENT_GPUS_WAITING) {
         a->gpus_waiting[a->ngpus_waiting++] = c->fd; /* told by gs_agent_share_check */
     } else {
@@ -318,9 +330,20 @@ void gs_agent_share_on_gpus(gs_agent_t *a, gs_agent_conn_t *c)
 
 void gs_agent_share_check(gs_agent_t *a)
 {
-    if (a->ngpus_waiting > 0 && listing_ready(a)) {
+    if (a->ngpus_waiting == 0) {
+        return;
+    }
+    long long busy = 0;
+    if (listing_ready(a)) {
         for (int i = 0; i < a->ngpus_waiting; i++) {
             tell_gpus(a, a->gpus_waiting[i]);
+        }
+        a->ngpus_waiting = 0;
+    } else if ((busy = gs_lister_busy_ms(a->lister)) >= SHARE_LISTING_SLOW_MS) {
+        for (int i = 0; i < a->ngpus_waiting; i++) {
+            dprintf(a->gpus_waiting[i],
+                    "error its GPU listing has run %lld ms (NVML slow or stuck)\n", busy);
+            close(a->gpus_waiting[i]);
         }
         a->ngpus_waiting = 0;
     }
@@ -450,6 +473,7 @@ void gs_agent_share_close(gs_agent_t *a)
     /* A job that comes now finds no socket and starts the next shared
      * agent once this one is gone, instead of waiting on a backlog. */
     if (a->listen_fd >= 0) {
+        gs_share_dir_mark_ending(a->node_dir); /* a job waits a second for it, no longer */
         close(a->listen_fd);
         a->listen_fd = -1;
         unlink(a->sock);
@@ -464,7 +488,13 @@ void gs_agent_share_close(gs_agent_t *a)
         close(a->gpus_waiting[i]); /* they list the GPUs themselves */
     }
     a->ngpus_waiting = 0;
-    gs_lister_stop(a->lister);
+    if (gs_lister_stop(a->lister, SHARE_LISTER_STOP_MS) != 0) {
+        a->lister_stuck = 1;
+        gs_report_add(&a->report, 1,
+                      "an NVML call of its GPU listing did not end within %lld ms of the "
+                      "agent's end (NVML stuck): its servers are stopped without it",
+                      (long long)SHARE_LISTER_STOP_MS);
+    }
     a->lister = NULL;
     free(a->listing);
     a->listing = NULL;

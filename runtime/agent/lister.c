@@ -3,11 +3,13 @@
 
 #include "runtime/agent/lister.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "runtime/core/proc.h"
 
@@ -15,8 +17,9 @@ struct gs_lister {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t wake;
-    int want, stop;
+    int want, stop, ended;
     long long listed_ms; /* 0: none yet */
+    long long since_ms;  /* when the listing under way began; 0: none runs */
     gs_gpu_list_t latest, work;
 };
 
@@ -32,6 +35,7 @@ static void *run(void *arg)
             break;
         }
         l->want = 0;
+        l->since_ms = gs_proc_now_ms();
         pthread_mutex_unlock(&l->mu);
         gs_error_t err;
         if (gs_gpu_discover(&l->work, &err) != 0) {
@@ -41,7 +45,10 @@ static void *run(void *arg)
         pthread_mutex_lock(&l->mu);
         l->latest = l->work;
         l->listed_ms = gs_proc_now_ms();
+        l->since_ms = 0;
     }
+    l->ended = 1;
+    pthread_cond_broadcast(&l->wake);
     pthread_mutex_unlock(&l->mu);
     return NULL;
 }
@@ -86,17 +93,46 @@ long long gs_lister_get(gs_lister_t *l, gs_gpu_list_t *out, int fresh_ms)
     return age;
 }
 
-void gs_lister_stop(gs_lister_t *l)
+long long gs_lister_busy_ms(gs_lister_t *l)
 {
     if (l == NULL) {
-        return;
+        return 0;
+    }
+    pthread_mutex_lock(&l->mu);
+    long long since = l->since_ms;
+    pthread_mutex_unlock(&l->mu);
+    return since > 0 ? gs_proc_now_ms() - since : 0;
+}
+
+int gs_lister_stop(gs_lister_t *l, int bound_ms)
+{
+    if (l == NULL) {
+        return 0;
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until); /* pthread_cond_timedwait's clock */
+    until.tv_sec += bound_ms / 1000;
+    until.tv_nsec += (long)(bound_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
     }
     pthread_mutex_lock(&l->mu);
     l->stop = 1;
-    pthread_cond_signal(&l->wake);
+    pthread_cond_broadcast(&l->wake);
+    while (!l->ended && pthread_cond_timedwait(&l->wake, &l->mu, &until) == 0) {
+    }
+    int ended = l->ended;
     pthread_mutex_unlock(&l->mu);
+    if (!ended) {
+        /* In NVML past the bound: the agent's servers are not kept for it.
+         * It keeps l; the process's end takes both. */
+        pthread_detach(l->thread);
+        return -ETIMEDOUT;
+    }
     pthread_join(l->thread, NULL);
     pthread_mutex_destroy(&l->mu);
     pthread_cond_destroy(&l->wake);
     free(l);
+    return 0;
 }

@@ -19,7 +19,14 @@ gs_lister_t *gs_lister_start(void);
  * yet). Asks for a fresh one when it is older than fresh_ms (or none). */
 long long gs_lister_get(gs_lister_t *l, gs_gpu_list_t *out, int fresh_ms);
 
-/* Ends the thread (after the listing under way) and frees it all. */
-void gs_lister_stop(gs_lister_t *l);
+/* How long the listing under way has run, in ms; 0 when none runs (a
+ * listing past a second is NVML slow or stuck: jobs are not kept waiting). */
+long long gs_lister_busy_ms(gs_lister_t *l);
+
+/* Ends the thread and frees it all: 0; or, when the listing under way has
+ * not ended within bound_ms (a hung NVML call), -ETIMEDOUT, the thread left
+ * to itself (the process must then end without NVML's exit handlers:
+ * _exit). */
+int gs_lister_stop(gs_lister_t *l, int bound_ms);
 
 #endif

@@ -17,6 +17,7 @@
 #include "runtime/core/text.h"
 #include "runtime/core/unixsock.h"
 #include "runtime/files/rundir.h"
+#include "runtime/files/share_dir.h"
 #include "runtime/files/status.h"
 #include "runtime/wire/protocol.h"
 
@@ -63,17 +64,18 @@ static int relay(int fd, pid_t pid, FILE *out, long long deadline)
 
 int gs_share_stop(int now, FILE *out, gs_error_t *err)
 {
-    char stem[300], base[512], node[64], sock[800];
-    snprintf(stem, sizeof(stem), "%s/gsrun-%u", gs_rundir_tmpdir(), (unsigned)getuid());
+    char dir[600], node_dir[700], node[64], sock[800];
+    gs_error_t why;
     gs_rundir_node_name(node, sizeof(node));
-    if (gs_rundir_user_base_find(stem, base, sizeof(base)) != 0) {
-        gs_error_set(err, ENOENT, "no shared MPS of the user's runs on node %s (no base of the "
-                     "user's at %s; a job under another TMPDIR keeps its own there)", node, stem);
+    int rc = gs_share_dir_find(0, dir, sizeof(dir), node_dir, sizeof(node_dir), sock, sizeof(sock),
+                               &why);
+    if (rc == -ENOENT) {
+        gs_error_set(err, ENOENT, "no shared MPS of the user's runs on node %s (%s; a job under "
+                     "another TMPDIR keeps its own there)", node, why.text);
         return 1;
     }
-    if ((size_t)snprintf(sock, sizeof(sock), "%s/%s/%s/%s", base, GS_PROTO_SHARE_DIR, node,
-                         GS_PROTO_SOCKET) >= sizeof(sock)) {
-        return gs_error_set(err, ENAMETOOLONG, "'%s' is too long for a socket", base);
+    if (rc != 0) {
+        return gs_error_set(err, -rc, "%s", why.text);
     }
     int fd = gs_unixsock_connect(sock, NULL);
     if (fd < 0) {
@@ -83,7 +85,7 @@ int gs_share_stop(int now, FILE *out, gs_error_t *err)
     }
     pid_t pid = gs_unixsock_peer(fd);
     const char *ask = now ? GS_PROTO_STOP : GS_PROTO_RETIRE;
-    int rc = gs_proctree_stopped(pid) ? -EAGAIN
+    rc = gs_proctree_stopped(pid) ? -EAGAIN
              : send(fd, ask, strlen(ask), MSG_NOSIGNAL) == (ssize_t)strlen(ask)
                  ? relay(fd, pid, out, now ? gs_proc_now_ms() + STOP_NOW_MS : 0)
                  : -EPIPE;

@@ -55,10 +55,11 @@ static int make_dirs(const char *top, const char *dir, gs_error_t *err)
 /* The record's paths in the user's base (made when missing). */
 static int paths(gs_ledger_t *l, const char *node, gs_error_t *err)
 {
-    char stem[300], base[512], taken[512];
+    char stem[300], base[512];
     int rc;
     snprintf(stem, sizeof(stem), "%s/gsrun-%u", gs_rundir_tmpdir(), (unsigned)getuid());
-    if ((rc = gs_rundir_user_base_any(stem, base, sizeof(base), taken, sizeof(taken), err)) != 0) {
+    if ((rc = gs_rundir_user_base_any(stem, base, sizeof(base), l->taken, sizeof(l->taken),
+                                      err)) != 0) {
         return rc;
     }
     if ((size_t)snprintf(l->top, sizeof(l->top), "%s/%s", base, GS_LEDGER_DIR) >= sizeof(l->top) ||

@@ -31,6 +31,7 @@ typedef struct {
     int lock_fd;    /* the dir's flock while deciding, -1 */
     int entry_fd;   /* this job's entry, flocked while the job runs, -1 */
     char entry[640];
+    char taken[512]; /* why the user's base is not <TMPDIR>/gsrun-<uid> ("": it is) */
     int stuck; /* the dir's flock stayed held past the wait (a process of the user's
                 * holds it): the job is entered without it, and its end waits for
                 * nothing */

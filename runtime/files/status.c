@@ -17,6 +17,7 @@
 #include "runtime/core/limits.h"
 #include "runtime/core/proc.h"
 #include "runtime/files/rundir.h"
+#include "runtime/wire/agentcmd.h"
 
 /* --- the rows: the file's lines and the JSON's members, in the JSON's order */
 
@@ -391,4 +392,74 @@ int gs_status_scan(const char *tmpdir, int all_users, gs_status_t *out, int max)
         n += scan_bases(tmpdir, node, 1, out + n, max - n);
     }
     return n;
+}
+
+/* The job dir a shared agent was started with (--job-dir on its command
+ * line): 0, or -1 when pid is not one. */
+static int shared_agent_dir(const char *pid, char *out, size_t len)
+{
+    char path[64], buf[GS_LINE_MAX];
+    snprintf(path, sizeof(path), "/proc/%s/comm", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+    if (fd >= 0) {
+        close(fd);
+    }
+    if (n <= 0 || (buf[n] = '\0', strcmp(buf, GS_AGENT_SHARED_COMM "\n") != 0)) {
+        return -1;
+    }
+    snprintf(path, sizeof(path), "/proc/%s/cmdline", pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+    if (fd >= 0) {
+        close(fd);
+    }
+    if (n <= 0) {
+        return -1;
+    }
+    buf[n] = '\0';
+    for (const char *a = buf; a < buf + n; a += strlen(a) + 1) {
+        const char *next = a + strlen(a) + 1;
+        if (strcmp(a, "--job-dir") == 0 && next < buf + n) {
+            snprintf(out, len, "%s", next);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int gs_status_scan_shared(int all_users, const gs_status_t *listed, int n, gs_status_t *out,
+                          int max)
+{
+    char node[64];
+    int added = 0;
+    DIR *d = opendir("/proc");
+    if (d == NULL) {
+        return 0;
+    }
+    gs_rundir_node_name(node, sizeof(node));
+    for (struct dirent *e; added < max && (e = readdir(d)) != NULL;) {
+        char dir[256], path[64];
+        struct stat st;
+        if (e->d_name[0] < '1' || e->d_name[0] > '9' ||
+            shared_agent_dir(e->d_name, dir, sizeof(dir)) != 0) {
+            continue;
+        }
+        snprintf(path, sizeof(path), "/proc/%s", e->d_name);
+        int known = stat(path, &st) != 0 || (!all_users && st.st_uid != getuid());
+        for (int i = 0; i < n && !known; i++) {
+            known = strcmp(listed[i].job_dir, dir) == 0;
+        }
+        for (int i = 0; i < added && !known; i++) {
+            known = strcmp(out[i].job_dir, dir) == 0;
+        }
+        char *slash = strrchr(dir, '/');
+        if (known || slash == NULL || slash == dir) {
+            continue;
+        }
+        *slash = '\0'; /* its base, and the dir's name there */
+        added += read_job(dir, slash + 1, node, st.st_uid != getuid(), &out[added]);
+    }
+    closedir(d);
+    return added;
 }

@@ -88,6 +88,12 @@ void gs_status_clean_placement(gs_ledger_summary_t *pl);
  * (all_users, for root) every other user's. Every string in them is clean
  * (gs_status_clean). Returns how many were put in out (at most max). */
 int gs_status_scan(const char *tmpdir, int all_users, gs_status_t *out, int max);
+/* The user's shared MPS agents (for root, every user's) that run on this
+ * node with their dirs elsewhere (started by a job with another TMPDIR),
+ * found by their processes: none of the n in listed, up to max into out.
+ * Returns how many. */
+int gs_status_scan_shared(int all_users, const gs_status_t *listed, int n, gs_status_t *out,
+                          int max);
 
 void gs_status_print_text(FILE *f, const gs_status_t *s, int n, long long now_ms);
 /* JSON, documented in gsrun(1): {"version":1,"node":...,"jobs":[...]}. */

@@ -23,6 +23,9 @@
  *   FAKE_NVML_INIT_LOG=F     each nvmlInit_v2 appends "<pid> <program>" to F
  *   FAKE_NVML_PROCS_MS=N     listing a device's processes takes N ms (the driver
  *                            busy with other contexts' creation)
+ *   FAKE_NVML_PROCS_HANG=F   in the user's shared agent (gsrun-share) only, listing
+ *                            a device's processes waits while file F exists (an
+ *                            NVML call that hangs)
  *   FAKE_NVML_CTX_DIR=D      the contexts test programs hold now: a file D/<pid>
  *                            that says "<GPU> mps" (an MPS client: in both the
  *                            compute and the MPS listing, as on driver 580) or
@@ -366,16 +369,36 @@ static void ctx_dir(int gpu, int mps_only, proc_info_t *info, unsigned int room,
     }
 }
 
+/* Whether this is the user's shared agent (its main thread's name). */
+static int in_shared_agent(void)
+{
+    char path[64], comm[32] = "";
+    snprintf(path, sizeof(path), "/proc/%d/comm", (int)getpid());
+    FILE *f = fopen(path, "re");
+    if (f != NULL) {
+        if (fgets(comm, sizeof(comm), f) == NULL) {
+            comm[0] = '\0';
+        }
+        fclose(f);
+    }
+    return strcmp(comm, "gsrun-share\n") == 0;
+}
+
 /* NVML's contract: *count in, the room; out, how many (NVML_ERROR_
  * INSUFFICIENT_SIZE, 7, when they do not fit). */
 int nvmlDeviceGetComputeRunningProcesses_v3(void *dev, unsigned int *count, proc_info_t *info)
 {
     char buf[32];
     unsigned int n = 0, room = *count;
-    const char *ms = getenv("FAKE_NVML_PROCS_MS");
+    const char *ms = getenv("FAKE_NVML_PROCS_MS"), *hang = getenv("FAKE_NVML_PROCS_HANG");
     if (ms != NULL && atoi(ms) > 0) {
         struct timespec t = {atoi(ms) / 1000, (long)(atoi(ms) % 1000) * 1000000L};
         nanosleep(&t, NULL);
+    }
+    if (hang != NULL && in_shared_agent()) {
+        while (access(hang, F_OK) == 0) {
+            usleep(10000);
+        }
     }
     for (int i = 0; field("FAKE_NVML_PROCS", ',', i, buf, sizeof(buf)) != NULL; i++) {
         int g = -1;

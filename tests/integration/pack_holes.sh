@@ -44,6 +44,10 @@ if [ "$ME" = 0 ] && getent passwd nobody >/dev/null; then
     bases=$(cat $(seq -f "$OUT.p%g" 8) | grep -o "pipe=$NT/tmp/gsrun-$ME\.x[A-Za-z0-9]\{6\}/" | sort -u | wc -l)
     check "  ... all 8 in one base nobody could take first ($bases: $(grep -o "pipe=$NT/tmp/gsrun-$ME[^/]*" "$OUT.p1" | sort -u))" \
         [ "$bases" = 1 -a "$(ls -d "$NT/tmp/gsrun-$ME".x* | wc -l)" = 1 ]
+    TMPDIR="$NT/tmp" gsrun_fake 4 -v --mps-linger=0 -np 2 "$PROG" >"$OUT.v" 2>"$ERR.v"
+    said=$(grep -c "the user's files on this node are in $NT/tmp/gsrun-$ME\.x[A-Za-z0-9]\{6\}: '$NT/tmp/gsrun-$ME' and its 16 next names were taken by other users" "$ERR.v")
+    check "  ... a -v job says where the user's files are, and why, once (said $said)" \
+        [ "$said" = 1 ] || diag "$ERR.v"
     # GPU 0 busy with 10 processes of other users: the next 3 jobs avoid it.
     for i in 1 2 3; do light "q$i" 4 2 TMPDIR="$NT/tmp" FAKE_NVML_PROCS=0:1,0:1,0:1,0:1,0:1,0:1,0:1,0:1,0:1,0:1; done
     wait
@@ -262,17 +266,27 @@ check_clean "the record's bounds"
 # 7. The shared agent starts a server without holding up other leases: 12
 # one-rank jobs at once on 4 GPUs, each new server silent 400 ms after its
 # start (as a real one sets up its context; less than the 500 ms after which
-# its PIDs are asked for). Before: each lease waited for the servers before
-# it, 4 x 400 ms at least for the last GPU's (1.0-1.8 s with 250 ms). The
-# bound, 1.5 s, leaves room for the 4 starts themselves, one after another
-# (up to 978 ms on a loaded 2-core machine: the loop waits for each, issue 58).
-for i in $(seq 12); do light "r$i" 4 1 FAKE_MPS_SERVER_SETUP_MS=400 GSRUN_VERBOSE=2; done
+# its PIDs are asked for). Before: each lease waited for its server's
+# silence and for those of the servers before it, 4 x 400 ms at least for
+# the last GPU's. Measured against the same 12 jobs with servers that are
+# not silent, run just before: on a loaded 2-core machine the serial server
+# starts alone took up to 1.8 s (the loop waits for each, issue 58), so a
+# bound on the time itself failed in CI; the difference is the silences'.
+worst_of() { # worst_of PREFIX: "<timelines> <worst planned-to-MPS-ready ms>"
+    for i in $(seq 12); do
+        sed -n 's/.*timeline (ms after gsrun started): .*planned \([0-9]*\), mps ready \([0-9]*\),.*/\1 \2/p' "$ERR.$1$i" | head -1
+    done | awk '{ d = $2 - $1; if (d > m) m = d; n++ } END { print n + 0, m + 0 }'
+}
+for i in $(seq 12); do light "b$i" 4 1 GSRUN_VERBOSE=2; done
 wait
 settle # each agent writes its timeline at its end, after its rank's
-worst=$(for i in $(seq 12); do sed -n 's/.*timeline (ms after gsrun started): .*planned \([0-9]*\), mps ready \([0-9]*\),.*/\1 \2/p' "$ERR.r$i" | head -1; done |
-    awk '{ d = $2 - $1; if (d > m) m = d; n++ } END { print n + 0, m + 0 }')
-check "7. 12 jobs at once, servers silent 400 ms after their start: $(per_gpu 4 "$OUT".r*[0-9]) a GPU, planned to MPS ready at most ${worst#* } ms (under 1500) in ${worst% *} timelines" \
-    [ "$(per_gpu 4 "$OUT".r*[0-9])" = "3 3 3 3" -a "${worst% *}" = 12 -a "${worst#* }" -lt 1500 ] || diag "$ERR.r1"
+base=$(worst_of b)
+for i in $(seq 12); do light "r$i" 4 1 FAKE_MPS_SERVER_SETUP_MS=400 GSRUN_VERBOSE=2; done
+wait
+settle
+worst=$(worst_of r)
+check "7. 12 jobs at once, servers silent 400 ms after their start: $(per_gpu 4 "$OUT".r*[0-9]) a GPU, planned to MPS ready at most ${worst#* } ms (${base#* } ms with servers not silent; at most 900 more) in ${worst% *} and ${base% *} timelines" \
+    [ "$(per_gpu 4 "$OUT".r*[0-9])" = "3 3 3 3" -a "${worst% *}" = 12 -a "${base% *}" = 12 -a $((${worst#* } - ${base#* })) -lt 900 ] || diag "$ERR.r1"
 check_clean "servers started beside leases"
 
 finish

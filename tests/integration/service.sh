@@ -4,7 +4,8 @@
 # Short jobs (issue 53) on the fake NVML (2, 4 and 8 GPUs): the user's node
 # service (the shared agent) tells a job's agent the GPUs, so that the job
 # loads no NVML of its own; its death mid-job and mid-linger, or a SIGSTOP,
-# costs no later job its MPS; gsrun stop ends it; 24 jobs at once wait on nobody's discovery;
+# costs no later job its MPS; an NVML call that hangs in it costs a job a
+# second; gsrun stop ends it; 24 jobs at once wait on nobody's discovery;
 # the default linger (auto); mpirun without hwloc's GPU plugins; `gsrun
 # status` names the GPUs as nvidia-smi does.
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"
@@ -120,15 +121,15 @@ wait
 check "the service SIGKILLed mid-job: the job is told its servers are gone" \
     grep -q "the user's shared MPS on this node .* ended while this job ran" "$ERR.a" || diag "$ERR.a"
 check "  ... the next job: status 0, MPS from a fresh service, GPUs listed itself" \
-    [ "$(cat "$OUT.b.rc")" = 0 -a "$(grep -c 'mps=1 pipe=.*/mps-share/' "$OUT.b")" -eq 2 ] &&
-    grep -q "shared MPS on this node .*: started for this job" "$ERR.b" || diag "$ERR.b"
+    [ "$(cat "$OUT.b.rc")" = 0 -a "$(grep -c 'mps=1 pipe=.*/mps-share/' "$OUT.b")" -eq 2 \
+      -a "$(grep -c "shared MPS on this node .*: started for this job" "$ERR.b")" -gt 0 ] || diag "$ERR.b"
 kill -9 "$(shared_pid)" # mid-linger now
 job 4 "$OUT.c" "$ERR.c" -v --mps-linger=30 -np 2 "$PROG"
 check "the service SIGKILLed mid-linger: the next job has MPS all the same" \
     [ "$(cat "$OUT.c.rc")" = 0 -a "$(grep -c 'mps=1 pipe=.*/mps-share/' "$OUT.c")" -eq 2 ] || diag "$ERR.c"
 job 4 "$OUT.d" "$ERR.d" -v --mps-linger=30 -np 2 "$PROG"
 check "  ... and the one after it takes the GPUs from the fresh service" \
-    [ "$(cat "$OUT.d.rc")" = 0 ] && grep -q "the GPUs from the user's shared MPS" "$ERR.d" || diag "$ERR.d"
+    [ "$(cat "$OUT.d.rc")" = 0 -a "$(grep -c "the GPUs from the user's shared MPS" "$ERR.d")" -gt 0 ] || diag "$ERR.d"
 clean "service killed"
 
 # 4b. The service stopped (SIGSTOP, a suspended session) while a job holds
@@ -183,8 +184,8 @@ stopper=$!
 for _ in $(seq 100); do grep -q "stops once" "$OUT.s" && break; sleep 0.05; done
 job 2 "$OUT.b" "$ERR.b" --mps-linger=30 -np 1 "$PROG"
 check "gsrun stop under a running job: a job that starts meanwhile ends 0 under MPS of its own, and says why" \
-    [ "$(cat "$OUT.b.rc")" = 0 -a "$(grep -c 'mps=1 ' "$OUT.b")" -eq 1 -a "$(grep -c 'pipe=.*/mps-share/' "$OUT.b")" -eq 0 ] &&
-    grep -q "shared MPS on this node refused the job: it stops (gsrun stop) once its running jobs end; this job runs MPS servers of its own" "$ERR.b" ||
+    [ "$(cat "$OUT.b.rc")" = 0 -a "$(grep -c 'mps=1 ' "$OUT.b")" -eq 1 -a "$(grep -c 'pipe=.*/mps-share/' "$OUT.b")" -eq 0 \
+      -a "$(grep -c "shared MPS on this node refused the job: it stops (gsrun stop) once its running jobs end; this job runs MPS servers of its own" "$ERR.b")" -gt 0 ] ||
     diag "$ERR.b" "$OUT.s"
 check "  ... gsrun stop still waits for the running job" kill -0 $stopper
 wait $stopper
@@ -203,9 +204,64 @@ wait_status "$OUT.st" "^shared MPS .*1 job" || diag "$OUT.st"
 rc=$?
 wait
 check "gsrun stop --now under a running job: status $rc (0), the job is told its servers are gone" \
-    [ $rc -eq 0 ] && grep -q "the user's shared MPS on this node .* ended while this job ran" "$ERR.a" ||
+    [ $rc -eq 0 -a "$(grep -c "the user's shared MPS on this node .* ended while this job ran" "$ERR.a")" -gt 0 ] ||
     diag "$ERR.a" "$OUT.s"
 clean "gsrun stop --now, a job running"
+
+# 4d. An NVML call that hangs in the service (its GPU listing), and a
+# service whose servers do not stop (quit hangs): a job that asks for the
+# GPUs is told within a second and lists them itself (was: 2 s, silent);
+# the service still ends after its linger (was: never, its end joined the
+# listing); a job that comes while it ends waits a second for it, then runs
+# servers of its own and says why (was: 30 s and a new agent tried every
+# 20 ms); the service and its servers are gone in the end.
+HANG=$TEST_TMP/nvml-hang
+rm -f "$HANG"
+FAKE_NVML_PROCS_HANG=$HANG FAKE_MPS_HANG_ON_QUIT=1 job 2 "$OUT.a" "$ERR.a" --mps-linger=30 -np 1 "$PROG"
+sp=$(shared_pid)
+touch "$HANG"
+sleep 2.2 # its listing is stale now: the next job's ask starts a fresh one
+job 2 "$OUT.b" "$ERR.b" -v --mps-linger=1 -np 1 "$PROG"
+t_end=$(date +%s%N)
+check "NVML hangs in the service: the next job ends $(cat "$OUT.b.rc") (0) under the shared MPS, told why it lists the GPUs itself" \
+    [ "$(cat "$OUT.b.rc")" = 0 -a "$(grep -c 'mps=1 pipe=.*/mps-share/' "$OUT.b")" -eq 1 \
+      -a "$(grep -c "could not tell the GPUs (its GPU listing has run [0-9]* ms (NVML slow or stuck)); this job lists them itself" "$ERR.b")" -gt 0 ] ||
+    diag "$ERR.b"
+for _ in $(seq 100); do
+    ls "$TMPDIR"/gsrun-"$ME"*/mps-share/*/ending >/dev/null 2>&1 && break
+    sleep 0.05
+done
+t0=$(date +%s%N)
+job 2 "$OUT.c" "$ERR.c" -v --mps-linger=0 -np 1 "$PROG"
+ms=$((($(date +%s%N) - t0) / 1000000))
+check "  ... a job while it ends: $ms ms (under 6000), status $(cat "$OUT.c.rc") (0), its rank under MPS of its own" \
+    [ $ms -lt 6000 -a "$(cat "$OUT.c.rc")" = 0 -a "$(grep -c 'mps=1 ' "$OUT.c")" -eq 1 -a "$(grep -c 'pipe=.*/mps-share/' "$OUT.c")" -eq 0 ] ||
+    diag "$ERR.c"
+check "  ... it names the ending service ($sp) and what to do" \
+    grep -q "shared MPS agent on this node (PID $sp, .*) is ending and has not let go of its directory within 1000 ms .*kill $sp" "$ERR.c" ||
+    diag "$ERR.c"
+for _ in $(seq 300); do
+    [ -z "$(shared_pid)" ] && [ -z "$(leftover_procs)" ] && break
+    sleep 0.05
+done
+ms=$((($(date +%s%N) - t_end) / 1000000))
+check "  ... the service and its servers gone $ms ms after the last job (under 15000: linger 1 s, listing 1 s, quit 5 s)" \
+    [ $ms -lt 15000 -a -z "$(leftover_procs)" ] || ps -o pid,stat,comm -p "$(leftover_procs | tr '\n' ',')0" | diag
+rm -f "$HANG"
+clean "NVML hung in the service"
+
+# 4e. gsrun status with another TMPDIR than the service's jobs had finds
+# the service by its process, and says where its files are (was: "no gsrun
+# job", while it held 4 MPS processes).
+mkdir -p "$TEST_TMP/other"
+job 2 "$OUT.a" "$ERR.a" --mps-linger=30 -np 1 "$PROG"
+sp=$(shared_pid)
+TMPDIR=$TEST_TMP/other "$GSRUN" status >"$OUT.s" 2>&1
+check "gsrun status under another TMPDIR names the user's service ($sp), where its files are and how to list it" \
+    grep -q "^gsrun status: also the shared MPS of uid $ME (agent $sp, up [0-9]* s, 0 jobs) with its files in $TMPDIR/gsrun-$ME[^/]*/mps-share, outside $TEST_TMP/other[^:]*: .TMPDIR=$TMPDIR gsrun status. lists it" "$OUT.s" ||
+    diag "$OUT.s"
+check "  ... apart from the jobs in that TMPDIR (none)" grep -q "^gsrun status: node .*: no gsrun job in $TEST_TMP/other" "$OUT.s" || diag "$OUT.s"
+clean "status under another TMPDIR"
 
 # 5. 24 one-rank jobs at once on 8 GPUs, the service warm and NVML slow
 # (1 s a start): no job's agent loads NVML or waits for another's
