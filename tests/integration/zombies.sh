@@ -76,8 +76,13 @@ for name in gsleft-chain gsleft-leader; do
     what="leader $name 60"
     [ $name = gsleft-chain ] && what="chain $name 60 $TEST_TMP/hops"
     rm -f "$TEST_TMP/hops"
+    # The rank exits once what it left runs: the chain has written its hop
+    # count (a fixed 0.3 s was too short for it on a loaded machine once:
+    # nothing to end), the leader had 0.3 s.
+    started="sleep 0.3"
+    [ $name = gsleft-chain ] && started="for i in \$(seq 100); do [ -s $TEST_TMP/hops ] && break; sleep 0.05; done"
     t0=$(date +%s%N)
-    gsrun_fake 1 -np 2 sh -c "setsid $H $what </dev/null >/dev/null 2>&1 & sleep 0.3; exit 0" >"$OUT" 2>"$ERR"
+    gsrun_fake 1 -np 2 sh -c "setsid $H $what </dev/null >/dev/null 2>&1 & $started; exit 0" >"$OUT" 2>"$ERR"
     rc=$?
     ms=$((($(date +%s%N) - t0) / 1000000))
     a=$(cat "$TEST_TMP/hops" 2>/dev/null)
