@@ -542,13 +542,6 @@ int gs_agent_main(const gs_agent_opts_t *o)
     gs_agent_pack_release(a); /* also where the job failed before it stopped */
     gs_agent_teardown(a, lockfd);
     code = a->code;
-    int stuck = a->lister_stuck;
     free(a);
-    if (stuck) {
-        /* A thread is still in NVML: exit()'s handlers (NVML's own) could
-         * wait for it; its servers are stopped, its dirs gone. */
-        fflush(NULL);
-        _exit(code);
-    }
     return code;
 }
