@@ -59,16 +59,7 @@ __attribute__((format(printf, 4, 5))) static void append(char *buf, size_t len, 
 /* The program of a live process (its comm), "" when gone. */
 static void program(pid_t pid, char *buf, size_t len)
 {
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-    buf[0] = '\0';
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t n = read(fd, buf, len - 1);
-        buf[n > 0 ? n : 0] = '\0';
-        buf[strcspn(buf, "\n")] = '\0';
-        close(fd);
-    }
+    gs_proc_comm(NULL, pid, buf, len);
     gs_status_clean(buf);
 }
 

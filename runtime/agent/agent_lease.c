@@ -303,10 +303,10 @@ static int take_servers(gs_agent_t *a, const int *server, gs_error_t *err)
  * servers have stopped: a job waits that long for the next one to start, at
  * most ENDING_WAIT_MS, then goes on without (an NVML call or a server's stop
  * that hangs must not cost it --mps-timeout). 0 while it may wait. */
-static int ending_too_long(gs_agent_t *a, long long *since, gs_error_t *err)
+static int ending_too_long(gs_agent_t *a, int held, long long *since, gs_error_t *err)
 {
-    pid_t pid = gs_share_dir_ending(a->share_dir);
-    if (pid == 0 || !gs_share_dir_held(a->share_dir)) {
+    pid_t pid = held ? gs_share_dir_ending(a->share_dir) : 0;
+    if (pid == 0) {
         *since = 0;
         return 0;
     }
@@ -386,7 +386,8 @@ int gs_agent_share_join(gs_agent_t *a, gs_error_t *err)
         }
         /* One start while another agent holds the dir is all it takes to
          * know: a job never starts them in a loop (352 in 10 s once). */
-        int up = rc != 0 || gs_share_dir_held(a->share_dir) ? 1 : spawn(a, dir, err);
+        int held = rc == 0 && gs_share_dir_held(a->share_dir);
+        int up = rc != 0 || held ? 1 : spawn(a, dir, err);
         if (up < 0) {
             return up;
         }
@@ -394,7 +395,7 @@ int gs_agent_share_join(gs_agent_t *a, gs_error_t *err)
             started = 1;
             continue;
         }
-        if ((rc = ending_too_long(a, &ending_since, err)) != 0) {
+        if ((rc = ending_too_long(a, held, &ending_since, err)) != 0) {
             return rc;
         }
         gs_state_t st;

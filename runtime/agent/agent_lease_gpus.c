@@ -22,8 +22,8 @@ int gs_agent_share_socket(gs_agent_t *a, char *dir, size_t dlen, char *sock, siz
                           int make, gs_error_t *err)
 {
     char taken[512];
-    int rc = gs_share_dir_find_taken(make, dir, dlen, a->share_dir, sizeof(a->share_dir), sock,
-                                     slen, taken, sizeof(taken), err);
+    int rc = gs_share_dir_find(make, dir, dlen, a->share_dir, sizeof(a->share_dir), sock, slen,
+                               taken, sizeof(taken), err);
     if (rc == 0 && make) {
         gs_agent_tell_base(a, taken, dir);
     }
@@ -33,8 +33,6 @@ int gs_agent_share_socket(gs_agent_t *a, char *dir, size_t dlen, char *sock, siz
 /* How long a job's agent waits for the shared agent's GPUs: a few ms when
  * it runs; past this the job lists them itself. */
 #define GPUS_ASK_MS 2000
-#define GS_STR_(x) #x
-#define GS_STR(x) GS_STR_(x)
 
 /* The GPUs the user's shared agent listed, when one runs: 0 with a->gpus
  * set (in this job's CUDA order), or -errno (none answered). */
@@ -93,12 +91,13 @@ int gs_agent_share_listing(gs_agent_t *a, gs_gpu_list_t *l)
         char why[300];
         if (got > 0 && strncmp(buf, "error ", 6) == 0) {
             snprintf(why, sizeof(why), "%.*s", (int)strcspn(buf + 6, "\n"), buf + 6);
+        } else if (got == -ETIMEDOUT) {
+            snprintf(why, sizeof(why), "no answer within %d ms", GPUS_ASK_MS);
         } else {
             snprintf(why, sizeof(why), "%s",
-                     got > 0                ? "an answer this gsrun cannot read"
-                     : got == 0             ? "it closed the connection without an answer"
-                     : got == -ETIMEDOUT    ? "no answer within " GS_STR(GPUS_ASK_MS) " ms"
-                                            : strerror((int)-got));
+                     got > 0 ? "an answer this gsrun cannot read"
+                     : got == 0 ? "it closed the connection without an answer"
+                                : strerror((int)-got));
         }
         a->gpus_ask_told = 1;
         gs_report_add(&a->report, 0, "the user's shared MPS on this node could not tell the GPUs "

@@ -143,16 +143,9 @@ void gs_attach_read_env(pid_t pid, const char *proc_root, const char *expected_p
             e->pipe_seen = 0;
         }
     }
-    snprintf(path, sizeof(path), "%s/%d/comm", proc_root, (int)pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        n = read(fd, e->prog, sizeof(e->prog) - 1);
-        e->prog[n > 0 ? n : 0] = '\0';
-        e->prog[strcspn(e->prog, "\n")] = '\0';
-        for (char *p = e->prog; *p != '\0'; p++) {
-            *p = (*p < 0x20 || *p == 0x7f) ? '?' : *p; /* anyone's to set: shown clean */
-        }
-        close(fd);
+    gs_proc_comm(proc_root, pid, e->prog, sizeof(e->prog));
+    for (char *p = e->prog; *p != '\0'; p++) {
+        *p = (*p < 0x20 || *p == 0x7f) ? '?' : *p; /* anyone's to set: shown clean */
     }
 }
 

@@ -68,7 +68,7 @@ int gs_share_stop(int now, FILE *out, gs_error_t *err)
     gs_error_t why;
     gs_rundir_node_name(node, sizeof(node));
     int rc = gs_share_dir_find(0, dir, sizeof(dir), node_dir, sizeof(node_dir), sock, sizeof(sock),
-                               &why);
+                               NULL, 0, &why);
     if (rc == -ENOENT) {
         gs_error_set(err, ENOENT, "no shared MPS of the user's runs on node %s (%s; a job under "
                      "another TMPDIR keeps its own there)", node, why.text);

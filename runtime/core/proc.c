@@ -228,6 +228,22 @@ int gs_proc_spawn_daemon(void (*child)(void *ctx, int ready_w), void *ctx, int *
     return 0;
 }
 
+int gs_proc_comm(const char *proc_root, pid_t pid, char *buf, size_t len)
+{
+    char path[300];
+    snprintf(path, sizeof(path), "%s/%d/comm", proc_root != NULL ? proc_root : "/proc", (int)pid);
+    buf[0] = '\0';
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return -1;
+    }
+    ssize_t n = read(fd, buf, len - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    return n > 0 ? 0 : -1;
+}
+
 int gs_proc_alive(pid_t pid, int pidfd)
 {
     if (pidfd >= 0) {

@@ -50,6 +50,11 @@ enum {
  * proc_root NULL: /proc. 0, or -1 when the process is gone. */
 int gs_proc_stat_fields(const char *proc_root, pid_t pid, char *buf, size_t len);
 
+/* The command name of <proc_root>/<pid> (proc_root NULL: /proc), its
+ * newline gone, into buf: 0, or -1 with buf "" when the process is gone.
+ * Anyone's to set: a caller that shows it cleans it. */
+int gs_proc_comm(const char *proc_root, pid_t pid, char *buf, size_t len);
+
 /* How many threads <proc_root>/<pid>/task lists (proc_root NULL: /proc):
  * more than one for a process in state Z means its leader has exited while
  * the rest of its thread group runs (and may fork): it is not a zombie. */

@@ -49,18 +49,11 @@ int gs_proctree_gone(pid_t pid, int pidfd)
 /* Whether pid's command name is one of names (NULL-terminated). */
 static int named(pid_t pid, const char *const *names)
 {
-    char path[64], comm[32] = "";
+    char comm[32];
     if (names == NULL) {
         return 0;
     }
-    snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t n = read(fd, comm, sizeof(comm) - 1);
-        comm[n > 0 ? n : 0] = '\0';
-        comm[strcspn(comm, "\n")] = '\0';
-        close(fd);
-    }
+    gs_proc_comm(NULL, pid, comm, sizeof(comm));
     for (; *names != NULL; names++) {
         if (strcmp(comm, *names) == 0) {
             return 1;

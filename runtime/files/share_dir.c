@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
@@ -13,21 +12,17 @@
 #include <unistd.h>
 
 #include "runtime/core/limits.h"
+#include "runtime/core/proc.h"
 #include "runtime/files/rundir.h"
 #include "runtime/wire/protocol.h"
 
 int gs_share_dir_find(int make, char *dir, size_t dlen, char *node_dir, size_t nlen, char *sock,
-                      size_t slen, gs_error_t *err)
+                      size_t slen, char *taken, size_t tlen, gs_error_t *err)
 {
-    char taken[512];
-    return gs_share_dir_find_taken(make, dir, dlen, node_dir, nlen, sock, slen, taken,
-                                   sizeof(taken), err);
-}
-
-int gs_share_dir_find_taken(int make, char *dir, size_t dlen, char *node_dir, size_t nlen,
-                            char *sock, size_t slen, char *taken, size_t tlen, gs_error_t *err)
-{
-    char stem[300], base[512], node[64];
+    char stem[300], base[512], node[64], unused[512];
+    if (taken == NULL) {
+        taken = unused, tlen = sizeof(unused);
+    }
     taken[0] = '\0';
     snprintf(stem, sizeof(stem), "%s/gsrun-%u", gs_rundir_tmpdir(), (unsigned)getuid());
     if (make) {
@@ -99,5 +94,5 @@ pid_t gs_share_dir_ending(const char *node_dir)
     buf[n > 0 ? n : 0] = '\0';
     pid = atoi(buf);
     /* A mark an agent killed while ending left: its PID is gone. */
-    return pid > 1 && (kill(pid, 0) == 0 || errno == EPERM) ? (pid_t)pid : 0;
+    return pid > 1 && gs_proc_alive(pid, -1) ? (pid_t)pid : 0;
 }

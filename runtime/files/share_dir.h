@@ -20,13 +20,10 @@
  * not wanted): 0, or -errno with err (a socket too long for its address:
  * -ENAMETOOLONG). The user's base is made when missing only if make (a job
  * that only asks whether one runs leaves nothing in TMPDIR); without it,
- * -ENOENT when the user has no base. */
+ * -ENOENT when the user has no base. taken (NULL: not wanted) gets why the
+ * user's base is not <TMPDIR>/gsrun-<uid> ("" when it is; make only). */
 int gs_share_dir_find(int make, char *dir, size_t dlen, char *node_dir, size_t nlen, char *sock,
-                      size_t slen, gs_error_t *err);
-/* The same, with why the user's base is not <TMPDIR>/gsrun-<uid> in taken
- * ("" when it is; make only). */
-int gs_share_dir_find_taken(int make, char *dir, size_t dlen, char *node_dir, size_t nlen,
-                            char *sock, size_t slen, char *taken, size_t tlen, gs_error_t *err);
+                      size_t slen, char *taken, size_t tlen, gs_error_t *err);
 
 /* Whether an agent holds node_dir's lock now (1), or none does (0). */
 int gs_share_dir_held(const char *node_dir);

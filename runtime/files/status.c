@@ -399,18 +399,13 @@ int gs_status_scan(const char *tmpdir, int all_users, gs_status_t *out, int max)
 static int shared_agent_dir(const char *pid, char *out, size_t len)
 {
     char path[64], buf[GS_LINE_MAX];
-    snprintf(path, sizeof(path), "/proc/%s/comm", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-    if (fd >= 0) {
-        close(fd);
-    }
-    if (n <= 0 || (buf[n] = '\0', strcmp(buf, GS_AGENT_SHARED_COMM "\n") != 0)) {
+    if (gs_proc_comm(NULL, (pid_t)atoi(pid), buf, sizeof(buf)) != 0 ||
+        strcmp(buf, GS_AGENT_SHARED_COMM) != 0) {
         return -1;
     }
     snprintf(path, sizeof(path), "/proc/%s/cmdline", pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
     if (fd >= 0) {
         close(fd);
     }

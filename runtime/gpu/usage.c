@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "runtime/core/proc.h"
+
 /* The variable every rank gsrun starts has (runtime/rank/clientenv.c), and
  * where its MPS server is, under MPS: in the run dirs of its job. */
 #define RANK_MARK "GSRUN_GPU_UUID="
@@ -118,14 +120,8 @@ static int agent_of_server(const char *proc_root, int pid, char *job, size_t jle
  * the name, "nvidia-cuda-mps". Its comm is readable whoever runs it. */
 static int is_server(const char *proc_root, int pid)
 {
-    char path[300], comm[64] = "";
-    snprintf(path, sizeof(path), "%s/%d/comm", proc_root, pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t n = read(fd, comm, sizeof(comm) - 1);
-        comm[n > 0 ? n : 0] = '\0';
-        close(fd);
-    }
+    char comm[64];
+    gs_proc_comm(proc_root, pid, comm, sizeof(comm));
     return strncmp(comm, "nvidia-cuda-mps", 15) == 0;
 }
 
