@@ -134,9 +134,10 @@ int gs_gpu_sysfs_near_cpus(const char *root, unsigned int domain, unsigned int b
     return 0;
 }
 
-/* One of NVML's process listings into pids: how many there are, or -1. */
+/* One of NVML's process listings into pids, and the memory of each into
+ * mib when it is not NULL: how many there are, or -1. */
 static int list_procs(int (*fn)(gs_nvml_device_t, unsigned int *, gs_nvml_proc_t *),
-                      gs_nvml_device_t dev, int *pids)
+                      gs_nvml_device_t dev, int *pids, unsigned int *mib)
 {
     gs_nvml_proc_t info[GS_GPU_PROCS_MAX];
     unsigned int count = GS_GPU_PROCS_MAX;
@@ -149,6 +150,11 @@ static int list_procs(int (*fn)(gs_nvml_device_t, unsigned int *, gs_nvml_proc_t
     }
     for (unsigned int i = 0; i < count && i < GS_GPU_PROCS_MAX; i++) {
         pids[i] = (int)info[i].pid;
+        if (mib != NULL) { /* NVML_VALUE_NOT_AVAILABLE is all ones */
+            mib[i] = info[i].used == ~0ULL || (info[i].used >> 20) >= GS_GPU_MIB_UNKNOWN
+                         ? GS_GPU_MIB_UNKNOWN
+                         : (unsigned int)(info[i].used >> 20);
+        }
     }
     return (int)count;
 }
@@ -161,8 +167,8 @@ static void describe_use(const gs_nvml_t *n, gs_nvml_device_t dev, gs_gpu_t *g)
 {
     gs_nvml_memory_t mem;
 
-    g->nprocs = list_procs(n->procs, dev, g->procs);
-    g->nmps = list_procs(n->mps_procs, dev, g->mps);
+    g->nprocs = list_procs(n->procs, dev, g->procs, g->procs_mib);
+    g->nmps = list_procs(n->mps_procs, dev, g->mps, NULL);
     if (n->memory != NULL && n->memory(dev, &mem) == 0) {
         g->used_mib = mem.used >> 20;
     }

@@ -14,6 +14,7 @@
 
 #define GS_GPU_CPUMASK_WORDS 16 /* 1024 CPUs */
 #define GS_GPU_PROCS_MAX 32     /* compute processes listed per GPU */
+#define GS_GPU_MIB_UNKNOWN 0xffffffffu /* a process's memory NVML cannot tell */
 
 /* A device a daemon can serve: a GPU, or one MIG instance of a GPU in MIG
  * mode (then uuid is "MIG-..." and the CPUs are its GPU's). */
@@ -30,6 +31,9 @@ typedef struct {
     unsigned long long used_mib; /* memory in use when listed (NVML), 0 if it cannot tell */
     int nprocs;        /* processes with a CUDA context on it when listed (NVML), or -1 */
     int procs[GS_GPU_PROCS_MAX]; /* the first of them (PIDs as NVML sees them) */
+    /* The GPU memory NVML gives each of them, in MiB, or GS_GPU_MIB_UNKNOWN:
+     * what tells an MPS server from a program named as one (usage.h). */
+    unsigned int procs_mib[GS_GPU_PROCS_MAX];
     /* Those of them that are MPS clients (NVML's MPS listing; an MPS server
      * and a plain context are in procs only), or -1 where NVML cannot tell.
      * Measured on an H200, driver 580: a client of a server is listed in

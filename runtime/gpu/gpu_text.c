@@ -8,6 +8,7 @@
 #include "runtime/gpu/gpu.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,10 @@ int gs_gpu_to_line(const gs_gpu_t *g, char *out, size_t len)
     int listed = g->nprocs < GS_GPU_PROCS_MAX ? g->nprocs : GS_GPU_PROCS_MAX;
     for (int i = 0; i < listed; i++) {
         PUT("%s%d", i ? "," : "", g->procs[i]);
+    }
+    PUT("%s ", listed > 0 ? "" : "-");
+    for (int i = 0; i < listed; i++) {
+        PUT("%s%u", i ? "," : "", g->procs_mib[i]);
     }
     PUT("%s %d ", listed > 0 ? "" : "-", g->nmps);
     listed = g->nmps < GS_GPU_PROCS_MAX ? g->nmps : GS_GPU_PROCS_MAX;
@@ -66,9 +71,10 @@ static int list_of(const char *text, int base, unsigned long long *v, int max)
     }
 }
 
-/* A listing's PIDs (text) into pids: n of them were listed (the first
- * GS_GPU_PROCS_MAX travel; -1, none: NVML could not tell). 0, or -1. */
-static int pid_list(const char *text, int n, int *pids)
+/* A listing's numbers (text: PIDs, or their MiB) into out: n of them were
+ * listed (the first GS_GPU_PROCS_MAX travel; -1, none: NVML could not
+ * tell). 0, or -1. */
+static int num_list(const char *text, int n, unsigned long long max, void *out, int as_int)
 {
     unsigned long long v[GS_GPU_PROCS_MAX];
     int np = list_of(text, 10, v, GS_GPU_PROCS_MAX);
@@ -76,14 +82,22 @@ static int pid_list(const char *text, int n, int *pids)
         return -1;
     }
     for (int i = 0; i < np; i++) {
-        pids[i] = (int)v[i];
+        if (v[i] > max) {
+            return -1;
+        }
+        if (as_int) {
+            ((int *)out)[i] = (int)v[i];
+        } else {
+            ((unsigned int *)out)[i] = (unsigned int)v[i];
+        }
     }
     return 0;
 }
 
 int gs_gpu_from_line(const char *line, gs_gpu_t *g)
 {
-    char procs[GS_GPU_PROCS_MAX * 12], mps[GS_GPU_PROCS_MAX * 12], mask[GS_GPU_CPUMASK_WORDS * 17 + 2];
+    char procs[GS_GPU_PROCS_MAX * 12], mib[GS_GPU_PROCS_MAX * 12], mps[GS_GPU_PROCS_MAX * 12];
+    char mask[GS_GPU_CPUMASK_WORDS * 17 + 2];
     unsigned long long v[GS_GPU_CPUMASK_WORDS > GS_GPU_PROCS_MAX ? GS_GPU_CPUMASK_WORDS
                                                                   : GS_GPU_PROCS_MAX];
     int name_at = -1;
@@ -92,12 +106,13 @@ int gs_gpu_from_line(const char *line, gs_gpu_t *g)
         return -EINVAL;
     }
     memset(g, 0, sizeof(*g));
-    if (sscanf(line, "%d %d %d %llx %llu %d %llu %llu %d %383s %d %383s %273s %95s %n",
+    if (sscanf(line, "%d %d %d %llx %llu %d %llu %llu %d %383s %383s %d %383s %273s %95s %n",
                &g->index, &g->cuda_index, &g->mig, &g->bus, &g->speed, &g->exclusive,
-               &g->mem_mib, &g->used_mib, &g->nprocs, procs, &g->nmps, mps, mask, g->uuid,
-               &name_at) != 14 ||
-        name_at < 0 || pid_list(procs, g->nprocs, g->procs) != 0 ||
-        pid_list(mps, g->nmps, g->mps) != 0) {
+               &g->mem_mib, &g->used_mib, &g->nprocs, procs, mib, &g->nmps, mps, mask, g->uuid,
+               &name_at) != 15 ||
+        name_at < 0 || num_list(procs, g->nprocs, INT_MAX, g->procs, 1) != 0 ||
+        num_list(mib, g->nprocs, GS_GPU_MIB_UNKNOWN, g->procs_mib, 0) != 0 ||
+        num_list(mps, g->nmps, INT_MAX, g->mps, 1) != 0) {
         return -EINVAL;
     }
     int nw = list_of(mask, 16, v, GS_GPU_CPUMASK_WORDS);

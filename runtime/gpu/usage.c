@@ -116,9 +116,11 @@ static int agent_of_server(const char *proc_root, int pid, char *job, size_t jle
     return 0;
 }
 
-/* Whether pid is an MPS server (any user's): the kernel keeps 15 bytes of
- * the name, "nvidia-cuda-mps". Its comm is readable whoever runs it. */
-static int is_server(const char *proc_root, int pid)
+/* Whether pid is named as an MPS server (any user's): the kernel keeps 15
+ * bytes of the name, "nvidia-cuda-mps". Its comm is readable whoever runs
+ * it, and anyone can set it for a process of theirs (a copy of a program
+ * under that name, prctl(PR_SET_NAME)): the name alone proves nothing. */
+static int named_server(const char *proc_root, int pid)
 {
     char comm[64];
     gs_proc_comm(proc_root, pid, comm, sizeof(comm));
@@ -154,10 +156,11 @@ int gs_usage_foreign(const gs_gpu_t *g, uid_t uid, const char *proc_root, const 
          * (an idle one holds 66 MiB of an H200 and no SM): NVML lists each
          * of its clients on its own, and they count as what they are. So
          * another user's servers lingering idle do not push this user's
-         * ranks off their GPUs. In an exclusive mode a server holds the
-         * GPU: it counts. */
-        int server = is_server(proc_root, g->procs[i]);
-        if (server && !g->exclusive) {
+         * ranks off their GPUs. A process only named as one holds a CUDA
+         * context of its own, which NVML shows: it counts (usage.h). In
+         * an exclusive mode a server holds the GPU: it counts. */
+        int server = named_server(proc_root, g->procs[i]);
+        if (server && !g->exclusive && g->procs_mib[i] <= GS_USAGE_SERVER_MIB) {
             continue;
         }
         foreign += !is_ours(proc_root, g->procs[i], server, uid, tmpdir);

@@ -14,7 +14,10 @@
  *                            "none": the driver lacks the call)
  *   FAKE_NVML_MEMORY_MB=M    every device's memory (default 81559, an H100's;
  *                            a MIG instance: an eighth of it)
- *   FAKE_NVML_PROCS=G:P,G:P  process P runs a CUDA context on GPU G (compute processes)
+ *   FAKE_NVML_PROCS=G:P,G:P  process P runs a CUDA context on GPU G (compute processes);
+ *                            G:P:M gives its memory M MiB (default: 66 for a process
+ *                            named nvidia-cuda-mps*, as a real MPS server holds on
+ *                            an H200, else 520; M "na": NVML_VALUE_NOT_AVAILABLE)
  *   FAKE_NVML_USED_MB=M,M    per GPU, its memory in use (default 0)
  *   FAKE_NVML_EXIT_DELAY_MS=N a process that loaded the library takes N ms to exit
  *                            (after its last own step), as on a loaded machine
@@ -317,12 +320,38 @@ typedef struct { /* nvmlProcessInfo_t */
     unsigned int gpu_instance, compute_instance;
 } proc_info_t;
 
-static void put_proc(proc_info_t *info, unsigned int room, unsigned int *n, unsigned int pid)
+/* pid's name as /proc has it (with its newline), "" when it is gone. */
+static const char *comm_of(unsigned int pid, char *comm, size_t len)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%u/comm", pid);
+    FILE *f = fopen(path, "re");
+    comm[0] = '\0';
+    if (f != NULL) {
+        if (fgets(comm, (int)len, f) == NULL) {
+            comm[0] = '\0';
+        }
+        fclose(f);
+    }
+    return comm;
+}
+
+/* The memory a real driver gives pid when the test names none: what an MPS
+ * server holds on an H200 for a process of that name, else a context's. */
+static unsigned long long default_mib(unsigned int pid)
+{
+    char comm[32];
+    return strncmp(comm_of(pid, comm, sizeof(comm)), "nvidia-cuda-mps", 15) == 0 ? 66 : 520;
+}
+
+/* mib: ~0ULL for "not available" (NVML's all ones). */
+static void put_proc(proc_info_t *info, unsigned int room, unsigned int *n, unsigned int pid,
+                     unsigned long long mib)
 {
     if (*n < room && info != NULL) {
         memset(&info[*n], 0, sizeof(info[*n]));
         info[*n].pid = pid;
-        info[*n].used = 256ULL << 20;
+        info[*n].used = mib == ~0ULL ? ~0ULL : mib << 20;
     }
     (*n)++;
 }
@@ -361,7 +390,7 @@ static void ctx_dir(int gpu, int mps_only, proc_info_t *info, unsigned int room,
         int ok = fscanf(f, "%d %15s", &g, kind) == 2;
         fclose(f);
         if (ok && g == gpu && (!mps_only || strcmp(kind, "mps") == 0) && lives(pid)) {
-            put_proc(info, room, n, pid);
+            put_proc(info, room, n, pid, default_mib(pid));
         }
     }
     if (dir != NULL) {
@@ -372,16 +401,8 @@ static void ctx_dir(int gpu, int mps_only, proc_info_t *info, unsigned int room,
 /* Whether this is the user's shared agent (its main thread's name). */
 static int in_shared_agent(void)
 {
-    char path[64], comm[32] = "";
-    snprintf(path, sizeof(path), "/proc/%d/comm", (int)getpid());
-    FILE *f = fopen(path, "re");
-    if (f != NULL) {
-        if (fgets(comm, sizeof(comm), f) == NULL) {
-            comm[0] = '\0';
-        }
-        fclose(f);
-    }
-    return strcmp(comm, "gsrun-share\n") == 0;
+    char comm[32];
+    return strcmp(comm_of((unsigned int)getpid(), comm, sizeof(comm)), "gsrun-share\n") == 0;
 }
 
 /* NVML's contract: *count in, the room; out, how many (NVML_ERROR_
@@ -401,13 +422,17 @@ int nvmlDeviceGetComputeRunningProcesses_v3(void *dev, unsigned int *count, proc
         }
     }
     for (int i = 0; field("FAKE_NVML_PROCS", ',', i, buf, sizeof(buf)) != NULL; i++) {
-        int g = -1;
+        int g = -1, at = 0;
         unsigned int pid = 0;
-        if (sscanf(buf, "%d:%u", &g, &pid) != 2 || (unsigned long)dev >= MIG_BASE ||
+        if (sscanf(buf, "%d:%u%n", &g, &pid, &at) != 2 || (unsigned long)dev >= MIG_BASE ||
             g != gpu_of(dev)) {
             continue;
         }
-        put_proc(info, room, &n, pid);
+        unsigned long long mib = default_mib(pid);
+        if (buf[at] == ':') {
+            mib = strcmp(buf + at + 1, "na") == 0 ? ~0ULL : strtoull(buf + at + 1, NULL, 10);
+        }
+        put_proc(info, room, &n, pid, mib);
     }
     if ((unsigned long)dev < MIG_BASE) {
         ctx_dir(gpu_of(dev), 0, info, room, &n);

@@ -4,8 +4,9 @@
 # Packing against another user, stuck locks and slow daemons (issue 52), on
 # the fake NVML: another user (nobody, through setpriv) who takes every
 # guessable name of the user's base cannot make the user's jobs pile onto
-# one GPU (1); early daemons slow to quit are stopped outside the record's
-# lock (2); a record locked by a process of the user's is said in one line,
+# one GPU (1), nor hide a busy process by naming it an MPS server (1b);
+# early daemons slow to quit are stopped outside the record's lock (2); a
+# record locked by a process of the user's is said in one line,
 # the job is entered all the same and its end waits for nothing (3); a job
 # of the user's in another TMPDIR counts as load, but an MPS server is
 # none by itself (4); an
@@ -53,6 +54,24 @@ if [ "$ME" = 0 ] && getent passwd nobody >/dev/null; then
     wait
     got=$(per_gpu 4 "$OUT".q[1-3])
     check "  ... GPU 0 busy with 10 other processes: 3 jobs on GPUs 1-3 ($got)" [ "$got" = "0 1 1 1" ]
+    settle
+    # 1b. nobody's program named nvidia-cuda-mps-server (a copy of sleep:
+    # its comm is a real server's) on GPU 0. With a context's memory (646
+    # MiB, as a renamed CUDA program held on an H200) or memory NVML cannot
+    # tell, it is load: the job goes to GPU 1. With a server's 66 MiB it is
+    # an idle server, no load: GPU 0. Before: no load by its name alone.
+    cp "$(command -v sleep)" "$NT/nvidia-cuda-mps-server"
+    setpriv --reuid=65534 --regid=65534 --clear-groups "$NT/nvidia-cuda-mps-server" 60 &
+    fake=$!
+    for _ in $(seq 100); do [ "$(cat "/proc/$fake/comm" 2>/dev/null)" = nvidia-cuda-mps ] && break; sleep 0.05; done
+    for m in 1:646 2:na 3:66; do # one after the other: a job's rank is no load of the next
+        light "n${m%%:*}" 2 0 TMPDIR="$NT/tmp" FAKE_NVML_PROCS="0:$fake:${m#*:}"
+        wait "$!"
+    done
+    check "1b. nobody's program named '$(cat "/proc/$fake/comm" 2>/dev/null || echo gone)' with 646 MiB, memory not told, 66 MiB: on GPUs ($(per_gpu 2 "$OUT.n1") / $(per_gpu 2 "$OUT.n2") / $(per_gpu 2 "$OUT.n3")), want (0 1 / 0 1 / 1 0)" \
+        [ "$(per_gpu 2 "$OUT.n1")/$(per_gpu 2 "$OUT.n2")/$(per_gpu 2 "$OUT.n3")" = "0 1/0 1/1 0" ] || diag "$ERR.n1"
+    kill "$fake"
+    wait
     settle
     check "  ... nobody's directories left as they were" \
         [ "$(stat -c '%U %a' "$NT/tmp/gsrun-$ME" "$NT/tmp/gsrun-$ME.16" | sort -u)" = "nobody 700" ]

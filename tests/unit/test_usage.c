@@ -139,6 +139,19 @@ static void test_whose(void **state)
     g.procs[0] = 101;
     assert_int_equal(gs_usage_foreign(&g, getuid() + 1, root, NULL), 0);
     assert_int_equal(gs_usage_foreign(&g, getuid(), root, NULL), 0);
+    /* The name proves nothing: another user's process named as a server
+     * that holds a context's memory (a program renamed) is load, and so is
+     * one whose memory NVML cannot tell; the user's own is the record's. */
+    g.procs_mib[0] = 66;
+    assert_int_equal(gs_usage_foreign(&g, getuid() + 1, root, NULL), 0);
+    g.procs_mib[0] = GS_USAGE_SERVER_MIB;
+    assert_int_equal(gs_usage_foreign(&g, getuid() + 1, root, NULL), 0);
+    g.procs_mib[0] = 646;
+    assert_int_equal(gs_usage_foreign(&g, getuid() + 1, root, NULL), 1);
+    assert_int_equal(gs_usage_foreign(&g, getuid(), root, NULL), 0);
+    g.procs_mib[0] = GS_GPU_MIB_UNKNOWN;
+    assert_int_equal(gs_usage_foreign(&g, getuid() + 1, root, NULL), 1);
+    g.procs_mib[0] = 0;
     /* Nothing listed, but memory in use: something NVML does not show here. */
     g.nprocs = 0;
     g.used_mib = GS_USAGE_BUSY_MIB + 1;
