@@ -332,27 +332,19 @@ static int prolog(batch_opts_t *o, const char *name)
     return code;
 }
 
-/* A base to look for a job's dir in: root's (made by a root prolog; 1) or
- * the caller's own private one (0). -ENOENT: none; else unsafe (err). */
-static int base_ok(const char *base, gs_error_t *err)
-{
-    struct stat st;
-    if (lstat(base, &st) != 0) {
-        return errno == ENOENT ? -ENOENT
-                               : gs_error_set(err, errno, "'%s': %s", base, strerror(errno));
-    }
-    int rc = st.st_uid == 0 ? gs_rundir_root_check_base(base, 0, err) : gs_rundir_ensure(base, err);
-    return rc != 0 ? rc : st.st_uid == 0;
-}
-
-/* The job's dir in one base: root's (*roots = 1) or our own. 1: found;
- * 0: none; negative: one that must not be used (err says why). */
+/* The job's dir in one base: root's (made by a root prolog; *roots = 1) or
+ * the caller's own private one. 1: found; 0: none; negative: a base or dir
+ * that must not be used (err says why). */
 static int find_in_base(const char *base, const char *name, char *job_dir, size_t len, int *roots,
                         gs_error_t *err)
 {
-    int rc = base_ok(base, err);
-    if (rc >= 0) {
-        *roots = rc;
+    struct stat st;
+    if (lstat(base, &st) != 0) {
+        return errno == ENOENT ? 0 : gs_error_set(err, errno, "'%s': %s", base, strerror(errno));
+    }
+    int rc = st.st_uid == 0 ? gs_rundir_root_check_base(base, 0, err) : gs_rundir_ensure(base, err);
+    if (rc == 0) {
+        *roots = st.st_uid == 0;
         rc = gs_rundir_root_find(base, name, getuid(), job_dir, len, err);
     }
     return rc == -ENOENT ? 0 : rc == 0 ? 1 : rc;

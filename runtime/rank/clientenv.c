@@ -70,7 +70,10 @@ int gs_clientenv_build(const gs_state_t *st, int rank_gpu, int local_rank, int l
     rc |= add(env, "GSRUN_GPU_UUID", g->uuid);
     rc |= add_int(env, "GSRUN_GPU_RANKS", g->gpu_ranks > 0 ? g->gpu_ranks : g->nranks);
     rc |= add(env, "CUDA_MPS_PIPE_DIRECTORY", g->pipe_dir);
-    rc |= add(env, "CUDA_MPS_LOG_DIRECTORY", g->log_dir);
+    /* No log directory: MPS reads it in the control daemon's environment
+     * only, and a rank told where its server's log is could write lines the
+     * agents take as MPS's (a forged fault retired a good server; issue 58). */
+    env->unset[env->nunset++] = "CUDA_MPS_LOG_DIRECTORY";
     rc |= add(env, "CUDA_VISIBLE_DEVICES", "0");
     if (g->pct_set) {
         rc |= add(env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", g->pct);

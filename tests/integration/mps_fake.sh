@@ -7,13 +7,13 @@
 REC=$TEST_TMP/record
 
 # The user's own MPS settings must not reach gsrun's daemon.
-CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=77 CUDA_MPS_PIPE_DIRECTORY=/tmp/user-mps FAKE_MPS_RECORD=$REC \
+CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=77 CUDA_MPS_PIPE_DIRECTORY=/tmp/user-mps CUDA_MPS_LOG_DIRECTORY=/tmp/user-log FAKE_MPS_RECORD=$REC \
     FAKE_NVML_NEAR_CPU=0 gsrun_fake 1 -np 16 "$PROG" --check-control >"$OUT" 2>"$ERR"
 rc=$?
 check "16 ranks on one GPU: status 0" [ $rc -eq 0 ]
 [ $rc -eq 0 ] || diag "$ERR"
-check "every rank has MPS, 12.5 %, device 0 and the GPU's UUID" \
-    [ "$(grep -c 'mps=1 pipe=/.*/g0 log=/.*/g0.log pct=12.5 cvd=0 uuid=GPU-fa4e0000-0000-4000-8000-000000000000 gpuranks=16 ' "$OUT")" -eq 16 ]
+check "every rank has MPS, 12.5 %, device 0 and the GPU's UUID, and no log directory (the server's log is the agent's)" \
+    [ "$(grep -c 'mps=1 pipe=/.*/g0 log=- pct=12.5 cvd=0 uuid=GPU-fa4e0000-0000-4000-8000-000000000000 gpuranks=16 ' "$OUT")" -eq 16 ]
 check "the MPS daemon was ready before every rank started" [ "$(grep -c ' control=1 ' "$OUT")" -eq 16 ]
 check "local ranks 0-15 each once" [ "$(grep -o 'local=[0-9]*/16' "$OUT" | sort -u | wc -l)" -eq 16 ]
 check "exactly one MPS control daemon for the job" [ "$(grep -c '^start ' "$REC")" -eq 1 ]

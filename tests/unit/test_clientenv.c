@@ -56,7 +56,9 @@ static void test_mps_on(void **state)
     st = on_state();
     assert_int_equal(gs_clientenv_build(&st, -1, 3, 16, &cfg, &e, &err), 0);
     assert_string_equal(find(&e, "CUDA_MPS_PIPE_DIRECTORY"), "/r/n/g0");
-    assert_string_equal(find(&e, "CUDA_MPS_LOG_DIRECTORY"), "/r/n/g0.log");
+    /* The server's log is the agents' to read, not the ranks' to know. */
+    assert_null(find(&e, "CUDA_MPS_LOG_DIRECTORY"));
+    assert_true(unsets(&e, "CUDA_MPS_LOG_DIRECTORY"));
     assert_string_equal(find(&e, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "25");
     /* The daemon sees only this GPU, so the client sees it as device 0. */
     assert_string_equal(find(&e, "CUDA_VISIBLE_DEVICES"), "0");
