@@ -110,14 +110,7 @@ sed 's/^/# NVML as nobody, root'"'"'s rank running: /' "$T/a4"
 wait $job
 
 # 5. nobody's shared agent ends: nothing of MPS left.
-for p in $(live_procs gsrun-share); do
-    [ "$(stat -c %u "/proc/$p")" = 65534 ] && kill -TERM "$p"
-done
-for _ in $(seq 200); do
-    [ -z "$(live_procs 'nvidia-cuda-mps*')$(live_procs gsrun-share)" ] && break
-    sleep 0.1
-done
-left=$(live_procs 'nvidia-cuda-mps*')$(live_procs gsrun-share)
+left=$(end_share_of 65534)
 [ -z "$left" ] && ok "5. no MPS process and no shared agent left" || notok "5. left: $left"
 rm -rf "$T"
 echo "$pass passed, $fail failed"

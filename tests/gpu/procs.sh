@@ -68,6 +68,20 @@ share_clean() {
     fi
 }
 
+# end_share_of UID: ends that user's shared agents (SIGTERM) and waits up to
+# 20 s for no MPS process and no shared agent; prints what is left.
+end_share_of() {
+    local p
+    for p in $(live_procs gsrun-share); do
+        [ "$(stat -c %u "/proc/$p")" = "$1" ] && kill -TERM "$p"
+    done
+    for _ in $(seq 200); do
+        [ -z "$(live_procs 'nvidia-cuda-mps*')$(live_procs gsrun-share)" ] && break
+        sleep 0.1
+    done
+    echo "$(live_procs 'nvidia-cuda-mps*')$(live_procs gsrun-share)"
+}
+
 # mps_controls: how many MPS control daemons run. A child a daemon forks is
 # named as it until it execs the server, so only those whose parent is not
 # one count; and only daemons (-f, -d), not the short-lived command clients
