@@ -137,7 +137,7 @@ int gs_gpu_sysfs_near_cpus(const char *root, unsigned int domain, unsigned int b
 /* One of NVML's process listings into pids, and the memory of each into
  * mib when it is not NULL: how many there are, or -1. */
 static int list_procs(int (*fn)(gs_nvml_device_t, unsigned int *, gs_nvml_proc_t *),
-                      gs_nvml_device_t dev, int *pids, unsigned int *mib)
+                      gs_nvml_device_t dev, int *pids, int *mib)
 {
     gs_nvml_proc_t info[GS_GPU_PROCS_MAX];
     unsigned int count = GS_GPU_PROCS_MAX;
@@ -153,7 +153,7 @@ static int list_procs(int (*fn)(gs_nvml_device_t, unsigned int *, gs_nvml_proc_t
         if (mib != NULL) { /* NVML_VALUE_NOT_AVAILABLE is all ones */
             mib[i] = info[i].used == ~0ULL || (info[i].used >> 20) >= GS_GPU_MIB_UNKNOWN
                          ? GS_GPU_MIB_UNKNOWN
-                         : (unsigned int)(info[i].used >> 20);
+                         : (int)(info[i].used >> 20);
         }
     }
     return (int)count;

@@ -14,7 +14,7 @@
 
 #define GS_GPU_CPUMASK_WORDS 16 /* 1024 CPUs */
 #define GS_GPU_PROCS_MAX 32     /* compute processes listed per GPU */
-#define GS_GPU_MIB_UNKNOWN 0xffffffffu /* a process's memory NVML cannot tell */
+#define GS_GPU_MIB_UNKNOWN 0x7fffffff /* a process's memory NVML cannot tell (INT_MAX) */
 
 /* A device a daemon can serve: a GPU, or one MIG instance of a GPU in MIG
  * mode (then uuid is "MIG-..." and the CPUs are its GPU's). */
@@ -33,7 +33,7 @@ typedef struct {
     int procs[GS_GPU_PROCS_MAX]; /* the first of them (PIDs as NVML sees them) */
     /* The GPU memory NVML gives each of them, in MiB, or GS_GPU_MIB_UNKNOWN:
      * what tells an MPS server from a program named as one (usage.h). */
-    unsigned int procs_mib[GS_GPU_PROCS_MAX];
+    int procs_mib[GS_GPU_PROCS_MAX];
     /* Those of them that are MPS clients (NVML's MPS listing; an MPS server
      * and a plain context are in procs only), or -1 where NVML cannot tell.
      * Measured on an H200, driver 580: a client of a server is listed in

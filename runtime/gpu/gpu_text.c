@@ -29,7 +29,7 @@ int gs_gpu_to_line(const gs_gpu_t *g, char *out, size_t len)
     }
     PUT("%s ", listed > 0 ? "" : "-");
     for (int i = 0; i < listed; i++) {
-        PUT("%s%u", i ? "," : "", g->procs_mib[i]);
+        PUT("%s%d", i ? "," : "", g->procs_mib[i]);
     }
     PUT("%s %d ", listed > 0 ? "" : "-", g->nmps);
     listed = g->nmps < GS_GPU_PROCS_MAX ? g->nmps : GS_GPU_PROCS_MAX;
@@ -73,8 +73,8 @@ static int list_of(const char *text, int base, unsigned long long *v, int max)
 
 /* A listing's numbers (text: PIDs, or their MiB) into out: n of them were
  * listed (the first GS_GPU_PROCS_MAX travel; -1, none: NVML could not
- * tell). 0, or -1. */
-static int num_list(const char *text, int n, unsigned long long max, void *out, int as_int)
+ * tell). 0, or -1 (one past INT_MAX among them too). */
+static int num_list(const char *text, int n, int *out)
 {
     unsigned long long v[GS_GPU_PROCS_MAX];
     int np = list_of(text, 10, v, GS_GPU_PROCS_MAX);
@@ -82,14 +82,10 @@ static int num_list(const char *text, int n, unsigned long long max, void *out, 
         return -1;
     }
     for (int i = 0; i < np; i++) {
-        if (v[i] > max) {
+        if (v[i] > INT_MAX) {
             return -1;
         }
-        if (as_int) {
-            ((int *)out)[i] = (int)v[i];
-        } else {
-            ((unsigned int *)out)[i] = (unsigned int)v[i];
-        }
+        out[i] = (int)v[i];
     }
     return 0;
 }
@@ -110,9 +106,8 @@ int gs_gpu_from_line(const char *line, gs_gpu_t *g)
                &g->index, &g->cuda_index, &g->mig, &g->bus, &g->speed, &g->exclusive,
                &g->mem_mib, &g->used_mib, &g->nprocs, procs, mib, &g->nmps, mps, mask, g->uuid,
                &name_at) != 15 ||
-        name_at < 0 || num_list(procs, g->nprocs, INT_MAX, g->procs, 1) != 0 ||
-        num_list(mib, g->nprocs, GS_GPU_MIB_UNKNOWN, g->procs_mib, 0) != 0 ||
-        num_list(mps, g->nmps, INT_MAX, g->mps, 1) != 0) {
+        name_at < 0 || num_list(procs, g->nprocs, g->procs) != 0 ||
+        num_list(mib, g->nprocs, g->procs_mib) != 0 || num_list(mps, g->nmps, g->mps) != 0) {
         return -EINVAL;
     }
     int nw = list_of(mask, 16, v, GS_GPU_CPUMASK_WORDS);

@@ -213,7 +213,7 @@ static void test_line_round_trip(void **state)
     l.gpu[0].nprocs = 40; /* more than are listed: the first 32 travel */
     for (int i = 0; i < GS_GPU_PROCS_MAX; i++) {
         l.gpu[0].procs[i] = 1000 + i;
-        l.gpu[0].procs_mib[i] = i == 0 ? GS_GPU_MIB_UNKNOWN : 66 + (unsigned int)i;
+        l.gpu[0].procs_mib[i] = i == 0 ? GS_GPU_MIB_UNKNOWN : 66 + i;
     }
     l.gpu[0].nmps = 2; /* two of them MPS clients */
     l.gpu[0].mps[0] = 1001;
@@ -236,7 +236,7 @@ static void test_line_round_trip(void **state)
     assert_int_equal(gs_gpu_from_line("0 0 0 1 1 0 1 1 1 5 0 - - GPU-x name", &junk), -EINVAL);
     assert_int_equal(gs_gpu_from_line("0 0 0 1 1 0 1 1 1 5 66 0 - - GPU-x name", &junk), 0);
     assert_int_equal(junk.procs_mib[0], 66);
-    assert_int_equal(gs_gpu_from_line("0 0 0 1 1 0 1 1 1 5 4294967296 0 - - GPU-x name", &junk), -EINVAL);
+    assert_int_equal(gs_gpu_from_line("0 0 0 1 1 0 1 1 1 5 2147483648 0 - - GPU-x name", &junk), -EINVAL);
     assert_int_equal(gs_gpu_from_line("0 0 0 zz 1 0 1 1 0 - - GPU-x name", &junk), -EINVAL);
     assert_int_equal(gs_gpu_from_line("0 0 0 1 1 0 1 1 2 5 - GPU-x name", &junk), -EINVAL);
     assert_int_equal(gs_gpu_from_line("0 0 0 1 1 0 1 1 0 - 1,2 GPU-x name", &junk), -EINVAL);
