@@ -100,6 +100,8 @@ typedef struct {
      * sets up its GPU context (get_server_list took 257 ms then on an H100,
      * 2 ms after), and the ranks must not wait for that. */
     int confirm_pending;
+    int nstates;  /* node states published: the last one's generation is nstates - 1 */
+    int answered; /* ranks told their GPU (each answer holds for the state then) */
     const char *loop_end;  /* why the current wait ends (agent_loop.c), NULL: it goes on */
     long long last_change; /* serving: when a rank last came or went */
     int ended_whole;       /* serving: every rank came and went (nothing to end) */
@@ -309,6 +311,8 @@ void gs_agent_share_leave(gs_agent_t *a);
  * server's death, the shared agent's end). */
 int gs_agent_lease_fds(gs_agent_t *a, struct pollfd *p, int max);
 void gs_agent_lease_ready(gs_agent_t *a, const struct pollfd *p, int n);
+/* The same, looked at now without waiting (before a rank is answered). */
+void gs_agent_lease_poll(gs_agent_t *a);
 
 /* agent_watch.c: whether each rank really is an MPS client (attach.h),
  * told at once when not; a GPU fault's grace. */

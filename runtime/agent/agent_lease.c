@@ -85,6 +85,50 @@ static int told_to_stop(gs_error_t *err)
                         "the job ended while its agent waited for the user's shared MPS");
 }
 
+/* The shared agent ended (killed, or `gsrun stop --now`) before every rank
+ * was told its server: sharing is an optimisation, never a reason to lose
+ * MPS, so the ranks still to come get servers of the job's own, started
+ * now and published as a new state (their answers name it, and they read
+ * it again). Ranks told before keep what they were told: their servers are
+ * gone. */
+static void own_servers_now(gs_agent_t *a)
+{
+    const gs_config_t *cfg = &a->o->cfg;
+    gs_error_t err;
+    char msg[GS_ERROR_LEN + 64];
+    int before = a->answered, rc;
+
+    gs_daemons_unborrow(&a->daemons);
+    for (int e = 0; e < GS_MAX_GPUS; e++) {
+        a->share_server[e] = -1;
+    }
+    rc = gs_daemons_start(&a->daemons, &a->servers, a->plan.nservers, &err);
+    char told[96] = "";
+    if (before > 0) {
+        snprintf(told, sizeof(told), " (the %d told before lost MPS)", before);
+    }
+    if (rc == 0) {
+        gs_report_add(&a->report, 1,
+                      "the user's shared MPS on this node (%s) ended before %d of the job's %d "
+                      "ranks were told their servers: this job runs MPS servers of its own for "
+                      "them%s",
+                      a->share_dir, a->local_size - before, a->local_size, told);
+        gs_agent_publish_on(a);
+    } else if (cfg->mps == GS_MPS_ON) {
+        snprintf(msg, sizeof(msg), "the user's shared MPS on this node ended before the job's "
+                                   "ranks came, and MPS could not start: %s", err.text);
+        gs_agent_publish_without_mps(a, GS_STATE_ERROR, 1, GS_EXIT_SETUP, msg, 1);
+        a->code = GS_EXIT_SETUP;
+    } else {
+        snprintf(msg, sizeof(msg), "the user's shared MPS on this node ended before the job's "
+                                   "ranks came, and MPS could not start: %s; running without MPS%s",
+                 err.text, told);
+        a->plan.use_mps = 0;
+        gs_agent_publish_without_mps(a, GS_STATE_OFF, 1, 0, msg, 1);
+    }
+    gs_agent_write_status(a);
+}
+
 /* A job's agent: "lost S how N" from the shared agent, said of each of the
  * job's servers that is shared server S. */
 static void on_lost(gs_agent_t *a, const char *line)
@@ -139,12 +183,24 @@ void gs_agent_lease_ready(gs_agent_t *a, const struct pollfd *p, int n)
         }
         return;
     }
+    close(a->share_fd);
+    a->share_fd = -1;
+    if (a->state == GS_AGENT_SERVING && a->answered < a->local_size) {
+        own_servers_now(a);
+        return;
+    }
     gs_report_add(&a->report, 1,
                   "the user's shared MPS on this node (%s) ended while this job ran: its "
                   "servers are gone",
                   a->share_dir);
-    close(a->share_fd);
-    a->share_fd = -1;
+}
+
+void gs_agent_lease_poll(gs_agent_t *a)
+{
+    struct pollfd p;
+    if (gs_agent_lease_fds(a, &p, 1) == 1 && poll(&p, 1, 0) == 1) {
+        gs_agent_lease_ready(a, &p, 1);
+    }
 }
 
 /* --- a job's agent ---------------------------------------------------------- */

@@ -27,6 +27,9 @@ void gs_agent_signal_ready(gs_agent_t *a, const char *word)
 static void publish(gs_agent_t *a, gs_state_t *st, const char *word)
 {
     gs_error_t err;
+    if (st != NULL) {
+        st->generation = a->nstates++;
+    }
     if (st == NULL) {
         gs_report_add(&a->report, 1, "out of memory for the node state");
     } else if (gs_state_write(a->node_dir, st, &err) != 0) {

@@ -41,13 +41,18 @@ static void on_size(gs_agent_t *a, gs_agent_conn_t *c)
 
 /* The answer to a registration names the rank's GPU and how it is followed;
  * with a pidfd the connection is done with, else the rank keeps it. */
-static void answer(gs_rank_t *r, int gpu)
+static void answer(gs_agent_t *a, gs_rank_t *r, int gpu)
 {
     char line[64];
     if (r->conn < 0) {
         return;
     }
-    int len = gs_protocol_answer_format(line, sizeof(line), r->is_pidfd, gpu);
+    /* The lease's news first: a shared agent that ended before this answer
+     * leaves the rank servers of the job's own, not its dead ones. */
+    gs_agent_lease_poll(a);
+    a->answered++;
+    int len = gs_protocol_answer_format(line, sizeof(line), r->is_pidfd, gpu,
+                                        a->nstates > 0 ? a->nstates - 1 : 0);
     if (len > 0 && write(r->conn, line, (size_t)len) < 0) {
         /* the rank is gone: its exit is seen through the table */
     }
@@ -69,7 +74,7 @@ void gs_agent_ranks_came(gs_agent_t *a)
                       "them",
                       near, m);
         for (int i = 0; i < a->ranks.nlive; i++) {
-            answer(&a->ranks.live[i], gs_placer_gpu(&a->placer, a->ranks.live[i].rank));
+            answer(a, &a->ranks.live[i], gs_placer_gpu(&a->placer, a->ranks.live[i].rank));
         }
     }
     if (a->stop_from >= 0) {
@@ -138,7 +143,7 @@ static void on_hello(gs_agent_t *a, gs_agent_conn_t *c)
         gs_placer_add(&a->placer, rank,
                       cpulist[0] && gs_affinity_cpuset_parse(cpulist, &cpus) == 0 ? &cpus : NULL);
     if (gpu != GS_PLACER_WAIT) {
-        answer(r, gpu);
+        answer(a, r, gpu);
     }
     /* Rank start-up waits here: the status file is rewritten once all have
      * come, not once per rank. */

@@ -43,6 +43,19 @@ void gs_daemons_set_server(gs_daemons_t *ds, int g, int gpu, int server, int nse
     }
 }
 
+void gs_daemons_unborrow(gs_daemons_t *ds)
+{
+    for (int e = 0; ds->borrowed && e < ds->n && e < GS_MAX_GPUS; e++) {
+        memset(&ds->daemon[e], 0, sizeof(ds->daemon[e]));
+        gs_mps_health_init(&ds->health[e]);
+        ds->pinned[e][0] = '\0';
+    }
+    if (ds->borrowed) {
+        ds->n = 0;
+        ds->borrowed = 0;
+    }
+}
+
 void gs_daemons_label(const gs_daemons_t *ds, int g, char *buf, size_t len)
 {
     if (ds->servers_on[g] > 1) {

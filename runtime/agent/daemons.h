@@ -66,6 +66,9 @@ void gs_daemons_init(gs_daemons_t *ds, const char *node_dir, const char *control
 void gs_daemons_set_server(gs_daemons_t *ds, int g, int gpu, int server, int nservers);
 /* "GPU 0", or "GPU 0 server 2" where a GPU has several. */
 void gs_daemons_label(const gs_daemons_t *ds, int g, char *buf, size_t len);
+/* Forgets the borrowed entries (their shared agent ended): the table is
+ * empty and the caller's own again, each entry's GPU and server kept. */
+void gs_daemons_unborrow(gs_daemons_t *ds);
 /* Starts daemons on GPUs n..count-1 of gpus (those not running yet) and
  * waits until each serves (and runs its server, with prestart). On failure
  * every daemon is stopped and err names the GPU. */

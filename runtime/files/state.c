@@ -57,6 +57,7 @@ const gs_rec_field_t gs_state_fields[] = {
     TOP("placed", GS_REC_STR, GS_REC_OPTIONAL, placed),
     TOP("memory_limit", GS_REC_LLONG, GS_REC_OPTIONAL | GS_REC_POSITIVE, mem_limit_mb),
     TOP("clients_per_server", GS_REC_INT, GS_REC_OPTIONAL | GS_REC_POSITIVE, clients_per_server),
+    TOP("generation", GS_REC_INT, GS_REC_OPTIONAL | GS_REC_POSITIVE, generation),
     GS_REC_END,
 };
 

@@ -44,6 +44,8 @@ typedef struct {
                           * holds a shared flock on it while it lives, "" none */
     long long mem_limit_mb; /* pinned device memory per client under MPS, 0: none */
     int clients_per_server; /* clients one server takes here, 0: not said */
+    int generation;      /* how often the agent published it before (0: the first): a
+                          * rank's registration answer names the one it holds for */
     int nservers;        /* with MPS on, the servers of the plan; off, the
                           * GPUs the ranks are given one each (no pipe dirs) */
     gs_state_server_t server[GS_MAX_GPUS];

@@ -158,7 +158,7 @@ static int spawn_agent(const gs_node_req_t *req, const char *job_dir, int here, 
  * the answer names the rank's GPU in the state (it may wait until every
  * rank of the node has registered, when the agent places by locality). */
 static int register_rank(const gs_state_t *st, int local_rank, int for_parent, int timeout_s,
-                         int *gpu, int *keep_fd, gs_error_t *err)
+                         int *gpu, int *generation, int *keep_fd, gs_error_t *err)
 {
     char line[GS_LINE_MAX], reply[64], cpus[4096] = "";
     cpu_set_t mine;
@@ -182,13 +182,10 @@ static int register_rank(const gs_state_t *st, int local_rank, int for_parent, i
     /* One line: in socket mode the agent keeps the connection open. */
     if (gs_proc_read_line(fd, reply, sizeof(reply),
                           gs_proc_now_ms() + (long long)timeout_s * 1000 + 5000) <= 0 ||
-        gs_protocol_answer_parse(reply, &by_pidfd, gpu) != 0) {
+        gs_protocol_answer_parse(reply, &by_pidfd, gpu, generation) != 0) {
         close(fd);
         return gs_error_set(err, EPROTO, "the node agent refused the registration of rank %d",
                             local_rank);
-    }
-    if (*gpu >= st->nservers) {
-        *gpu = -1;
     }
     if (!by_pidfd && for_parent) {
         close(fd);
@@ -357,11 +354,24 @@ int gs_node_join(const gs_node_req_t *req, gs_state_t *st, int *gpu, int *keep_f
     /* Off or on, a rank registers where the agent listens, so that the
      * agent can end it if the launcher dies. */
     if (st->socket[0] != '\0') {
-        rc = register_rank(st, req->local_rank, req->for_parent, req->cfg->timeout_s, gpu, keep_fd,
-                           err);
+        int generation = 0;
+        rc = register_rank(st, req->local_rank, req->for_parent, req->cfg->timeout_s, gpu,
+                           &generation, keep_fd, err);
+        /* The agent published the state again since this rank read it (the
+         * user's shared MPS ended before the rank came, and the job now
+         * runs servers of its own): the answer holds for the new one. */
+        if (rc == 0 && generation != st->generation) {
+            rc = gs_state_read(node_dir, st, err);
+            rc = rc == 0 && st->kind == GS_STATE_ERROR ? gs_error_set(err, EIO, "%s", st->message)
+                                                       : rc;
+        }
         if (rc != 0) {
-            st->exit_code = GS_EXIT_SETUP;
+            st->exit_code = st->kind == GS_STATE_ERROR && st->exit_code != 0 ? st->exit_code
+                                                                             : GS_EXIT_SETUP;
             return rc;
+        }
+        if (*gpu >= st->nservers) {
+            *gpu = -1;
         }
     }
     /* The rank's GPU counts in the user's placement record while the rank

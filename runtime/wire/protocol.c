@@ -32,21 +32,24 @@ int gs_protocol_hello_parse(const char *line, int *local_rank, char *cpus, size_
     return 0;
 }
 
-int gs_protocol_answer_format(char *buf, size_t len, int by_pidfd, int gpu)
+int gs_protocol_answer_format(char *buf, size_t len, int by_pidfd, int gpu, int generation)
 {
-    return fits(snprintf(buf, len, "ok %s gpu=%d\n", by_pidfd ? "pidfd" : "socket", gpu), len);
+    return fits(snprintf(buf, len, "ok %s gpu=%d state=%d\n", by_pidfd ? "pidfd" : "socket", gpu,
+                         generation),
+                len);
 }
 
-int gs_protocol_answer_parse(const char *line, int *by_pidfd, int *gpu)
+int gs_protocol_answer_parse(const char *line, int *by_pidfd, int *gpu, int *generation)
 {
     char how[16];
-    int g;
-    if (sscanf(line, "ok %15s gpu=%d", how, &g) != 2 ||
-        (strcmp(how, "pidfd") != 0 && strcmp(how, "socket") != 0)) {
+    int g, gen = 0;
+    if (sscanf(line, "ok %15s gpu=%d state=%d", how, &g, &gen) < 2 ||
+        (strcmp(how, "pidfd") != 0 && strcmp(how, "socket") != 0) || gen < 0) {
         return -1;
     }
     *by_pidfd = strcmp(how, "pidfd") == 0;
     *gpu = g >= 0 ? g : -1;
+    *generation = gen;
     return 0;
 }
 

@@ -38,11 +38,13 @@ int gs_protocol_hello_format(char *buf, size_t len, int local_rank, const char *
 int gs_protocol_hello_parse(const char *line, int *local_rank, char *cpus, size_t cpuslen,
                             int *parent);
 
-/* "ok pidfd gpu=N" / "ok socket gpu=N". */
-int gs_protocol_answer_format(char *buf, size_t len, int by_pidfd, int gpu);
-/* 0 for an "ok" answer (by_pidfd and gpu set; gpu -1 when it names none),
- * -1 otherwise. */
-int gs_protocol_answer_parse(const char *line, int *by_pidfd, int *gpu);
+/* "ok pidfd gpu=N state=G" / "ok socket gpu=N state=G": G is the node
+ * state's generation the answer holds for (a rank that read another reads
+ * the state again: its servers changed meanwhile). */
+int gs_protocol_answer_format(char *buf, size_t len, int by_pidfd, int gpu, int generation);
+/* 0 for an "ok" answer (by_pidfd, gpu and generation set; gpu -1 when it
+ * names none; generation 0 when not said), -1 otherwise. */
+int gs_protocol_answer_parse(const char *line, int *by_pidfd, int *gpu, int *generation);
 
 int gs_protocol_size_format(char *buf, size_t len, int local_size, int launcher_pid);
 /* 0 when the size is 1..2^20 (launcher_pid 0 when not given), else -1. */

@@ -17,7 +17,9 @@
 #      its own; gsrun stop returns once the running job has ended; nothing
 #      of MPS is left;
 #   4. gsrun stop --now on a lingering service: nothing of MPS left, and
-#      how long it took.
+#      how long it took;
+#   5. the service killed between a job's two ranks (gsrun exec): the
+#      second is an MPS client of a server of the job's own, and told.
 # Ends with "N passed, N failed".
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -107,6 +109,31 @@ rc=$?
 check "gsrun stop --now, the service lingering: status $rc (0) in $(ms "$t0") ms" [ $rc -eq 0 ] || sed 's/^/# /' "$T/now.out"
 sed 's/^/# /' "$T/now.out"
 share_clean "gsrun stop --now" "$base"
+
+# 5. The service killed (its process group: agent, guard, daemons) after it
+# answered a job's lease, before the job's second rank came (a launcher of
+# its own, through the rank prefix): that rank is an MPS client of a server
+# of the job's own, and the job says so.
+(
+    export GSRUN_JOB_KEY=gpu$$ GSRUN_LOCAL_SIZE=2
+    GSRUN_LOCAL_RANK=0 "$G" exec --mps-share=node --mps-linger=60 -- "$P" --sleep 3000 \
+        >"$T/k0.out" 2>"$T/k0.err" &
+    sleep 2
+    sp=$(live_procs gsrun-share | tr -d ' ')
+    echo "$sp" >"$T/k.sp"
+    [ -n "$sp" ] && kill -9 -- "-$(ps -o pgid= "$sp" | tr -d ' ')"
+    sleep 0.5
+    GSRUN_LOCAL_RANK=1 "$G" exec --mps-share=node --mps-linger=60 -- "$P" --expect-mps \
+        >"$T/k1.out" 2>"$T/k1.err"
+    echo $? >"$T/k1.rc"
+    wait
+)
+check "the service ($(cat "$T/k.sp")) killed between a job's two ranks: rank 1 ends $(cat "$T/k1.rc") (0) as an MPS client" \
+    [ "$(cat "$T/k1.rc")" = 0 ] || sed 's/^/# /' "$T/k1.out" "$T/k1.err"
+check "  ... on a server of the job's own, said in one line" \
+    [ "$(cat "$T/k0.err" "$T/k1.err" | grep -c "ended before 1 of the job's 2 ranks were told their servers: this job runs MPS servers of its own")" -eq 1 ] ||
+    sed 's/^/# /' "$T/k0.err" "$T/k1.err"
+share_clean "the service killed between a job's ranks" "$base"
 
 rm -rf "$T"
 echo "$pass passed, $fail failed"

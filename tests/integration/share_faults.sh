@@ -21,7 +21,7 @@ SHARED_RE="$BASE/mps-share/[^/ ]*/g0"
 shared_agents() { # the PIDs of this test's shared agents
     local p
     for p in $(pgrep -x gsrun-share); do
-        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "GS_TEST_MARK=$TEST_TMP" && echo "$p"
+        tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qxF "GS_TEST_MARK=$TEST_TMP" && echo "$p"
     done
 }
 wait_no_shared() { # wait_no_shared SECONDS: until no shared agent of this test runs
@@ -65,6 +65,37 @@ check "  ... killed with its group: the next --mps=on job: status $(cat "$OUT.2.
     [ "$(cat "$OUT.2.rc")" = 0 -a "$(grep -c "mps=1 pipe=$SHARED_RE " "$OUT.2")" -eq 2 ] || diag "$ERR.2"
 rm -rf "$BASE/mps-share" # what the killed agent left (its pipe dir, now the next one's, is gone)
 clean_share "a killed shared agent"
+
+# 2b. The shared agent killed (with its group) after it answered a job's
+# lease, before the job's second rank came (a launcher of its own, through
+# the rank prefix): that rank gets a server of the job's own, and the job
+# says so once (issue 58; before: the dead shared server's pipe dir, on
+# which the fake client failed with 46 in 3 of 3 runs).
+RANK='echo "rank $GSRUN_LOCAL_RANK mps=$GSRUN_MPS_ACTIVE pipe=$CUDA_MPS_PIPE_DIRECTORY live=$([ -S "$CUDA_MPS_PIPE_DIRECTORY/control" ] && echo 1 || echo 0)"; sleep ${S:-0}'
+(
+    export LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=1 GSRUN_JOB_KEY=k$$ GSRUN_LOCAL_SIZE=2
+    GSRUN_LOCAL_RANK=0 S=2 "$GSRUN" exec --mps-control="$FAKE_CONTROL" --mps-share=node -- \
+        sh -c "$RANK" &
+    for _ in $(seq 200); do
+        grep -q "^rank 0 " "$OUT.1" && break
+        sleep 0.05
+    done
+    pid=$(shared_agents | head -1)
+    [ -n "$pid" ] && kill -9 -- "-$(ps -o pgid= "$pid" | tr -d ' ')"
+    wait_no_shared 5
+    GSRUN_LOCAL_RANK=1 "$GSRUN" exec --mps-control="$FAKE_CONTROL" --mps-share=node -- sh -c "$RANK"
+    echo "rank 1 status $?"
+    wait
+) >"$OUT.1" 2>"$ERR.1"
+check "the shared agent killed between a job's two ranks: rank 0 on its server, rank 1 on a live server of the job's own" \
+    eval 'grep -q "^rank 0 mps=1 pipe=$SHARED_RE " "$OUT.1" &&
+        grep -q "^rank 1 mps=1 pipe=$BASE/exec-[^ ]*/g0 live=1$" "$OUT.1" &&
+        grep -q "^rank 1 status 0$" "$OUT.1"' || diag "$OUT.1" "$ERR.1"
+check "  ... one line says it, and that the rank told before lost MPS" \
+    [ "$(grep -c "shared MPS on this node (.*) ended before 1 of the job's 2 ranks were told their servers: this job runs MPS servers of its own for them (the 1 told before lost MPS)" "$ERR.1")" -eq 1 ] ||
+    diag "$ERR.1"
+rm -rf "$BASE/mps-share" "$BASE"/exec-*
+clean_share "a shared agent killed between a job's ranks"
 
 # A shared control daemon that dies while two jobs lease it: both are told,
 # and status shows it (before: neither job said a word, status "daemon 0").

@@ -42,19 +42,27 @@ static void test_hello(void **state)
 static void test_answer(void **state)
 {
     char line[64];
-    int by_pidfd = -1, gpu = -5;
+    int by_pidfd = -1, gpu = -5, gen = -1;
     (void)state;
-    gs_protocol_answer_format(line, sizeof(line), 1, 2);
-    assert_string_equal(line, "ok pidfd gpu=2\n");
-    assert_int_equal(gs_protocol_answer_parse(line, &by_pidfd, &gpu), 0);
+    gs_protocol_answer_format(line, sizeof(line), 1, 2, 0);
+    assert_string_equal(line, "ok pidfd gpu=2 state=0\n");
+    assert_int_equal(gs_protocol_answer_parse(line, &by_pidfd, &gpu, &gen), 0);
     assert_int_equal(by_pidfd, 1);
     assert_int_equal(gpu, 2);
-    gs_protocol_answer_format(line, sizeof(line), 0, -1);
-    assert_int_equal(gs_protocol_answer_parse(line, &by_pidfd, &gpu), 0);
+    assert_int_equal(gen, 0);
+    gs_protocol_answer_format(line, sizeof(line), 0, -1, 3);
+    assert_int_equal(gs_protocol_answer_parse(line, &by_pidfd, &gpu, &gen), 0);
     assert_int_equal(by_pidfd, 0);
     assert_int_equal(gpu, -1);
-    assert_int_equal(gs_protocol_answer_parse("error bad registration\n", &by_pidfd, &gpu), -1);
-    assert_int_equal(gs_protocol_answer_parse("ok maybe gpu=1\n", &by_pidfd, &gpu), -1);
+    assert_int_equal(gen, 3);
+    /* An answer without the generation holds for the first state. */
+    assert_int_equal(gs_protocol_answer_parse("ok socket gpu=1\n", &by_pidfd, &gpu, &gen), 0);
+    assert_int_equal(gen, 0);
+    assert_int_equal(gs_protocol_answer_parse("ok socket gpu=1 state=-2\n", &by_pidfd, &gpu, &gen),
+                     -1);
+    assert_int_equal(gs_protocol_answer_parse("error bad registration\n", &by_pidfd, &gpu, &gen),
+                     -1);
+    assert_int_equal(gs_protocol_answer_parse("ok maybe gpu=1\n", &by_pidfd, &gpu, &gen), -1);
 }
 
 /* A step's servers: the plan's GPU per server, in order, and nothing else. */

@@ -164,6 +164,7 @@ static void test_servers_round_trip(void **state)
     memset(&a, 0, sizeof(a));
     a.kind = GS_STATE_ON;
     a.clients_per_server = 48;
+    a.generation = 2;
     snprintf(a.socket, sizeof(a.socket), "/r/n/agent.sock");
     a.nservers = 3;
     for (int i = 0; i < 3; i++) {
@@ -182,6 +183,7 @@ static void test_servers_round_trip(void **state)
     assert_non_null(strstr(buf, "server 0 2 3 100\n"));
     assert_int_equal(gs_state_parse(buf, &b, &err), 0);
     assert_int_equal(b.clients_per_server, 48);
+    assert_int_equal(b.generation, 2); /* published twice before */
     assert_int_equal(b.nservers, 3);
     for (int i = 0; i < 3; i++) {
         assert_int_equal(b.server[i].gpu, 0);
