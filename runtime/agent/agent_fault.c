@@ -200,7 +200,7 @@ static int refresh_note(gs_agent_t *a, int g)
 static void tell(gs_agent_t *a, int g, const char *fmt, const char *x, const char *y)
 {
     for (int i = 0; i < a->nleases; i++) {
-        for (int e = 0; e < a->leases[i].n; e++) {
+        for (int e = 0; e < a->leases[i].n && !a->leases[i].waiting; e++) {
             if (a->leases[i].server[e] == g) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"

@@ -56,9 +56,14 @@ typedef struct {
     pid_t pid;
     char job[96];
     int linger_s;
-    int n;
+    int n;                   /* entries placed (all of them once answered) */
     int server[GS_MAX_GPUS]; /* each entry's server (an index into the daemons) */
     int clients[GS_MAX_GPUS];
+    int want_n; /* the entries asked for: each one's GPU and clients */
+    int want_gpu[GS_MAX_GPUS];
+    int want_clients[GS_MAX_GPUS];
+    int starting; /* the server begun for entry n (agent_share_place.c), -1 none */
+    int waiting;  /* not answered yet: no line but the answer goes to fd */
 } gs_agent_lease_t;
 
 /* Jobs whose "gpus" wait for a fresh listing (more are refused: they list
@@ -100,8 +105,8 @@ typedef struct {
      * sets up its GPU context (get_server_list took 257 ms then on an H100,
      * 2 ms after), and the ranks must not wait for that. */
     int confirm_pending;
-    int nstates;  /* node states published: the last one's generation is nstates - 1 */
-    int answered; /* ranks told their GPU (each answer holds for the state then) */
+    int nstates;           /* node states published: the last one's generation is nstates - 1 */
+    int answered;          /* ranks told their GPU (each answer holds for the state then) */
     const char *loop_end;  /* why the current wait ends (agent_loop.c), NULL: it goes on */
     long long last_change; /* serving: when a rank last came or went */
     int ended_whole;       /* serving: every rank came and went (nothing to end) */
@@ -114,8 +119,10 @@ typedef struct {
     int base_told; /* gs_agent_tell_base said it */
     int gpus_ask_told; /* why the shared agent told no GPUs was said */
     int leased[GS_MAX_GPUS];
-    unsigned char lost_told[GS_MAX_GPUS]; /* a dead server's jobs were told */
+    unsigned char lost_told[GS_MAX_GPUS];    /* a dead server's jobs were told */
     long long share_confirm_ms[GS_MAX_GPUS]; /* when a new server's PIDs are listed, 0 done */
+    int share_starting;                      /* the server whose start is under way, -1 none */
+    long long share_start_deadline;          /* its start's bound (--mps-timeout) */
     long long idle_since;
     gs_lister_t *lister;    /* the GPUs listed in a thread of their own ("gpus") */
     int lister_stuck;       /* its NVML call outlived the agent's end: _exit */
@@ -290,6 +297,14 @@ void gs_agent_share_close(gs_agent_t *a);
 /* Tells each job leasing a server whose control daemon has died, once
  * ("lost S how" on its lease), and updates the status. */
 void gs_agent_share_tell_lost(gs_agent_t *a);
+/* agent_share_place.c: the GPU of a UUID among the agent's, or -1; the
+ * waiting leases placed (each answered once its servers serve, or
+ * refused); the start under way looked at (then the leases placed); how
+ * soon to look again (ms, -1: no start under way). */
+int gs_agent_share_gpu_by_uuid(const gs_agent_t *a, const char *uuid);
+void gs_agent_share_place(gs_agent_t *a);
+void gs_agent_share_starting(gs_agent_t *a);
+int gs_agent_share_start_ms(const gs_agent_t *a);
 /* The shared agent's extra descriptors while it holds: its leases, each
  * ending when its job's agent closes it. */
 int gs_agent_share_fds(gs_agent_t *a, struct pollfd *p, int max);

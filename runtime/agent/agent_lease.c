@@ -115,13 +115,16 @@ static void own_servers_now(gs_agent_t *a)
                       a->share_dir, a->local_size - before, a->local_size, told);
         gs_agent_publish_on(a);
     } else if (cfg->mps == GS_MPS_ON) {
-        snprintf(msg, sizeof(msg), "the user's shared MPS on this node ended before the job's "
-                                   "ranks came, and MPS could not start: %s", err.text);
+        snprintf(msg, sizeof(msg),
+                 "the user's shared MPS on this node ended before the job's "
+                 "ranks came, and MPS could not start: %s",
+                 err.text);
         gs_agent_publish_without_mps(a, GS_STATE_ERROR, 1, GS_EXIT_SETUP, msg, 1);
         a->code = GS_EXIT_SETUP;
     } else {
-        snprintf(msg, sizeof(msg), "the user's shared MPS on this node ended before the job's "
-                                   "ranks came, and MPS could not start: %s; running without MPS%s",
+        snprintf(msg, sizeof(msg),
+                 "the user's shared MPS on this node ended before the job's "
+                 "ranks came, and MPS could not start: %s; running without MPS%s",
                  err.text, told);
         a->plan.use_mps = 0;
         gs_agent_publish_without_mps(a, GS_STATE_OFF, 1, 0, msg, 1);

@@ -384,6 +384,7 @@ static int share_timeout(gs_agent_t *a)
 
 static void share_check(gs_agent_t *a)
 {
+    gs_agent_share_starting(a);
     gs_agent_share_confirm(a, 0);
     gs_agent_share_check(a);
     gs_agent_share_tell_lost(a);

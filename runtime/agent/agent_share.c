@@ -40,12 +40,6 @@
 /* How long a shared agent waits for its first lease: the job that started
  * it asks right after its start. */
 #define SHARE_FIRST_LEASE_MS 30000
-/* When a new server's PIDs are asked for: the control daemon answers no
- * command while its new server sets up its GPU context (get_server_list
- * took 257 ms then on an H100, 2 ms after). The lease that started it is
- * answered at once, and every other lease meanwhile (issue 52, item 7). */
-#define SHARE_CONFIRM_MS 500
-
 /* --- the shared agent ------------------------------------------------------- */
 
 void gs_agent_share_open(gs_agent_t *a)
@@ -59,100 +53,7 @@ void gs_agent_share_open(gs_agent_t *a)
     }
     a->idle_since = gs_proc_now_ms();
     a->servers.count = 0;
-}
-
-/* A server on GPU g with room for n more clients: the fullest that fits
- * (servers on one GPU time-slice: the fewer in use, the better), or -1. */
-static int fit(const gs_agent_t *a, int g, int n)
-{
-    int best = -1, limit = a->plan.clients_per_server;
-    for (int s = 0; s < a->daemons.n; s++) {
-        if (a->daemons.gpu_of[s] == g && a->daemons.daemon[s].daemon_pid > 0 &&
-            a->leased[s] + n <= limit && (best < 0 || a->leased[s] > a->leased[best])) {
-            best = s;
-        }
-    }
-    return best;
-}
-
-/* Starts one more server on GPU g; its index, or -1 with err. */
-static int add_server(gs_agent_t *a, int g, gs_error_t *err)
-{
-    gs_daemons_t *ds = &a->daemons;
-    int e = ds->n, k = 0;
-    if (e >= GS_MAX_GPUS) {
-        gs_error_set(err, ENOSPC, "the node's shared MPS runs %d servers, the most it can", e);
-        return -1;
-    }
-    for (int o = 0; o < e; o++) {
-        k += ds->gpu_of[o] == g;
-    }
-    a->servers.gpu[e] = a->gpus.gpu[g];
-    a->servers.count = e + 1;
-    gs_daemons_set_server(ds, e, g, k, k + 1);
-    for (int o = 0; o < e; o++) {
-        if (ds->gpu_of[o] == g) {
-            ds->servers_on[o] = k + 1;
-            a->plan.server[o].gpu_servers = k + 1;
-        }
-    }
-    a->plan.server[e] = (gs_server_share_t){.gpu = g, .server = k, .gpu_servers = k + 1};
-    if (gs_daemons_add(ds, &a->servers, e + 1, err) != 0) {
-        a->servers.count = e;
-        for (int o = 0; o < e; o++) {
-            if (ds->gpu_of[o] == g) {
-                ds->servers_on[o] = k;
-                a->plan.server[o].gpu_servers = k;
-            }
-        }
-        return -1;
-    }
-    a->plan.nservers = a->plan.nused = e + 1;
-    a->share_confirm_ms[e] = gs_proc_now_ms() + SHARE_CONFIRM_MS;
-    gs_agent_publish_on(a);
-    int none[GS_MAX_GPUS] = {0};
-    gs_placer_free(&a->placer); /* no ranks: lists the servers for `gsrun status` */
-    if (gs_placer_init(&a->placer, 0, e + 1, none, a->servers.gpu, 1, 0) != 0) {
-        gs_report_add(&a->report, 1, "out of memory for the status");
-    }
-    return e;
-}
-
-static int gpu_by_uuid(const gs_agent_t *a, const char *uuid)
-{
-    for (int g = 0; g < a->gpus.count; g++) {
-        if (strcmp(a->gpus.gpu[g].uuid, uuid) == 0) {
-            return g;
-        }
-    }
-    return -1;
-}
-
-/* The servers of lease l, each entry placed after the ones before it;
- * leased[] holds them on success. 0, or -1 with err (nothing leased). */
-static int place(gs_agent_t *a, gs_agent_lease_t *l, const gs_protocol_lease_t *q,
-                 gs_error_t *err)
-{
-    for (int e = 0; e < q->n; e++) {
-        int g = gpu_by_uuid(a, q->uuid[e]), s = -1;
-        if (g < 0) {
-            gs_error_set(err, ENODEV, "GPU %s is not one the node's shared MPS found",
-                         q->uuid[e]);
-        } else if ((s = fit(a, g, q->clients[e])) < 0) {
-            s = add_server(a, g, err);
-        }
-        if (s < 0) {
-            for (int o = 0; o < e; o++) {
-                a->leased[l->server[o]] -= l->clients[o];
-            }
-            return -1;
-        }
-        l->server[e] = s;
-        l->clients[e] = q->clients[e];
-        a->leased[s] += q->clients[e];
-    }
-    l->n = q->n;
-    return 0;
+    a->share_starting = -1;
 }
 
 /* Whether the job that asked on fd has given up and closed its end (this
@@ -168,8 +69,6 @@ static int abandoned(int fd)
 void gs_agent_share_on_lease(gs_agent_t *a, gs_agent_conn_t *c)
 {
     gs_protocol_lease_t q;
-    gs_error_t err;
-    char line[GS_LINE_MAX];
 
     if (a->mode != GS_MODE_SHARED || c->uid != getuid() ||
         gs_protocol_lease_parse(c->line, GS_MAX_GPUS, &q) != 0) {
@@ -194,33 +93,31 @@ void gs_agent_share_on_lease(gs_agent_t *a, gs_agent_conn_t *c)
     }
     gs_agent_lease_t *l = &a->leases[a->nleases];
     memset(l, 0, sizeof(*l));
-    if (place(a, l, &q, &err) != 0) {
-        gs_report_add(&a->report, 1, "job %s: %s", q.job, err.text);
-        dprintf(c->fd, "error %s\n", err.text);
-        close(c->fd);
-        if (a->nleases == 0) {
-            /* Serving no one, with a start that failed (a bad control
-             * program, a broken GPU): it goes now, and the user's next job
-             * starts one with its own settings. */
-            a->ever_leased = 1;
-            a->linger_ms = 0;
-            a->idle_since = gs_proc_now_ms();
+    for (int e = 0; e < q.n; e++) {
+        if ((l->want_gpu[e] = gs_agent_share_gpu_by_uuid(a, q.uuid[e])) < 0) {
+            gs_report_add(&a->report, 1, "job %s: GPU %s is not one the node's shared MPS found",
+                          q.job, q.uuid[e]);
+            dprintf(c->fd, "error GPU %s is not one the node's shared MPS found\n", q.uuid[e]);
+            close(c->fd);
+            if (a->nleases == 0) {
+                a->ever_leased = 1; /* serving no one: it goes now */
+                a->linger_ms = 0;
+                a->idle_since = gs_proc_now_ms();
+            }
+            return;
         }
-        return;
+        l->want_clients[e] = q.clients[e];
     }
+    l->want_n = q.n;
+    l->starting = -1;
+    l->waiting = 1;
     l->fd = c->fd;
     l->pid = c->pid;
     l->linger_s = q.linger_s;
     snprintf(l->job, sizeof(l->job), "%s", q.job);
     a->nleases++;
     a->ever_leased = 1;
-    gs_report_add(&a->report, 0, "job %s (agent %d) leased %d server%s", l->job, (int)l->pid, l->n,
-                  l->n == 1 ? "" : "s");
-    gs_agent_write_status(a);
-    if (gs_protocol_leased_format(line, sizeof(line), l->n, l->server) != 0 ||
-        write(l->fd, line, strlen(line)) < 0) {
-        /* Its agent is gone: the lease ends at the next wake-up (the hang-up). */
-    }
+    gs_agent_share_place(a); /* answered now, or once a server it needs serves */
 }
 
 /* The listing a job is told: asked for afresh once older than FRESH (a
@@ -361,7 +258,7 @@ void gs_agent_share_tell_lost(gs_agent_t *a)
         changed = 1;
         int st = d->daemon_status;
         for (int i = 0; i < a->nleases; i++) {
-            for (int e = 0; e < a->leases[i].n; e++) {
+            for (int e = 0; e < a->leases[i].n && !a->leases[i].waiting; e++) {
                 if (a->leases[i].server[e] == s) {
                     /* Short: one write the job's agent reads whole. */
                     dprintf(a->leases[i].fd, "%s %d %s %d\n", GS_AGENT_SHARE_LOST, s,
@@ -413,6 +310,10 @@ int gs_agent_share_timeout_ms(const gs_agent_t *a)
     long long next = gs_agent_share_idle_ms(a), now = gs_proc_now_ms();
     if (a->ngpus_waiting > 0) {
         next = next < 0 || next > 5 ? 5 : next; /* the listing's end, looked for every 5 ms */
+    }
+    int start = gs_agent_share_start_ms(a); /* a server's start under way */
+    if (start >= 0) {
+        next = next < 0 || next > start ? start : next;
     }
     for (int e = 0; e < a->daemons.n && e < GS_MAX_GPUS; e++) {
         long long due = a->share_confirm_ms[e];

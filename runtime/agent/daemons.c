@@ -277,6 +277,43 @@ int gs_daemons_add(gs_daemons_t *ds, const gs_gpu_list_t *gpus, int count, gs_er
     return rc;
 }
 
+int gs_daemons_begin(gs_daemons_t *ds, const gs_gpu_list_t *gpus, gs_error_t *err)
+{
+    int e = ds->n;
+    if (e >= GS_MAX_GPUS || e >= gpus->count) {
+        return gs_error_set(err, ENOSPC, "no GPU for daemon %d", e);
+    }
+    int rc = spawn_one(ds, &gpus->gpu[e], e, err);
+    if (rc != 0) {
+        name_gpu(ds, err, e, gpus->gpu[e].uuid);
+        gs_daemons_stop_from(ds, e, NULL, NULL);
+    }
+    return rc;
+}
+
+int gs_daemons_begun(gs_daemons_t *ds, long long deadline_ms, gs_error_t *err)
+{
+    int e = ds->n - 1;
+    gs_mps_daemon_t *d = &ds->daemon[e];
+    int rc = gs_mps_socket_ready(d, deadline_ms, err);
+    if (rc == 0) {
+        return 1;
+    }
+    if (rc > 0 && ds->prestart) {
+        /* Short: the control daemon starts the server and answers at once
+         * (it answers no later command while the server sets up). */
+        rc = gs_mps_start_server(d, ds->control, getuid(), deadline_ms, err);
+    } else if (rc > 0) {
+        rc = 0;
+        d->ready_ms = gs_proc_now_ms(); /* the first client starts the server */
+    }
+    if (rc != 0) {
+        name_gpu(ds, err, e, d->uuid);
+        gs_daemons_stop_from(ds, e, NULL, NULL);
+    }
+    return rc;
+}
+
 int gs_daemons_start_servers(gs_daemons_t *ds, int count, gs_error_t *err)
 {
     long long deadline = gs_proc_now_ms() + (long long)ds->timeout_s * 1000;

@@ -76,6 +76,13 @@ int gs_daemons_start(gs_daemons_t *ds, const gs_gpu_list_t *gpus, int count, gs_
 /* The same for daemons added while others serve (a job's step that needs
  * more servers): on failure only the new ones are stopped. */
 int gs_daemons_add(gs_daemons_t *ds, const gs_gpu_list_t *gpus, int count, gs_error_t *err);
+/* The same in steps, for a loop that must not wait (the shared agent): the
+ * next entry's daemon spawned, 0 or -errno with err (nothing left); then,
+ * each look at the last entry: 1 while its socket is not there yet, 0 once
+ * it serves (its server started, with prestart), or -errno with err (the
+ * entry stopped and gone; deadline_ms bounds the whole start). */
+int gs_daemons_begin(gs_daemons_t *ds, const gs_gpu_list_t *gpus, gs_error_t *err);
+int gs_daemons_begun(gs_daemons_t *ds, long long deadline_ms, gs_error_t *err);
 /* start_server on the first count daemons (started without); on failure
  * stops every daemon. */
 int gs_daemons_start_servers(gs_daemons_t *ds, int count, gs_error_t *err);

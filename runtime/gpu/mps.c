@@ -152,36 +152,43 @@ static void last_output(const gs_mps_daemon_t *d, char *buf, size_t len)
     }
 }
 
-int gs_mps_wait_socket(gs_mps_daemon_t *d, long long deadline_ms, gs_error_t *err)
+int gs_mps_socket_ready(gs_mps_daemon_t *d, long long deadline_ms, gs_error_t *err)
 {
     char path[GS_PATH_MAX], why[64], out[300];
     struct stat st;
-    int wait_ms = 1;
 
     snprintf(path, sizeof(path), "%s/control", d->pipe_dir);
+    if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+        return 1;
+    }
+    if (gs_mps_daemon_exited(d)) {
+        describe_exit(d->daemon_status, why, sizeof(why));
+        last_output(d, out, sizeof(out));
+        return gs_error_set(err, ECHILD, "the MPS control daemon %s before it was ready%s", why,
+                            out);
+    }
+    if (gs_proc_now_ms() >= deadline_ms) {
+        return gs_error_set(err, ETIMEDOUT,
+                            "the MPS control daemon did not create its socket '%s' in time "
+                            "(raise --mps-timeout if the node is very slow)",
+                            path);
+    }
+    return 0;
+}
+
+int gs_mps_wait_socket(gs_mps_daemon_t *d, long long deadline_ms, gs_error_t *err)
+{
+    int rc, wait_ms = 1;
     /* Looked for every 1 to 2 ms (the socket comes 17-45 ms after the spawn
      * on an H100, every ms of it on the way to MPS being ready), which also
      * notices the daemon exiting (its death is no file-system event); not
      * through inotify, whose closing waits for an RCU grace period (18 ms
      * measured). */
-    while (!(lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))) {
-        if (gs_mps_daemon_exited(d)) {
-            describe_exit(d->daemon_status, why, sizeof(why));
-            last_output(d, out, sizeof(out));
-            return gs_error_set(err, ECHILD, "the MPS control daemon %s before it was ready%s", why,
-                                out);
-        }
-        long long left = deadline_ms - gs_proc_now_ms();
-        if (left <= 0) {
-            return gs_error_set(err, ETIMEDOUT,
-                                "the MPS control daemon did not create its socket '%s' in time "
-                                "(raise --mps-timeout if the node is very slow)",
-                                path);
-        }
-        poll(NULL, 0, left < wait_ms ? (int)left : wait_ms);
+    while ((rc = gs_mps_socket_ready(d, deadline_ms, err)) == 0) {
+        poll(NULL, 0, wait_ms);
         wait_ms = 2;
     }
-    return 0;
+    return rc < 0 ? rc : 0;
 }
 
 /* The control program in client mode, with a clean environment naming only

@@ -42,8 +42,11 @@ int gs_mps_spawn(gs_mps_daemon_t *d, const char *control, const cpu_set_t *cpus,
                  gs_error_t *err);
 
 /* Waits until <pipe_dir>/control exists, the daemon dying or the deadline
- * ending the wait with an error. No fixed sleeps: inotify wakes us. */
+ * ending the wait with an error (looked for every 1-2 ms). */
 int gs_mps_wait_socket(gs_mps_daemon_t *d, long long deadline_ms, gs_error_t *err);
+/* The same look once, without waiting: 1 once the socket is there, 0 not
+ * yet, or -errno with err (the daemon exited, or the deadline passed). */
+int gs_mps_socket_ready(gs_mps_daemon_t *d, long long deadline_ms, gs_error_t *err);
 
 /* Runs one control command through the client mode of the control binary.
  * cmd must be a single line of printable characters. */

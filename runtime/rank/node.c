@@ -366,8 +366,8 @@ int gs_node_join(const gs_node_req_t *req, gs_state_t *st, int *gpu, int *keep_f
                                                        : rc;
         }
         if (rc != 0) {
-            st->exit_code = st->kind == GS_STATE_ERROR && st->exit_code != 0 ? st->exit_code
-                                                                             : GS_EXIT_SETUP;
+            st->exit_code =
+                st->kind == GS_STATE_ERROR && st->exit_code != 0 ? st->exit_code : GS_EXIT_SETUP;
             return rc;
         }
         if (*gpu >= st->nservers) {

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: runtime/agent/agent_share.c, runtime/agent/agent_lease.c, runtime/gpu/gpu_text.c, runtime/core/config.c, runtime/files/status_format.c
+# covers: runtime/agent/agent_share.c, runtime/agent/agent_share_place.c, runtime/agent/agent_lease.c, runtime/gpu/gpu_text.c, runtime/core/config.c, runtime/files/status_format.c
 # Short jobs (issue 53) on the fake NVML (2, 4 and 8 GPUs): the user's node
 # service (the shared agent) tells a job's agent the GPUs, so that the job
 # loads no NVML of its own; its death mid-job and mid-linger, or a SIGSTOP,
@@ -287,7 +287,7 @@ clean "24 at once"
 # lists them in a thread of its own and answers leases at once. A lease
 # that waited for a listing would take 4 s; the bound, 2.5 s, leaves room
 # for the 8 servers the service starts one after another (1.0-1.8 s on a
-# loaded 2-core machine: the loop waits for each start, issue 58).
+# loaded 2-core machine, when the loop still waited for each start).
 rm -f "$REC"
 FAKE_NVML_PROCS_MS=500 job 8 "$OUT.w" "$ERR.w" --mps-linger=60 -np 1 "$PROG"
 FAKE_NVML_PROCS_MS=500 job 8 "$OUT.w" "$ERR.w" --mps-linger=60 -np 1 "$PROG"
@@ -300,6 +300,36 @@ check "NVML 4 s a listing in the service, 12 jobs at once: all status 0 under MP
 check "  ... each job's own part of its start (size to MPS ready) under 2.5 s (slower:${slow:- none})" \
     [ -z "$slow" ] || diag "$ERR.1"
 clean "slow listings"
+
+# 5c. The service does not wait for a server's start (issue 58): while a
+# job's new server is slow to come (each daemon here takes 2 s to make its
+# socket), a job that fits a running server is told the GPUs and leased at
+# once (before: it waited 2 s for the GPUs, listed them itself, then leased).
+rm -f "$REC"
+share2() { # share2 OUT ERR args...
+    local o=$1 e=$2
+    shift 2
+    job 1 "$o" "$e" -v --mps-linger=60 --mps-clients-per-server=2 "$@"
+}
+FAKE_MPS_START_DELAY_MS=2000 share2 "$OUT.a" "$ERR.a" -np 1 "$PROG" --sleep 8000 &
+wait_status "$OUT.st" "jobs gsrun\.[A-Za-z0-9]*:1$" || diag "$OUT.st"
+share2 "$OUT.b" "$ERR.b" -np 2 "$PROG" & # 1 + 2 clients: a server more
+for _ in $(seq 100); do
+    [ "$(grep -c '^start ' "$REC")" -ge 2 ] && break
+    sleep 0.05
+done
+share2 "$OUT.c" "$ERR.c" -np 1 "$PROG" # 1 + 1: the first server
+wait
+ready_ms() { sed -n 's/.*MPS ready for the ranks \([0-9]*\) ms after the agent started$/\1/p' "$1"; }
+c=$(ready_ms "$ERR.c") b=$(ready_ms "$ERR.b")
+check "a server slow to start (2 s) for one job: another that fits a running one has MPS ${c:-?} ms after its agent started (under 1000), the first ${b:-?} ms" \
+    [ "${c:-9999}" -lt 1000 -a "${b:-0}" -ge 1000 ] || diag "$ERR.c" "$REC"
+check "  ... the GPUs told by the service, not listed by the job" \
+    eval 'grep -q "the GPUs from the user.s shared MPS on this node" "$ERR.c" && ! grep -q "could not tell the GPUs" "$ERR.c"'
+check "  ... the three jobs 0 ($(cat "$OUT.a.rc") $(cat "$OUT.b.rc") $(cat "$OUT.c.rc")), their 4 ranks under MPS on 2 servers" \
+    [ "$(cat "$OUT".[abc].rc | tr -d '\n')" = 000 -a "$(cat "$OUT".[abc] | grep -c 'mps=1 ')" -eq 4 -a \
+        "$(grep -c '^start ' "$REC")" -eq 2 ] || diag "$ERR.b" "$REC"
+clean "a slow server start"
 
 # 6. gsrun status names the GPUs as nvidia-smi does, with the job's own
 # number where CUDA_VISIBLE_DEVICES renumbers them.
