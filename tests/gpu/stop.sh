@@ -128,11 +128,20 @@ share_clean "gsrun stop --now" "$base"
     echo $? >"$T/k1.rc"
     wait
 )
+# The job's report comes on rank 0's stderr at the agent's end, once it has
+# stopped the job's servers.
+said="ended before 1 of the job's 2 ranks were told their servers: this job runs MPS servers of its own"
+for _ in $(seq 200); do
+    grep -q "$said" "$T/k0.err" && break
+    sleep 0.1
+done
 check "the service ($(cat "$T/k.sp")) killed between a job's two ranks: rank 1 ends $(cat "$T/k1.rc") (0) as an MPS client" \
     [ "$(cat "$T/k1.rc")" = 0 ] || sed 's/^/# /' "$T/k1.out" "$T/k1.err"
 check "  ... on a server of the job's own, said in one line" \
-    [ "$(cat "$T/k0.err" "$T/k1.err" | grep -c "ended before 1 of the job's 2 ranks were told their servers: this job runs MPS servers of its own")" -eq 1 ] ||
-    sed 's/^/# /' "$T/k0.err" "$T/k1.err"
+    [ "$(grep -c "$said" "$T/k0.err")" -eq 1 ] || sed 's/^/# /' "$T/k0.err" "$T/k1.err"
+sed 's/^/# rank 0: /' "$T/k0.out" "$T/k0.err"
+sed 's/^/# rank 1: /' "$T/k1.out"
+rm -rf "$base/mps-share" # the killed service's dir (the next one takes it over)
 share_clean "the service killed between a job's ranks" "$base"
 
 rm -rf "$T"

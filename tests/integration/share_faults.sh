@@ -87,6 +87,10 @@ RANK='echo "rank $GSRUN_LOCAL_RANK mps=$GSRUN_MPS_ACTIVE pipe=$CUDA_MPS_PIPE_DIR
     echo "rank 1 status $?"
     wait
 ) >"$OUT.1" 2>"$ERR.1"
+for _ in $(seq 100); do # the report: on rank 0's stderr at the agent's end
+    grep -q "ended before 1 of the job's 2 ranks" "$ERR.1" && break
+    sleep 0.05
+done
 check "the shared agent killed between a job's two ranks: rank 0 on its server, rank 1 on a live server of the job's own" \
     eval 'grep -q "^rank 0 mps=1 pipe=$SHARED_RE " "$OUT.1" &&
         grep -q "^rank 1 mps=1 pipe=$BASE/exec-[^ ]*/g0 live=1$" "$OUT.1" &&
