@@ -38,6 +38,9 @@
 
 /* Jobs read at most for naming other jobs' PIDs. */
 #define WHO_JOBS 64
+/* How long the control daemon is given to confirm a fault (it answered at
+ * once during one on an H200). */
+#define FAULT_ASK_MS 2000
 
 /* printf onto buf at *used, bounded by len. */
 __attribute__((format(printf, 4, 5))) static void append(char *buf, size_t len, size_t *used,
@@ -237,6 +240,28 @@ static void on_fault(gs_agent_t *a, int g)
 
     gs_daemons_label(ds, g, label, sizeof(label));
     snprintf(uuid, sizeof(uuid), "%s", ds->daemon[g].uuid);
+    /* The log is the user's to write (any process of theirs can append a
+     * fault's lines); the control daemon is not: a fault it denies retires
+     * nothing and is told to no job. One that does not answer is taken at
+     * the log's word, as before. */
+    pid_t named[GS_MPS_HEALTH_PIDS + 1];
+    int nnamed = 0;
+    for (int i = 0; i < h->nhit && nnamed < GS_MPS_HEALTH_PIDS; i++) {
+        named[nnamed++] = h->hit[i];
+    }
+    if (h->named > 0) {
+        named[nnamed++] = h->named;
+    }
+    if (gs_mps_fault_confirmed(&ds->daemon[g], ds->control, named, nnamed, FAULT_ASK_MS, &err) ==
+        0) {
+        gs_report_add(&a->report, 1,
+                      "%s (%s): its MPS log says a fatal GPU fault at %s, but the MPS control "
+                      "daemon reports its server ACTIVE and serving the clients named: not "
+                      "taken as a fault (lines another process wrote there)",
+                      label, uuid, h->at[0] ? h->at : "?");
+        gs_mps_health_dismiss(&ds->health[g]);
+        return;
+    }
     snprintf(at, sizeof(at), "%s", h->at[0] ? h->at : "?");
     gs_agent_fault_who(a, h->hit, h->nhit, 0, who, sizeof(who));
     gs_mps_health_pids(h->hit, h->nhit, pids, sizeof(pids));
@@ -335,21 +360,40 @@ static void retake(gs_agent_t *a, int s)
     gs_agent_publish_on(a);
 }
 
-void gs_agent_fault_shared(gs_agent_t *a)
+/* The shared servers' logs read up to now (a job's lease). */
+static void follow_shared(gs_agent_t *a)
 {
     gs_daemons_t *ds = &a->daemons;
-    char path[GS_PATH_MAX], who[400];
-    unsigned char said[GS_MAX_GPUS] = {0}; /* shared servers told of in this call */
-    int changed = 0;
-    if (!ds->borrowed) {
-        return;
-    }
-    for (int e = 0; e < ds->n && e < GS_MAX_GPUS; e++) {
+    char path[GS_PATH_MAX];
+    for (int e = 0; e < ds->n && e < GS_MAX_GPUS && ds->borrowed; e++) {
         gs_mps_health_t *h = &ds->health[e];
         snprintf(path, sizeof(path), "%s/" GS_MPS_CONTROL_OUT, ds->daemon[e].log_dir);
         gs_mps_health_follow(h, path);
         gs_mps_health_settle(h); /* whole: the shared agent or the job's end says so */
     }
+}
+
+int gs_agent_fault_untold(gs_agent_t *a)
+{
+    follow_shared(a);
+    for (int e = 0; e < a->daemons.n && e < GS_MAX_GPUS && a->daemons.borrowed; e++) {
+        if (a->daemons.health[e].faults > a->fault_told[e]) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void gs_agent_fault_shared(gs_agent_t *a)
+{
+    gs_daemons_t *ds = &a->daemons;
+    char who[400];
+    unsigned char said[GS_MAX_GPUS] = {0}; /* shared servers told of in this call */
+    int changed = 0;
+    if (!ds->borrowed) {
+        return;
+    }
+    follow_shared(a);
     for (int e = 0; e < ds->n && e < GS_MAX_GPUS; e++) {
         gs_mps_health_t *h = &ds->health[e];
         int s = a->share_server[e];

@@ -234,10 +234,14 @@ void gs_agent_faults(gs_agent_t *a);
 void gs_agent_fault_who(const gs_agent_t *a, const pid_t *pids, int n, int named, char *buf,
                         size_t len);
 /* A job's agent on the user's shared servers: the faults their logs show
- * since its lease that ended its ranks, each told once in its report (on
- * "fault" from the shared agent, and at the job's end: ranks the fault
- * ended may end the job before the shared agent's line is read). */
+ * since its lease that ended its ranks, each told once in its report, on
+ * "fault" from the shared agent (which tells only a fault the control
+ * daemon confirms). */
 void gs_agent_fault_shared(gs_agent_t *a);
+/* Whether their logs show a fault the shared agent has not told yet (the
+ * job's end waits a moment for its word: ranks the fault ended may end
+ * the job before the line is read). */
+int gs_agent_fault_untold(gs_agent_t *a);
 /* A line from the shared agent on the lease: "fault ..." (above) or "renew
  * S" (the job's entries on S take the fresh server's dirs). */
 void gs_agent_fault_told(gs_agent_t *a, const char *line);

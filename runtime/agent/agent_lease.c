@@ -30,6 +30,7 @@
 
 #define RETRY_MS 20           /* between tries to reach a shared agent that comes or goes */
 #define ENDING_WAIT_MS 1000   /* the longest a job waits for an ending one to be gone */
+#define FAULT_WORD_MS 500     /* the longest a job's end waits for a fault to be confirmed */
 static void lease_name(const gs_agent_t *a, char *out, size_t len);
 
 /* How often a job's agent that waits for the shared agent's answer looks
@@ -532,7 +533,20 @@ void gs_agent_share_leave(gs_agent_t *a)
     if (a->share_fd < 0) {
         return;
     }
-    gs_agent_fault_shared(a); /* a fault that ended the job's ranks before it was told */
+    /* A fault its log shows that the shared agent has not told yet (the
+     * job's ranks it ended, the job ends at once): its word comes within
+     * ms. The log is the user's to write; the shared agent told only what
+     * the control daemon confirmed, so nothing else is told. */
+    long long end = gs_proc_now_ms() + FAULT_WORD_MS;
+    while (a->share_fd >= 0 && gs_agent_fault_untold(a) && gs_proc_now_ms() < end) {
+        struct pollfd p = {a->share_fd, POLLIN, 0};
+        if (poll(&p, 1, (int)(end - gs_proc_now_ms())) == 1) {
+            gs_agent_lease_ready(a, &p, 1); /* its "fault" line: told now */
+        }
+    }
+    if (a->share_fd < 0) {
+        return;
+    }
     /* The shared agent holds its dir's flock while it runs. */
     int dirfd = open(a->share_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     close(a->share_fd);

@@ -334,6 +334,44 @@ int gs_mps_start_server(gs_mps_daemon_t *d, const char *control, uid_t uid, long
     return rc;
 }
 
+/* The daemon's answer to cmd (by deadline) into reply. */
+static int ask_by(gs_mps_daemon_t *d, const char *control, const char *cmd, char *reply,
+                  size_t len, long long deadline, gs_error_t *err)
+{
+    long long left = deadline - gs_proc_now_ms();
+    return gs_mps_command(control, d->pipe_dir, cmd, reply, len, left > 0 ? (int)left : 1, err);
+}
+
+int gs_mps_fault_confirmed(gs_mps_daemon_t *d, const char *control, const pid_t *pids, int n,
+                           int timeout_ms, gs_error_t *err)
+{
+    char reply[4096], cmd[64];
+    pid_t servers[GS_MPS_MAX_SERVERS], clients[256];
+    long long deadline = gs_proc_now_ms() + timeout_ms;
+    int rc = ask_by(d, control, "get_server_list", reply, sizeof(reply), deadline, err);
+    int ns = rc == 0 ? gs_mps_parse_server_list(reply, servers, GS_MPS_MAX_SERVERS) : 0;
+    int serves_named = 0;
+    for (int i = 0; rc == 0 && i < ns; i++) {
+        snprintf(cmd, sizeof(cmd), "get_server_status %d", (int)servers[i]);
+        rc = ask_by(d, control, cmd, reply, sizeof(reply), deadline, err);
+        if (rc == 0 && strncmp(reply, "FAULT", 5) == 0) {
+            return 1;
+        }
+        snprintf(cmd, sizeof(cmd), "get_client_list %d", (int)servers[i]);
+        rc = rc == 0 ? ask_by(d, control, cmd, reply, sizeof(reply), deadline, err) : rc;
+        int nc = rc == 0 ? gs_mps_parse_server_list(reply, clients, 256) : 0;
+        for (int c = 0; c < nc; c++) {
+            for (int k = 0; k < n; k++) {
+                serves_named |= clients[c] == pids[k];
+            }
+        }
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    return n > 0 && !serves_named;
+}
+
 int gs_mps_record_servers(gs_mps_daemon_t *d, const char *control, int timeout_ms,
                           gs_error_t *err)
 {

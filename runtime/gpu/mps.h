@@ -63,6 +63,18 @@ int gs_mps_start_server(gs_mps_daemon_t *d, const char *control, uid_t uid, long
 int gs_mps_record_servers(gs_mps_daemon_t *d, const char *control, int timeout_ms,
                           gs_error_t *err);
 
+/* Whether the daemon itself bears out a fault its log tells of, that
+ * ended the clients pids (n of them): 1 when a server of its is in FAULT
+ * (get_server_status <PID>: "FAULT" while the clients of a fatal GPU fault
+ * live, "ACTIVE" before and after; measured on an H200, driver 580), or
+ * when it is ACTIVE again and none of pids is still its client (the fault
+ * is over: MPS keeps a server in FAULT until all of them are gone); 0 when
+ * it is ACTIVE and serves one of them, or none is named (lines another
+ * process wrote); -errno with err when it does not answer. Its log can be
+ * written by any process of the user's; the daemon cannot. */
+int gs_mps_fault_confirmed(gs_mps_daemon_t *d, const char *control, const pid_t *pids, int n,
+                           int timeout_ms, gs_error_t *err);
+
 /* Sends quit without waiting for the daemon to go, so that the daemons of
  * several GPUs (and their servers) end at the same time; gs_mps_stop then
  * waits. */

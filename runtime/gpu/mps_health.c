@@ -19,6 +19,15 @@ void gs_mps_health_init(gs_mps_health_t *h)
     memset(h, 0, sizeof(*h));
 }
 
+void gs_mps_health_dismiss(gs_mps_health_t *h)
+{
+    h->faults -= h->faults > 0;
+    h->fault = h->listing = h->listed = 0;
+    h->nheld = h->nhit = 0;
+    h->named = 0;
+    h->at[0] = '\0';
+}
+
 /* The line after its "[date time Kind PID] " prefix, and the time. */
 static const char *body(const char *line, char *at, size_t len)
 {

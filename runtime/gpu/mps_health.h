@@ -77,6 +77,9 @@ int gs_mps_health_follow(gs_mps_health_t *h, const char *path);
 /* The fault's client list is whole though nothing ended it (the log went
  * quiet after its last PID): GS_MPS_EV_LISTED when it was open, else 0. */
 int gs_mps_health_settle(gs_mps_health_t *h);
+/* The fault taken last was none (its server's daemon denies it): forgotten,
+ * as if its lines had not been read. */
+void gs_mps_health_dismiss(gs_mps_health_t *h);
 /* Drops held clients that no longer exist (a client killed before MPS
  * logged its end); GS_MPS_EV_RECOVERED when none is left. */
 int gs_mps_health_prune(gs_mps_health_t *h, int (*alive)(pid_t pid));

@@ -7,8 +7,9 @@
  *
  * Like the real one it listens on $CUDA_MPS_PIPE_DIRECTORY/control, logs to
  * $CUDA_MPS_LOG_DIRECTORY/control.log, starts one "server" process per
- * start_server, and answers quit, get_server_list, start_server -uid N and
- * the default-active-thread-percentage commands.
+ * start_server, and answers quit, get_server_list, start_server -uid N,
+ * get_server_status (FAULT while a fault's clients live), get_client_list
+ * and the default-active-thread-percentage commands.
  *
  * Fault knobs (environment, read by the daemon):
  *   FAKE_MPS_FAIL_START=1        exit 1 at once with an error message
@@ -342,6 +343,11 @@ static int handle(int fd)
         }
     } else if (strncmp(buf, "get_server_status ", 18) == 0) {
         snprintf(reply, sizeof(reply), "%s\n", in_fault ? "FAULT" : "ACTIVE");
+    } else if (strncmp(buf, "get_client_list ", 16) == 0) {
+        size_t k = 0; /* one server: its clients, one PID a line, as MPS prints them */
+        for (int i = 0; i < nclients && k < sizeof(reply); i++) {
+            k += (size_t)snprintf(reply + k, sizeof(reply) - k, "%d\n", client_pid[i]);
+        }
     } else if (strcmp(buf, "get_default_active_thread_percentage") == 0) {
         snprintf(reply, sizeof(reply), "%.1f\n", default_pct);
     } else if (strncmp(buf, "set_default_active_thread_percentage ", 37) == 0) {

@@ -18,6 +18,8 @@
 # 3. `gsrun status` shows the fault and who holds the faulted server.
 # 4. Once B has exited the faulted server ends (shared: the fresh one stays
 #    for the linger); then no MPS process and no run directory is left.
+# 5. Fault lines written into the server's log by another process of the
+#    user's: no job told, nothing retired (both sharing modes).
 # Ends with N passed, N failed.
 set -u
 # Each check ends with nothing of MPS left: the shared servers' default
@@ -110,6 +112,44 @@ for share in node job; do
             notok "4. $(controls) control daemons after B (1: the fresh one)"
     fi
     clean "4. --mps-share=$share, after B"
+done
+
+# 5. Fault lines another process of the user's writes into the server's
+# log (issue 58): the control daemon reports its server ACTIVE and serving
+# the clients named, so no job is told and nothing is retired.
+for share in node job; do
+    "$G" --mps-share=$share --mps=on -np 2 "$F" --work 6000 >"$T/oF" 2>"$T/eF" &
+    jf=$!
+    wait_for "$T/oF" 'context up' 2 || echo "# F's contexts did not come up"
+    if [ $share = node ]; then
+        log=$(ls "$base"/mps-share/*/g0.log/control.out 2>/dev/null | head -1)
+    else
+        log=$(ls "${TMPDIR:-/tmp}"/gsrun.*/*/g0.log/control.out 2>/dev/null | head -1)
+    fi
+    pids=$(sed -n 's/^gpu_fault: pid=\([0-9]*\) .*context up.*/\1/p' "$T/oF" | tr '\n' ' ')
+    n0=$(controls)
+    t=$(date '+%Y-%m-%d %H:%M:%S.000')
+    if [ -n "$log" ] && [ -n "$pids" ]; then
+        {
+            echo "[$t Server 99999] Client {PID: ${pids%% *}, Context: 1} encountered a fatal GPU error."
+            echo "[$t Server 99999] Server is handling a fatal GPU error."
+            echo "[$t Server 99999] The following client process have a sticky error set:"
+            for p in $pids; do echo "[$t Server 99999] $p"; done
+        } >>"$log"
+    fi
+    sleep 1
+    "$G" status >"$T/st5" 2>&1
+    n1=$(controls)
+    wait $jf
+    rf=$?
+    [ -n "$log" ] && [ $rf -eq 0 ] && [ "$(grep -c 'work ok' "$T/oF")" -eq 2 ] && ! grep -q 'hit a fatal GPU fault' "$T/eF" &&
+        ok "5. --mps-share=$share: fault lines forged into $log naming $pids: the job ends 0, both ranks' work ok, told of no fault" ||
+        { notok "5. --mps-share=$share: forged lines: status $rf, log '$log'"; sed 's/^/#   /' "$T/oF" "$T/eF" | tail -8; }
+    [ "$n0" = 1 ] && [ "$n1" = 1 ] && ! grep -q FAULT "$T/st5" &&
+        ok "  ... no server retired ($n0 control daemon, then $n1), no FAULT in gsrun status" ||
+        { notok "  ... $n0 then $n1 control daemons"; sed 's/^/#   /' "$T/st5"; }
+    [ $share = job ] && grep 'not taken as a fault' "$T/eF" | sed 's/^/# /'
+    clean "5. --mps-share=$share, forged lines"
 done
 
 rm -rf "$T"

@@ -10,7 +10,9 @@
 # process still holds the faulted server gets a fresh server and all its
 # clients (2); `gsrun status` and its JSON show the fault and who holds it
 # (3); the faulted server ends with its last client and nothing is left
-# (4). The same with a job's own servers (--mps-share=job) (5, 6).
+# (4). The same with a job's own servers (--mps-share=job) (5, 6). Fault
+# lines another process of the user's writes into a server's log retire
+# nothing and are told to no job (7).
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"
 
 job() { # job NAME args...: a job of one GPU in the background (status in $OUT.NAME.rc)
@@ -113,5 +115,46 @@ check "  ... the retired server and a fresh one beside it ($(controls) control d
 wait_for "$OUT.E.rc" . 1
 check "  ... the job ends with its program's status ($(cat "$OUT.E.rc"))" [ "$(cat "$OUT.E.rc")" = 0 ]
 check_clean "a held fault on a job's own server"
+
+# 7. Fault lines written into a server's log by another process of the
+# user's (issue 58; the log is the user's to write): the control daemon
+# says its server is ACTIVE, so nothing is retired and no job is told
+# (before: the job was told its ranks hit a fatal GPU fault, the good
+# server was retired and a fresh one started).
+forge() { # forge LOG PID...: the lines MPS writes for a fault that ended PID...
+    local t p
+    t=$(date '+%Y-%m-%d %H:%M:%S.000')
+    {
+        echo "[$t Server 99999] Client {PID: $2, Context: 1} encountered a fatal GPU error."
+        echo "[$t Server 99999] Server is handling a fatal GPU error."
+        echo "[$t Server 99999] The following client process have a sticky error set:"
+        for p in "${@:2}"; do echo "[$t Server 99999] $p"; done
+    } >>"$1"
+}
+pids_of() { sed -n 's/^rank=[0-9]* .* pid=\([0-9]*\) .*/\1/p' "$1" | tr '\n' ' '; }
+for share in node job; do
+    rm -f "$OUT.F.rc"
+    job F --mps-share=$share --mps-linger=0 -np 2 "$PROG" --mps-victim --sleep 3000
+    wait_for "$OUT.F" 'client=ok' 2 || diag "$ERR.F"
+    if [ $share = node ]; then
+        log=$(ls "$TMPDIR"/gsrun-*/mps-share/*/g0.log/control.out 2>/dev/null | head -1)
+    else
+        log=$(ls "$TMPDIR"/gsrun.*/*/g0.log/control.out 2>/dev/null | head -1)
+    fi
+    # shellcheck disable=SC2046
+    [ -n "$log" ] && forge "$log" $(pids_of "$OUT.F")
+    sleep 1
+    "$GSRUN" status >"$OUT.st7" 2>&1
+    n=$(controls)
+    wait_for "$OUT.F.rc" . 1
+    check "7. --mps-share=$share: fault lines forged into its server's log ($log): the job ends $(cat "$OUT.F.rc") (0), told of no fault" \
+        eval '[ -n "$log" ] && [ "$(cat "$OUT.F.rc")" = 0 ] && ! grep -q "hit a fatal GPU fault" "$ERR.F"' || diag "$ERR.F"
+    check "  ... no server retired ($n control daemon), no FAULT in gsrun status" \
+        eval '[ "$n" = 1 ] && ! grep -q FAULT "$OUT.st7"' || diag "$OUT.st7"
+    [ $share = job ] && check "  ... the job's own agent says the control daemon denied it" \
+        grep -q "its MPS log says a fatal GPU fault at .*, but the MPS control daemon reports its server ACTIVE and serving the clients named: not taken as a fault" "$ERR.F"
+    for _ in $(seq 100); do [ -z "$(pgrep -x gsrun-share)" ] && break; sleep 0.05; done
+    check_clean "forged fault lines (--mps-share=$share)"
+done
 
 finish

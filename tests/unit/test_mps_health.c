@@ -142,6 +142,27 @@ static void test_list_settles(void **state)
     assert_string_equal(h.at, "2026-11-28 1"); /* a time's characters only */
 }
 
+/* A fault the control daemon denies is forgotten: the next one is counted
+ * as the first, and nothing of the denied one stays. */
+static void test_dismiss(void **state)
+{
+    gs_mps_health_t h;
+    (void)state;
+    gs_mps_health_init(&h);
+    feed(&h, fault_lines);
+    assert_int_equal(h.faults, 1);
+    gs_mps_health_dismiss(&h);
+    assert_int_equal(h.faults, 0);
+    assert_false(h.fault);
+    assert_false(h.listed);
+    assert_int_equal(h.nhit, 0);
+    assert_int_equal(h.nheld, 0);
+    assert_string_equal(h.at, "");
+    assert_int_equal(feed(&h, fault_lines) & GS_MPS_EV_FAULT, GS_MPS_EV_FAULT);
+    assert_int_equal(h.faults, 1);
+    assert_int_equal(h.nhit, 3);
+}
+
 static int none_alive(pid_t p)
 {
     return p == 0;
@@ -219,6 +240,7 @@ int main(void)
         cmocka_unit_test(test_client_events),
         cmocka_unit_test(test_real_fault),
         cmocka_unit_test(test_list_settles),
+        cmocka_unit_test(test_dismiss),
         cmocka_unit_test(test_prune),
         cmocka_unit_test(test_follow),
     };
