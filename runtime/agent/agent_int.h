@@ -306,6 +306,9 @@ void gs_agent_share_tell_lost(gs_agent_t *a);
  * refused); the start under way looked at (then the leases placed); how
  * soon to look again (ms, -1: no start under way). */
 int gs_agent_share_gpu_by_uuid(const gs_agent_t *a, const char *uuid);
+/* Lease i refused with why: its entries given back, its job told (the
+ * last lease moves into slot i; serving no one, the agent goes now). */
+void gs_agent_share_refuse(gs_agent_t *a, int i, const char *why);
 void gs_agent_share_place(gs_agent_t *a);
 void gs_agent_share_starting(gs_agent_t *a);
 int gs_agent_share_start_ms(const gs_agent_t *a);

@@ -93,30 +93,24 @@ void gs_agent_share_on_lease(gs_agent_t *a, gs_agent_conn_t *c)
     }
     gs_agent_lease_t *l = &a->leases[a->nleases];
     memset(l, 0, sizeof(*l));
-    for (int e = 0; e < q.n; e++) {
-        if ((l->want_gpu[e] = gs_agent_share_gpu_by_uuid(a, q.uuid[e])) < 0) {
-            gs_report_add(&a->report, 1, "job %s: GPU %s is not one the node's shared MPS found",
-                          q.job, q.uuid[e]);
-            dprintf(c->fd, "error GPU %s is not one the node's shared MPS found\n", q.uuid[e]);
-            close(c->fd);
-            if (a->nleases == 0) {
-                a->ever_leased = 1; /* serving no one: it goes now */
-                a->linger_ms = 0;
-                a->idle_since = gs_proc_now_ms();
-            }
-            return;
-        }
-        l->want_clients[e] = q.clients[e];
-    }
-    l->want_n = q.n;
-    l->starting = -1;
-    l->waiting = 1;
     l->fd = c->fd;
     l->pid = c->pid;
     l->linger_s = q.linger_s;
     snprintf(l->job, sizeof(l->job), "%s", q.job);
+    l->want_n = q.n;
+    l->starting = -1;
+    l->waiting = 1;
     a->nleases++;
     a->ever_leased = 1;
+    for (int e = 0; e < q.n; e++) {
+        l->want_clients[e] = q.clients[e];
+        if ((l->want_gpu[e] = gs_agent_share_gpu_by_uuid(a, q.uuid[e])) < 0) {
+            char why[160];
+            snprintf(why, sizeof(why), "GPU %s is not one the node's shared MPS found", q.uuid[e]);
+            gs_agent_share_refuse(a, a->nleases - 1, why);
+            return;
+        }
+    }
     gs_agent_share_place(a); /* answered now, or once a server it needs serves */
 }
 

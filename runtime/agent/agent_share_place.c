@@ -104,8 +104,7 @@ static void server_ready(gs_agent_t *a, int e)
     }
 }
 
-/* Lease i refused with why: its entries given back, its job told. */
-static void refuse(gs_agent_t *a, int i, const char *why)
+void gs_agent_share_refuse(gs_agent_t *a, int i, const char *why)
 {
     gs_agent_lease_t *l = &a->leases[i];
     for (int e = 0; e < l->n; e++) {
@@ -116,9 +115,9 @@ static void refuse(gs_agent_t *a, int i, const char *why)
     close(l->fd);
     *l = a->leases[--a->nleases];
     if (a->nleases == 0) {
-        /* Serving no one, with a start that failed (a bad control program,
-         * a broken GPU): it goes now, and the user's next job starts one
-         * with its own settings. */
+        /* Serving no one after a refusal (a start that failed: a bad
+         * control program, a broken GPU): it goes now, and the user's next
+         * job starts one with its own settings. */
         a->linger_ms = 0;
         a->idle_since = gs_proc_now_ms();
     }
@@ -171,7 +170,7 @@ void gs_agent_share_place(gs_agent_t *a)
         int rc = l->waiting ? advance(a, l, &err) : 0;
         changed |= rc != 0;
         if (rc < 0) {
-            refuse(a, i, err.text); /* the last lease moves into slot i */
+            gs_agent_share_refuse(a, i, err.text); /* the last lease moves into slot i */
             continue;
         }
         i++;
@@ -201,7 +200,7 @@ void gs_agent_share_starting(gs_agent_t *a)
         count_servers(a, g, e, a->daemons.servers_on[e] - 1);
         for (int i = 0; i < a->nleases;) {
             if (a->leases[i].starting == e) {
-                refuse(a, i, err.text);
+                gs_agent_share_refuse(a, i, err.text);
                 continue;
             }
             i++;

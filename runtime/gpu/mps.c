@@ -318,28 +318,25 @@ int gs_mps_parse_server_list(const char *reply, pid_t *pids, int max)
     return n;
 }
 
+/* The daemon's answer to cmd (by deadline) into reply. */
+static int ask_by(gs_mps_daemon_t *d, const char *control, const char *cmd, char *reply, size_t len,
+                  long long deadline, gs_error_t *err)
+{
+    long long left = deadline - gs_proc_now_ms();
+    return gs_mps_command(control, d->pipe_dir, cmd, reply, len, left > 0 ? (int)left : 1, err);
+}
+
 int gs_mps_start_server(gs_mps_daemon_t *d, const char *control, uid_t uid, long long deadline_ms,
                         gs_error_t *err)
 {
     char cmd[64], reply[1024];
-    long long left = deadline_ms - gs_proc_now_ms();
-    int rc;
 
     snprintf(cmd, sizeof(cmd), "start_server -uid %u", (unsigned)uid);
-    rc = gs_mps_command(control, d->pipe_dir, cmd, reply, sizeof(reply),
-                        left > 0 ? (int)left : 1, err);
+    int rc = ask_by(d, control, cmd, reply, sizeof(reply), deadline_ms, err);
     if (rc == 0) {
         d->ready_ms = gs_proc_now_ms();
     }
     return rc;
-}
-
-/* The daemon's answer to cmd (by deadline) into reply. */
-static int ask_by(gs_mps_daemon_t *d, const char *control, const char *cmd, char *reply,
-                  size_t len, long long deadline, gs_error_t *err)
-{
-    long long left = deadline - gs_proc_now_ms();
-    return gs_mps_command(control, d->pipe_dir, cmd, reply, len, left > 0 ? (int)left : 1, err);
 }
 
 int gs_mps_fault_confirmed(gs_mps_daemon_t *d, const char *control, const pid_t *pids, int n,
@@ -356,6 +353,10 @@ int gs_mps_fault_confirmed(gs_mps_daemon_t *d, const char *control, const pid_t 
         rc = ask_by(d, control, cmd, reply, sizeof(reply), deadline, err);
         if (rc == 0 && strncmp(reply, "FAULT", 5) == 0) {
             return 1;
+        }
+        if (rc == 0 && strncmp(reply, "ACTIVE", 6) != 0) {
+            /* A driver without the command ("Unknown command"): no word. */
+            return gs_error_set(err, ENOTSUP, "the MPS control daemon tells no server status");
         }
         snprintf(cmd, sizeof(cmd), "get_client_list %d", (int)servers[i]);
         rc = rc == 0 ? ask_by(d, control, cmd, reply, sizeof(reply), deadline, err) : rc;

@@ -70,7 +70,8 @@ int gs_mps_record_servers(gs_mps_daemon_t *d, const char *control, int timeout_m
  * when it is ACTIVE again and none of pids is still its client (the fault
  * is over: MPS keeps a server in FAULT until all of them are gone); 0 when
  * it is ACTIVE and serves one of them, or none is named (lines another
- * process wrote); -errno with err when it does not answer. Its log can be
+ * process wrote); -errno with err when it does not answer or knows no
+ * such status (an older driver): the caller goes by the log. Its log can be
  * written by any process of the user's; the daemon cannot. */
 int gs_mps_fault_confirmed(gs_mps_daemon_t *d, const char *control, const pid_t *pids, int n,
                            int timeout_ms, gs_error_t *err);
