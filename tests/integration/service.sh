@@ -285,9 +285,10 @@ clean "24 at once"
 # 5b. The driver slow to list the GPUs' processes (500 ms a GPU, 4 s a
 # listing on 8; 1.6 s measured while two dozen contexts start): the service
 # lists them in a thread of its own and answers leases at once. A lease
-# that waited for a listing would take 4 s; the bound, 2.5 s, leaves room
+# that waited for a listing would take 4 s; the bound, 3 s, leaves room
 # for the 8 servers the service starts one after another (1.0-1.8 s on a
-# loaded 2-core machine, when the loop still waited for each start).
+# loaded 2-core machine; 2.57 s for one job once, run beside a whole
+# make -j2 check).
 rm -f "$REC"
 FAKE_NVML_PROCS_MS=500 job 8 "$OUT.w" "$ERR.w" --mps-linger=60 -np 1 "$PROG"
 FAKE_NVML_PROCS_MS=500 job 8 "$OUT.w" "$ERR.w" --mps-linger=60 -np 1 "$PROG"
@@ -295,9 +296,9 @@ for i in $(seq 12); do
     job 8 "$OUT.$i" "$ERR.$i" -vv --mps-linger=60 -np 1 "$PROG" &
 done
 wait
-set_result 12 size "mps ready" 2500
+set_result 12 size "mps ready" 3000
 check "NVML 4 s a listing in the service, 12 jobs at once: all status 0 under MPS" [ "$ok_jobs" -eq 12 ]
-check "  ... each job's own part of its start (size to MPS ready) under 2.5 s (slower:${slow:- none})" \
+check "  ... each job's own part of its start (size to MPS ready) under 3 s (slower:${slow:- none})" \
     [ -z "$slow" ] || diag "$ERR.1"
 clean "slow listings"
 
