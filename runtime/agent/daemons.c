@@ -45,15 +45,16 @@ void gs_daemons_set_server(gs_daemons_t *ds, int g, int gpu, int server, int nse
 
 void gs_daemons_unborrow(gs_daemons_t *ds)
 {
-    for (int e = 0; ds->borrowed && e < ds->n && e < GS_MAX_GPUS; e++) {
+    if (!ds->borrowed) {
+        return;
+    }
+    for (int e = 0; e < ds->n && e < GS_MAX_GPUS; e++) {
         memset(&ds->daemon[e], 0, sizeof(ds->daemon[e]));
         gs_mps_health_init(&ds->health[e]);
         ds->pinned[e][0] = '\0';
     }
-    if (ds->borrowed) {
-        ds->n = 0;
-        ds->borrowed = 0;
-    }
+    ds->n = 0;
+    ds->borrowed = 0;
 }
 
 void gs_daemons_label(const gs_daemons_t *ds, int g, char *buf, size_t len)
@@ -233,6 +234,23 @@ static void name_gpu(const gs_daemons_t *ds, gs_error_t *err, int g, const char 
     snprintf(err->text, sizeof(err->text), "%s", why);
 }
 
+/* Daemon g, its socket there: its server started (prestart; the daemon
+ * answers at once), else ready for its first client. err names the GPU. */
+static int serve_one(gs_daemons_t *ds, int g, long long deadline, gs_error_t *err)
+{
+    gs_mps_daemon_t *d = &ds->daemon[g];
+    int rc = 0;
+    if (ds->prestart) {
+        rc = gs_mps_start_server(d, ds->control, getuid(), deadline, err);
+    } else {
+        d->ready_ms = gs_proc_now_ms(); /* the first client starts the server */
+    }
+    if (rc != 0) {
+        name_gpu(ds, err, g, d->uuid);
+    }
+    return rc;
+}
+
 /* Daemons ds->n .. count-1, started and waited for; not stopped on error. */
 static int start_from(gs_daemons_t *ds, const gs_gpu_list_t *gpus, int count, gs_error_t *err)
 {
@@ -244,16 +262,11 @@ static int start_from(gs_daemons_t *ds, const gs_gpu_list_t *gpus, int count, gs
     }
     /* All daemons start in parallel; now wait for each to serve. */
     for (int g = first; rc == 0 && g < ds->n; g++) {
-        gs_mps_daemon_t *d = &ds->daemon[g];
-        rc = gs_mps_wait_socket(d, deadline, err);
-        if (rc == 0 && ds->prestart) {
-            rc = gs_mps_start_server(d, ds->control, getuid(), deadline, err);
-        } else if (rc == 0) {
-            d->ready_ms = gs_proc_now_ms(); /* the first client starts the server */
-        }
+        rc = gs_mps_wait_socket(&ds->daemon[g], deadline, err);
         if (rc != 0) {
-            name_gpu(ds, err, g, d->uuid);
+            name_gpu(ds, err, g, ds->daemon[g].uuid);
         }
+        rc = rc == 0 ? serve_one(ds, g, deadline, err) : rc;
     }
     return rc;
 }
@@ -299,16 +312,11 @@ int gs_daemons_begun(gs_daemons_t *ds, long long deadline_ms, gs_error_t *err)
     if (rc == 0) {
         return 1;
     }
-    if (rc > 0 && ds->prestart) {
-        /* Short: the control daemon starts the server and answers at once
-         * (it answers no later command while the server sets up). */
-        rc = gs_mps_start_server(d, ds->control, getuid(), deadline_ms, err);
-    } else if (rc > 0) {
-        rc = 0;
-        d->ready_ms = gs_proc_now_ms(); /* the first client starts the server */
-    }
-    if (rc != 0) {
+    if (rc < 0) {
         name_gpu(ds, err, e, d->uuid);
+    }
+    rc = rc > 0 ? serve_one(ds, e, deadline_ms, err) : rc;
+    if (rc != 0) {
         gs_daemons_stop_from(ds, e, NULL, NULL);
     }
     return rc;
@@ -508,14 +516,12 @@ int gs_daemons_refill(gs_daemons_t *ds, const gs_gpu_list_t *gpus, int g, gs_err
     ds->gen[g]++;
     int rc = spawn_one(ds, &gpus->gpu[g], g, err);
     rc = rc == 0 ? gs_mps_wait_socket(d, deadline, err) : rc;
-    if (rc == 0 && ds->prestart) {
-        rc = gs_mps_start_server(d, ds->control, getuid(), deadline, err);
-    } else if (rc == 0) {
-        d->ready_ms = gs_proc_now_ms();
+    if (rc != 0) {
+        name_gpu(ds, err, g, d->uuid);
     }
+    rc = rc == 0 ? serve_one(ds, g, deadline, err) : rc;
     if (rc != 0) {
         char note[512];
-        name_gpu(ds, err, g, d->uuid);
         if (d->daemon_pid > 0) {
             gs_mps_stop(d, ds->control, GS_DAEMON_QUIT_TIMEOUT_MS, note, sizeof(note));
         }
