@@ -33,7 +33,8 @@ static void own_servers_now(gs_agent_t *a)
     rc = gs_daemons_start(&a->daemons, &a->servers, a->plan.nservers, &err);
     char told[96] = "";
     if (before > 0) {
-        snprintf(told, sizeof(told), " (the %d told before lost MPS)", before);
+        snprintf(told, sizeof(told), " (the %d told before were given the servers that ended)",
+                 before);
     }
     if (rc == 0) {
         gs_report_add(&a->report, 1,

@@ -95,8 +95,8 @@ check "the shared agent killed between a job's two ranks: rank 0 on its server, 
     eval 'grep -q "^rank 0 mps=1 pipe=$SHARED_RE " "$OUT.1" &&
         grep -q "^rank 1 mps=1 pipe=$BASE/exec-[^ ]*/g0 live=1$" "$OUT.1" &&
         grep -q "^rank 1 status 0$" "$OUT.1"' || diag "$OUT.1" "$ERR.1"
-check "  ... one line says it, and that the rank told before lost MPS" \
-    [ "$(grep -c "shared MPS on this node (.*) ended before 1 of the job's 2 ranks were told their servers: this job runs MPS servers of its own for them (the 1 told before lost MPS)" "$ERR.1")" -eq 1 ] ||
+check "  ... one line says it, and that the rank told before was given the ended servers" \
+    [ "$(grep -c "shared MPS on this node (.*) ended before 1 of the job's 2 ranks were told their servers: this job runs MPS servers of its own for them (the 1 told before were given the servers that ended)" "$ERR.1")" -eq 1 ] ||
     diag "$ERR.1"
 rm -rf "$BASE/mps-share" "$BASE"/exec-*
 clean_share "a shared agent killed between a job's ranks"
