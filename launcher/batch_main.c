@@ -12,8 +12,9 @@
  * The job id defaults to SLURM_JOB_ID (PBS_JOBID elsewhere), the user to
  * SLURM_JOB_USER. The job's dir is "job-<id>" in a base no other user can
  * write: as root GS_ROOT_RUNDIR (/run/gsrun), where root makes it for the
- * job's user; as a user /tmp/gsrun-<uid>, the user's own (--dir names
- * another base; the same for all three commands). Root does in the user's
+ * job's user; as a user /dev/shm/gsrun-<uid> (/tmp where /dev/shm is not
+ * usable), the user's own (--dir names another base; the same for all
+ * three commands). Root does in the user's
  * dir only what the user could: whatever is inside is handled by a child
  * that has become the user. All logic is in runtime/batch/provision.c. */
 #include "gs_autoconf.h"
@@ -61,7 +62,8 @@ static const char usage[] =
     "task prolog prints its environment, the epilog stops it. --job defaults to\n"
     "SLURM_JOB_ID (or PBS_JOBID), --user to SLURM_JOB_USER. --dir is the base of\n"
     "the job's dir: as root one only root can write (default " GS_ROOT_RUNDIR "),\n"
-    "as a user a private one of the user's (default /tmp/gsrun-<uid>).\n"
+    "as a user a private one of the user's (default /dev/shm/gsrun-<uid>, or\n"
+    "/tmp/gsrun-<uid> where /dev/shm is not usable).\n"
     "Exit status: 0 provisioned (or MPS not needed or not possible under auto: the\n"
     "job runs without), 2 bad option, 69 MPS required (--mps=on) but unavailable,\n"
     "70 MPS failed to start, 71 no usable directory (--mps=on); epilog: 0 (as root\n"
@@ -261,13 +263,14 @@ static int prolog(batch_opts_t *o, const char *name)
         return 0;
     }
     if (geteuid() != 0) {
-        /* Our own base: /tmp/gsrun-<uid>, or if another user took that name
+        /* Our own base: <root>/gsrun-<uid>, or if another user took that name
          * first, the first of .1 to .16 that is ours or can be made (the
          * task prolog and epilog look in the same order). */
         char own[GS_PATH_MAX], stem[64], taken[GS_LINE_MAX];
         const char *base = o->dir;
         if (base == NULL) {
-            snprintf(stem, sizeof(stem), "/tmp/gsrun-%u", (unsigned)getuid());
+            snprintf(stem, sizeof(stem), "%s/gsrun-%u", gs_rundir_default_root(),
+                     (unsigned)getuid());
             if (gs_rundir_user_base_any(stem, own, sizeof(own), taken, sizeof(taken), &err) !=
                 0) {
                 /* The base is fixed (TMPDIR does not move it): --dir does. */
@@ -366,9 +369,10 @@ static int find_job_dir(batch_opts_t *o, const char *name, char *job_dir, size_t
     /* Our own base, or the name the prolog took when another user had made
      * ours first (gs_rundir_user_base_any's order); another user's is
      * passed over, never used. */
-    snprintf(bases[n++], sizeof(bases[0]), "/tmp/gsrun-%u", (unsigned)getuid());
+    const char *root = gs_rundir_default_root();
+    snprintf(bases[n++], sizeof(bases[0]), "%s/gsrun-%u", root, (unsigned)getuid());
     for (int k = 1; k <= GS_RUNDIR_BASE_TRIES; k++) {
-        snprintf(bases[n++], sizeof(bases[0]), "/tmp/gsrun-%u.%d", (unsigned)getuid(), k);
+        snprintf(bases[n++], sizeof(bases[0]), "%s/gsrun-%u.%d", root, (unsigned)getuid(), k);
     }
     char rb[512]; /* where other users took all of those: the base nobody could take first */
     if (gs_rundir_user_base_find(bases[1], rb, sizeof(rb)) == 0 && strlen(rb) < sizeof(bases[0])) {

@@ -59,19 +59,28 @@ int gs_status_main(int argc, char **argv)
     }
     gs_rundir_node_name(node, sizeof(node));
     /* Per-job dirs in TMPDIR; batch jobs' and Slurm steps' in root's base
-     * and in the caller's own base. */
-    char own[64], where[600];
-    const char *const dirs[] = {gs_rundir_tmpdir(), GS_ROOT_RUNDIR, own};
+     * and in the caller's own base (in /dev/shm, and in /tmp where
+     * /dev/shm was not usable). A dir's own base (<dir>/gsrun-<uid>) is
+     * scanned with it. */
+    char own[64], tmp_own[64], where[600];
+    const char *const dirs[] = {gs_rundir_tmpdir(), GS_ROOT_RUNDIR, own, tmp_own};
     int n = 0;
-    snprintf(own, sizeof(own), "/tmp/gsrun-%u", (unsigned)getuid());
-    snprintf(where, sizeof(where), "%s, %s or %s", dirs[0], dirs[1], dirs[2]);
-    char nested[GS_PATH_MAX]; /* TMPDIR's own base is scanned with TMPDIR */
-    snprintf(nested, sizeof(nested), "%s/gsrun-%u", dirs[0], (unsigned)getuid());
-    for (int i = 0; i < 3; i++) {
-        if (i > 0 && (strcmp(dirs[i], dirs[0]) == 0 || strcmp(dirs[i], nested) == 0)) {
-            continue;
+    snprintf(own, sizeof(own), "%s/gsrun-%u", gs_rundir_default_root(), (unsigned)getuid());
+    snprintf(tmp_own, sizeof(tmp_own), "/tmp/gsrun-%u", (unsigned)getuid());
+    size_t wl = 0;
+    where[0] = '\0';
+    for (int i = 0; i < 4; i++) {
+        int seen = 0;
+        for (int j = 0; j < i; j++) {
+            char nested[GS_PATH_MAX];
+            snprintf(nested, sizeof(nested), "%s/gsrun-%u", dirs[j], (unsigned)getuid());
+            seen |= strcmp(dirs[i], dirs[j]) == 0 || strcmp(dirs[i], nested) == 0;
         }
-        n += gs_status_scan(dirs[i], geteuid() == 0, jobs + n, GS_STATUS_MAX_JOBS - n);
+        if (!seen) {
+            n += gs_status_scan(dirs[i], geteuid() == 0, jobs + n, GS_STATUS_MAX_JOBS - n);
+            wl += (size_t)snprintf(where + wl, sizeof(where) - wl, "%s%s",
+                                   wl == 0 ? "" : (i == 3 ? " or " : ", "), dirs[i]);
+        }
     }
     gs_status_clean(where);
     static gs_ledger_summary_t placed;

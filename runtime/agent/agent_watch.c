@@ -195,7 +195,10 @@ static void tell_new(gs_agent_t *a)
         if (x->told || (x->state != GS_ATTACH_PLAIN && x->state != GS_ATTACH_NODEVICE)) {
             continue;
         }
-        char line[900];
+        char line[1600];
+        if (x->ctx_pid > 0) { /* the context's own process: a wrapper may have changed user */
+            gs_attach_read_uid(x->ctx_pid, "/proc", &x->env);
+        }
         gs_attach_explain(x, r, pipe_of(a, r), "0", line, sizeof(line));
         gs_report_tell(&a->report, "%s", line);
         x->told = 1;

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "runtime/core/container.h"
 #include "runtime/core/proc.h"
 
 int gs_attach_init(gs_attach_t *t, int n)
@@ -46,6 +47,7 @@ void gs_attach_registered(gs_attach_t *t, int rank, pid_t pid, int entry, long l
     r->entry = entry;
     r->gpu = -1;
     r->since_ms = now_ms;
+    r->env.uid = -1;
 }
 
 /* The parent of pid (from proc_root/PID/stat), or 0. */
@@ -106,6 +108,23 @@ static const char *env_value(const char *block, size_t len, const char *name)
     return NULL;
 }
 
+void gs_attach_read_uid(pid_t pid, const char *proc_root, gs_attach_env_t *e)
+{
+    char path[300], line[256];
+    snprintf(path, sizeof(path), "%s/%d/status", proc_root, (int)pid);
+    FILE *f = fopen(path, "re");
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+        long uid;
+        if (sscanf(line, "Uid: %ld", &uid) == 1) {
+            e->uid = uid;
+            break;
+        }
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+}
+
 void gs_attach_read_env(pid_t pid, const char *proc_root, const char *expected_pipe,
                         gs_attach_env_t *e)
 {
@@ -113,6 +132,7 @@ void gs_attach_read_env(pid_t pid, const char *proc_root, const char *expected_p
     static char block[65536];
     char path[300];
     ssize_t n = -1;
+    gs_attach_read_uid(pid, proc_root, e);
     snprintf(path, sizeof(path), "%s/%d/environ", proc_root, (int)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
@@ -130,6 +150,7 @@ void gs_attach_read_env(pid_t pid, const char *proc_root, const char *expected_p
     snprintf(e->pipe, sizeof(e->pipe), "%s", pipe != NULL ? pipe : "");
     e->has_cvd = cvd != NULL;
     snprintf(e->cvd, sizeof(e->cvd), "%s", cvd != NULL ? cvd : "");
+    e->container = (int)gs_container_of_environ(block, (size_t)n);
     /* The pipe dir in the process's own view of the files (its mount
      * namespace): a container may hide it though the variable is right. */
     e->pipe_seen = -1;
@@ -208,7 +229,16 @@ void gs_attach_explain(const gs_attach_rank_t *r, int rank, const char *pipe, co
     if (r->gpu >= 0) {
         snprintf(where, sizeof(where), "GPU %d", r->gpu);
     }
-    if (!e->taken) {
+    if (e->uid >= 0 && e->uid != (long)geteuid()) {
+        /* MPS serves one user: another's process cannot even enter the
+         * pipe dir (the user's, 0700). */
+        snprintf(buf, len,
+                 "%s ran on %s without MPS: it runs as uid %ld, not as uid %u, whose MPS servers "
+                 "serve the job; MPS takes clients of its own user only (a wrapper or container "
+                 "that runs the program as another user, or a container root mapped to another "
+                 "host uid): run it as your own user (podman: --userns=keep-id, no --user)",
+                 who, where, e->uid, (unsigned)geteuid());
+    } else if (!e->taken) {
         snprintf(buf, len,
                  "%s ran on %s without MPS: a context of its own, time-slicing the GPU with the "
                  "others; why is unknown (its environment could not be read: CUDA makes a "
@@ -228,10 +258,17 @@ void gs_attach_explain(const gs_attach_rank_t *r, int rank, const char *pipe, co
                  "CUDA_MPS_PIPE_DIRECTORY=%s, not the %s gsrun set: leave it as gsrun sets it",
                  who, where, val, pipe);
     } else if (e->pipe_seen == 0) {
+        /* The run dir above the pipe dir: one bind for the user's next jobs. */
+        char dir[256], hint[1200], ct[64] = "";
+        gs_container_bind_dir(pipe, dir, sizeof(dir));
+        gs_container_bind_hint((gs_container_t)e->container, dir, hint, sizeof(hint));
+        if (e->container != GS_CT_NONE) {
+            snprintf(ct, sizeof(ct), "its %s container", gs_container_name(e->container));
+        }
         snprintf(buf, len,
                  "%s ran on %s without MPS: the MPS pipe directory %s is not there where it runs "
-                 "(a container or mount namespace hides it): bind %s into it at the same path",
-                 who, where, pipe, pipe);
+                 "(%s hides it): bind %s into it at the same path (%s)",
+                 who, where, pipe, ct[0] ? ct : "a container or mount namespace", dir, hint);
     } else {
         clean(e->has_cvd ? e->cvd : "(unset)", val, sizeof(val));
         snprintf(buf, len,

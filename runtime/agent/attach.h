@@ -38,6 +38,8 @@ typedef struct {
     int has_cvd;
     char cvd[128];      /* CUDA_VISIBLE_DEVICES */
     char prog[64];      /* its program (comm) */
+    int container;      /* the container runtime that started it (gs_container_t) */
+    long uid;           /* its real uid as the agent sees it (host uid); -1 unknown */
 } gs_attach_env_t;
 
 typedef struct {
@@ -72,6 +74,8 @@ int gs_attach_set(gs_attach_t *t, int r, int state, pid_t ctx_pid, int gpu);
  * looked up through the process's own root). */
 void gs_attach_read_env(pid_t pid, const char *proc_root, const char *expected_pipe,
                         gs_attach_env_t *e);
+/* Reads the real uid of process pid into e->uid (kept when it is gone). */
+void gs_attach_read_uid(pid_t pid, const char *proc_root, gs_attach_env_t *e);
 /* Whether CUDA has started in process pid: the driver's library is mapped
  * (/proc/PID/maps), or the process made itself unreadable to its user as
  * CUDA does once it starts. 0 when neither, or gone. */

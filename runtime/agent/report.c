@@ -49,7 +49,7 @@ void gs_report_add(gs_report_t *r, int problem, const char *fmt, ...)
 
 int gs_report_tell(gs_report_t *r, const char *fmt, ...)
 {
-    char text[1024], line[1200];
+    char text[1600], line[1800];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(text, sizeof(text), fmt, ap);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "runtime/core/proc.h"
@@ -374,8 +375,27 @@ void gs_rundir_node_name(char *buf, size_t len)
     buf[n] = '\0';
 }
 
+int gs_rundir_root_usable(const char *dir)
+{
+    struct statvfs sv;
+    gs_error_t err;
+    return gs_rundir_check_parent(dir, &err) == 0 && access(dir, W_OK | X_OK) == 0 &&
+           statvfs(dir, &sv) == 0 &&
+           (unsigned long long)sv.f_bavail * sv.f_frsize >= GS_RUNDIR_SHM_MIN;
+}
+
+const char *gs_rundir_default_root(void)
+{
+    /* Decided once: every dir a process names must come from one root. */
+    static const char *root;
+    if (root == NULL) {
+        root = gs_rundir_root_usable(GS_RUNDIR_SHM) ? GS_RUNDIR_SHM : "/tmp";
+    }
+    return root;
+}
+
 const char *gs_rundir_tmpdir(void)
 {
     const char *t = getenv("TMPDIR");
-    return (t != NULL && t[0] == '/') ? t : "/tmp";
+    return (t != NULL && t[0] == '/') ? t : gs_rundir_default_root();
 }

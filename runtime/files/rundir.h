@@ -70,7 +70,23 @@ int gs_rundir_open_nodes(const char *job_dir, int *fds, char (*names)[64], int m
  * first '.', letters, digits, '-' and '_' only, at most 32 characters. */
 void gs_rundir_node_name(char *buf, size_t len);
 
-/* The temporary directory gsrun uses: $TMPDIR if set and absolute, else /tmp. */
+/* Where gsrun keeps its dirs when TMPDIR does not say: /dev/shm where it is
+ * a usable shared directory (sticky, root's, writable, GS_RUNDIR_SHM_MIN
+ * free), else /tmp. Container runtimes start a rank with a /tmp of their
+ * own (enroot, podman) or the host's $TMPDIR at its /tmp (Charliecloud),
+ * but bind the host's /dev/shm at the same path (Charliecloud, enroot,
+ * Apptainer, podman-hpc's MPI mode): a pipe dir there is where the rank
+ * looks for it (doc/containers.md). */
+#define GS_RUNDIR_SHM "/dev/shm"
+#define GS_RUNDIR_SHM_MIN (16ULL << 20)
+const char *gs_rundir_default_root(void);
+/* Whether dir can be that root: what gs_rundir_check_parent accepts (a real
+ * directory, ours or root's, sticky where others may write), writable by
+ * us, with GS_RUNDIR_SHM_MIN free. */
+int gs_rundir_root_usable(const char *dir);
+
+/* The temporary directory gsrun uses: $TMPDIR if set and absolute, else
+ * gs_rundir_default_root(). */
 const char *gs_rundir_tmpdir(void);
 
 /* A user's own base for batch job dirs: dir, or /tmp/gsrun-<uid> without

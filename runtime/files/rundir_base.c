@@ -18,10 +18,11 @@ int gs_rundir_user_base(const char *dir, char *out, size_t len, gs_error_t *err)
 {
     int rc;
     if (dir == NULL) {
-        if ((rc = gs_rundir_check_parent("/tmp", err)) != 0) {
+        const char *root = gs_rundir_default_root();
+        if ((rc = gs_rundir_check_parent(root, err)) != 0) {
             return rc;
         }
-        snprintf(out, len, "/tmp/gsrun-%u", (unsigned)getuid());
+        snprintf(out, len, "%s/gsrun-%u", root, (unsigned)getuid());
     } else {
         char parent[512];
         const char *slash = strrchr(dir, '/');

@@ -100,7 +100,7 @@ procs() {
 }
 pass=0 fail=0
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
-rundirs() { ls -d "${TMPDIR:-/tmp}"/gsrun.* "${TMPDIR:-/tmp}"/gsrun-*/mps-share/* /run/gsrun/*/* 2>/dev/null | tr '\n' ' '; }
+rundirs() { ls -d "${TMPDIR:-/tmp}"/gsrun.* "${TMPDIR:-/tmp}"/gsrun-*/mps-share/* /dev/shm/gsrun.* /dev/shm/gsrun-*/mps-share/* /run/gsrun/*/* 2>/dev/null | tr '\n' ' '; }
 echo "# $np ranks over $gpus GPU(s), $cps clients a server at most; program: $prog"
 
 # The rank wrapper: the hand case's server, or plain's GPU, by local rank.

@@ -28,9 +28,9 @@
 #                       done by the kernel if the calling shell dies: see below)
 #   cluster_leftovers H lists what is left on H: processes other than its init,
 #                       entries in its /tmp other than Open MPI's and PRRTE's
-#                       own session dirs (a killed mpirun leaves them), and
-#                       what is in (not the dir itself) a user's private base
-#                       /tmp/gsrun-<uid> (and a
+#                       own session dirs (a killed mpirun leaves them), its
+#                       /dev/shm/gsrun*, and what is in (not the dir itself)
+#                       a user's private base (/dev/shm or /tmp)/gsrun-<uid> (and a
 #                       checkout carried there, see cluster_up), and in its
 #                       /run/gsrun
 set -u
@@ -181,16 +181,16 @@ cluster_leftovers() { # cluster_leftovers HOST: what is left there (empty: nothi
             echo "process $n: $c"
         done
         keep=" $(cat '"$GSC_DIR"'/keep) "
-        for f in /tmp/* /tmp/.[!.]* /run/gsrun/*; do
+        for f in /tmp/* /tmp/.[!.]* /run/gsrun/* /dev/shm/gsrun*; do
             [ -e "$f" ] || continue
             case "$f" in /tmp/ompi.* | /tmp/prterun.* | /tmp/prte.*) continue;; esac
             # A user private base (the rank prefix makes it and leaves it,
             # as a runtime dir) counts by what is in it.
-            case "$f" in /tmp/gsrun-[0-9]*)
+            case "$f" in /tmp/gsrun-[0-9]* | /dev/shm/gsrun-[0-9]*)
                 for g in "$f"/* "$f"/.[!.]*; do [ -e "$g" ] && echo "file $g"; done
                 continue;; esac
             case "$keep" in *" $f "*) continue;; esac
-            case "$f" in /tmp/gsrun.*) # what is in it says who left it
+            case "$f" in /tmp/gsrun.* | /dev/shm/gsrun.*) # what is in it says who left it
                 echo "file $f ($(find "$f" -mindepth 1 -maxdepth 3 2>/dev/null | head -12 | tr "\n" " "))"
                 continue;; esac
             echo "file $f"

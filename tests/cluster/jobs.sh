@@ -17,7 +17,7 @@
 #                           SIGKILLs the one process pgrep finds on HOST; the
 #                           time in T0, the PID in KILLED
 OURS_PROCS='rank_report|hello_ranks|gsrun-agent|gsrun-shim|nvidia-cuda-mps'
-OURS_FILES=${OURS_FILES:-'host[23]: file /tmp/gsrun'}
+OURS_FILES=${OURS_FILES:-'host[23]: file /(tmp|dev/shm)/gsrun'}
 
 cluster_test_up() {
     local why

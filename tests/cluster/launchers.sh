@@ -17,7 +17,7 @@
 cluster_test_up 3
 # The prefix's job dirs are in the user's private base on each host (which
 # stays, empty: cluster_leftovers lists what is in it).
-OURS_FILES='file /tmp/gsrun-0/'
+OURS_FILES='file /dev/shm/gsrun-0/'
 
 FAKE="export LD_LIBRARY_PATH=$FAKE_LIB FAKE_NVML_GPUS=1 GSRUN_MPS_CONTROL=$FAKE_CONTROL \
 GSRUN_MPS_SHARE=job;"
@@ -31,7 +31,7 @@ check_ranks() { # check_ranks WHAT OUT ERR
         check "  ... $h: local ranks 0-3 of 4, each once" \
             [ "$(echo "$lines" | sed -n 's/.*local=\([0-3]\)\/4 .*/\1/p' | sort -u | wc -l)" -eq 4 ]
         check "  ... $h: MPS at 50%, the pipe dir in the user's private base in $h's /tmp" \
-            [ "$(echo "$lines" | grep -c "mps=1 pipe=/tmp/gsrun-0/exec-[0-9a-f]*-[^/]*/$h/g0 .* pct=50 ")" -eq 4 ]
+            [ "$(echo "$lines" | grep -c "mps=1 pipe=/dev/shm/gsrun-0/exec-[0-9a-f]*-[^/]*/$h/g0 .* pct=50 ")" -eq 4 ]
         check "  ... $h: one MPS control daemon" \
             [ "$(grep -c "node $h: GPU 0 (.*MPS control daemon [0-9]* on" $3)" -eq 1 ]
         check "  ... $h: all 4 ranks served" grep -Eq "gsrun: node $h: (served 4 of 4 ranks|no rank of the 4 used the GPU)" $3

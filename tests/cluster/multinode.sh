@@ -48,7 +48,7 @@ for h in $HOSTS; do
     check "  ... $h: 4 ranks, local ranks 0-3 of 4" [ "$(echo "$lines" | grep -c 'local=[0-3]/4 ')" -eq 4 \
         -a "$(echo "$lines" | sed -n 's/.*local=\([0-9]*\).*/\1/p' | sort -u | wc -l)" -eq 4 ]
     check "  ... $h: MPS on, 50%, its own node's pipe dir in its /tmp, gsrun's memory limit" \
-        [ "$(echo "$lines" | grep -c "mps=1 pipe=/tmp/gsrun\.[A-Za-z0-9]*/$h/g0 .* pct=50 .*memlimit=0=1024MB ")" -eq 4 ]
+        [ "$(echo "$lines" | grep -c "mps=1 pipe=/dev/shm/gsrun\.[A-Za-z0-9]*/$h/g0 .* pct=50 .*memlimit=0=1024MB ")" -eq 4 ]
     check "  ... $h: exactly one MPS control daemon" \
         [ "$(grep -c "node $h: GPU 0 (.*MPS control daemon [0-9]* on" $J/ok.err)" -eq 1 ]
     check "  ... summary names $h" grep -Eq "gsrun: node $h: (served 4 of 4 ranks|no rank of the 4 used the GPU [^;]*); stopping MPS: every rank has exited" $J/ok.err
@@ -149,7 +149,7 @@ if [ -f "$B/ompi/mca/mca_rtc_gsrun.so" ]; then
     check "component, 3 hosts x 4 ranks: status 0" [ $rc -eq 0 ]
     for h in $HOSTS; do
         check "  ... $h: 4 ranks under MPS at 50%, pipe dir in its own /tmp" \
-            [ "$(grep -c "^rank=.* mps=1 pipe=/tmp/gsrun\.[A-Za-z0-9]*/$h/g0 .* pct=50 .*host=$h " $J/rtc.out)" -eq 4 ]
+            [ "$(grep -c "^rank=.* mps=1 pipe=/dev/shm/gsrun\.[A-Za-z0-9]*/$h/g0 .* pct=50 .*host=$h " $J/rtc.out)" -eq 4 ]
         check "  ... $h: exactly one MPS control daemon" \
             [ "$(grep -c "node $h: GPU 0 (.*MPS control daemon [0-9]* on" $J/rtc.err)" -eq 1 ]
     done

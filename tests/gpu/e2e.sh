@@ -72,7 +72,7 @@ elif [ $front = spank ]; then
 elif [ $front = task-prolog ]; then
     launch() { # launch -np N --oversubscribe PROGRAM ARGS...
         local rc jd
-        jd=$(mktemp -d "${TMPDIR:-/tmp}/gsrun.XXXXXX")
+        jd=$(mktemp -d "$GS_ROOT/gsrun.XXXXXX")
         GSRUN_JOB_DIR=$jd GSRUN_MPS=on GSRUN_VERBOSE=1 mpirun -x GSRUN_JOB_DIR -x GSRUN_MPS \
             -x GSRUN_VERBOSE "$1" "$2" "$3" sh -c 'export SLURM_LOCALID=$OMPI_COMM_WORLD_LOCAL_RANK \
             SLURM_NODEID=0 SLURM_STEP_TASKS_PER_NODE=$OMPI_COMM_WORLD_LOCAL_SIZE
@@ -159,7 +159,7 @@ for i in $(seq 1 "$runs"); do
         || notok "run $i: $problems problem lines"
     after=$(mps_procs)
     [ "$after" = "$before" ] && ok "run $i: no MPS process left" || notok "run $i: MPS processes left: $after"
-    left=$(ls -d "${TMPDIR:-/tmp}"/gsrun.* "${TMPDIR:-/tmp}"/gsrun-*/* /run/gsrun/* 2>/dev/null | tr '\n' ' ')
+    left=$(ls -d "$GS_ROOT"/gsrun.* "$GS_ROOT"/gsrun-*/* /run/gsrun/* 2>/dev/null | tr '\n' ' ')
     [ -z "$left" ] && ok "run $i: no run directory left" || notok "run $i: left: $left"
     rm -f "$out"
 done

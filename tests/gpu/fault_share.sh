@@ -36,7 +36,7 @@ pin_one_gpu
 G=$b/launcher/gsrun
 F=$b/examples/gpu_fault
 T=$(mktemp -d /tmp/gsf.XXXXXX)
-base=${TMPDIR:-/tmp}/gsrun-$(id -u)
+base=$GS_ROOT/gsrun-$(id -u)
 mps_procs() { live_procs 'nvidia-cuda-mps*'; }
 controls() { mps_controls; }
 ms() { echo $((($(date +%s%N) - $1) / 1000000)); }
@@ -124,7 +124,7 @@ for share in node job; do
     if [ $share = node ]; then
         log=$(ls "$base"/mps-share/*/g0.log/control.out 2>/dev/null | head -1)
     else
-        log=$(ls "${TMPDIR:-/tmp}"/gsrun.*/*/g0.log/control.out 2>/dev/null | head -1)
+        log=$(ls "$GS_ROOT"/gsrun.*/*/g0.log/control.out 2>/dev/null | head -1)
     fi
     pids=$(sed -n 's/^gpu_fault: pid=\([0-9]*\) .*context up.*/\1/p' "$T/oF" | tr '\n' ' ')
     n0=$(controls)

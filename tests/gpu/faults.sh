@@ -32,13 +32,13 @@ live_ranks() { live_procs small_kernels; }
 clean() { # clean "what": waits up to 10 s for MPS and run dirs to go
     local i
     for i in $(seq 100); do
-        [ -z "$(mps_procs)" ] && ! ls -d /tmp/gsrun.* >/dev/null 2>&1 && break
+        [ -z "$(mps_procs)" ] && ! ls -d /tmp/gsrun.* /dev/shm/gsrun.* >/dev/null 2>&1 && break
         sleep 0.1
     done
-    if [ -z "$(mps_procs)" ] && ! ls -d /tmp/gsrun.* >/dev/null 2>&1; then
+    if [ -z "$(mps_procs)" ] && ! ls -d /tmp/gsrun.* /dev/shm/gsrun.* >/dev/null 2>&1; then
         ok "$1: no MPS process and no run directory left"
     else
-        notok "$1: left: $(mps_procs) $(ls -d /tmp/gsrun.* 2>/dev/null)"
+        notok "$1: left: $(mps_procs) $(ls -d /tmp/gsrun.* /dev/shm/gsrun.* 2>/dev/null)"
     fi
 }
 next_job_ok() {
@@ -118,7 +118,7 @@ for target in mpirun gsrun; do
     # reaping orphans is init's business.
     t_r="" t_m="" t_d=""
     while :; do
-        r=$(live_ranks) m=$(mps_procs) d=$(ls -d /tmp/gsrun.* 2>/dev/null)
+        r=$(live_ranks) m=$(mps_procs) d=$(ls -d /tmp/gsrun.* /dev/shm/gsrun.* 2>/dev/null)
         ms=$((($(date +%s%N) - t0) / 1000000))
         [ -z "$r" ] && [ -z "$t_r" ] && t_r=$ms
         [ -z "$m" ] && [ -z "$t_m" ] && t_m=$ms

@@ -43,7 +43,7 @@ args=("$@")
 
 . "$(dirname "$0")/procs.sh"
 pin_one_gpu
-dirs_left() { ls -d "${TMPDIR:-/tmp}"/gsrun.* /run/gsrun/* 2>/dev/null | tr '\n' ' '; }
+dirs_left() { ls -d "$GS_ROOT"/gsrun.* /run/gsrun/* 2>/dev/null | tr '\n' ' '; }
 
 run_case() { # run_case CASE REP
     local what=$1 rep=$2 g victim t0 ms t_r="" t_a="" t_m="" t_d="" t_l="" r a m d l
@@ -95,12 +95,12 @@ run_case() { # run_case CASE REP
     pkill -KILL -x mpirun 2>/dev/null
     # Never needed after a passing run: a failing one's daemons are quit
     # through their pipe dirs, then whatever still runs is killed.
-    for d in "${TMPDIR:-/tmp}"/gsrun.*/*/g[0-9]* /run/gsrun/*/*/g[0-9]*; do
+    for d in "$GS_ROOT"/gsrun.*/*/g[0-9]* /run/gsrun/*/*/g[0-9]*; do
         [ -S "$d/control" ] && echo quit | CUDA_MPS_PIPE_DIRECTORY=$d timeout 10 nvidia-cuda-mps-control >/dev/null 2>&1
     done
     m=$(live_procs 'nvidia-cuda-mps*')
     [ -n "$m" ] && kill -KILL $m 2>/dev/null
-    rm -rf "${TMPDIR:-/tmp}"/gsrun.* /run/gsrun/* 2>/dev/null
+    rm -rf "$GS_ROOT"/gsrun.* /run/gsrun/* 2>/dev/null
     sleep 1
 }
 

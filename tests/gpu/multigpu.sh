@@ -42,7 +42,7 @@ before=$(mps_procs)
 clean() { # clean "context"
     local after left
     after=$(mps_procs)
-    left=$(ls -d "${TMPDIR:-/tmp}"/gsrun.* 2>/dev/null | tr '\n' ' ')
+    left=$(ls -d "$GS_ROOT"/gsrun.* 2>/dev/null | tr '\n' ' ')
     [ "$after" = "$before" ] && [ -z "$left" ]
     check "$1: no MPS process and no run directory left" [ $? -eq 0 ] ||
         echo "# left: processes [$after] dirs [$left]"

@@ -17,6 +17,17 @@ gpu_ready() {
     [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 }
 #
+# GS_ROOT: where gsrun keeps its dirs here (runtime/files/rundir.c): TMPDIR
+# when set, else /dev/shm where it is a shared directory anyone may write
+# (sticky), else /tmp.
+if [ -n "${TMPDIR:-}" ]; then
+    GS_ROOT=$TMPDIR
+elif [ -d /dev/shm ] && [ ! -L /dev/shm ] && [ -k /dev/shm ] && [ -w /dev/shm ]; then
+    GS_ROOT=/dev/shm
+else
+    GS_ROOT=/tmp
+fi
+#
 # live_procs PATTERN: the PIDs of live (not zombie) processes whose name
 # (/proc/PID/comm, 15 characters at most) matches the glob PATTERN. By name,
 # not by /proc/PID/exe: CUDA programs and MPS daemons make themselves
@@ -50,20 +61,20 @@ pin_one_gpu() {
 
 # share_clean WHAT BASE: waits up to 20 s for every MPS process, the user's
 # shared agent (gsrun-share), its dir BASE/mps-share and gsrun's run dirs
-# (/tmp/gsrun.*) to go, then says ok or not ok (the caller's ok and notok);
+# (/tmp/gsrun.*, /dev/shm/gsrun.*) to go, then says ok or not ok (the caller's ok and notok);
 # MPS processes still left are killed so that the next case starts clean.
 share_clean() {
     local what=$1 base=$2 p
     for _ in $(seq 200); do
         [ -z "$(live_procs 'nvidia-cuda-mps*')$(live_procs gsrun-share)" ] && [ ! -d "$base/mps-share" ] &&
-            ! ls -d /tmp/gsrun.* >/dev/null 2>&1 && break
+            ! ls -d /tmp/gsrun.* /dev/shm/gsrun.* >/dev/null 2>&1 && break
         sleep 0.1
     done
     if [ -z "$(live_procs 'nvidia-cuda-mps*')$(live_procs gsrun-share)" ] && [ ! -d "$base/mps-share" ] &&
-        ! ls -d /tmp/gsrun.* >/dev/null 2>&1; then
+        ! ls -d /tmp/gsrun.* /dev/shm/gsrun.* >/dev/null 2>&1; then
         ok "$what: no MPS process, no shared agent and no run directory left"
     else
-        notok "$what: left: $(live_procs 'nvidia-cuda-mps*') $(live_procs gsrun-share) $(ls -d "$base/mps-share" /tmp/gsrun.* 2>/dev/null)"
+        notok "$what: left: $(live_procs 'nvidia-cuda-mps*') $(live_procs gsrun-share) $(ls -d "$base/mps-share" /tmp/gsrun.* /dev/shm/gsrun.* 2>/dev/null)"
         for p in $(live_procs 'nvidia-cuda-mps*'); do kill -9 "$p" 2>/dev/null; done
     fi
 }

@@ -37,7 +37,7 @@ servers=$(((np + 47) / 48))
 probe=("$build/examples/mps_probe" --expect-mps --iters 20 --sleep 4000)
 mem_used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 | head -1; }
 leftovers() {
-    echo "$(live_procs 'nvidia-cuda-mps*')$(live_procs mps_probe)$(live_procs 'gsrun-agent')$(ls -d /tmp/gsrun.* /tmp/gsrun-*/* 2>/dev/null | tr '\n' ' ')"
+    echo "$(live_procs 'nvidia-cuda-mps*')$(live_procs mps_probe)$(live_procs 'gsrun-agent')$(ls -d /tmp/gsrun.* /tmp/gsrun-*/* /dev/shm/gsrun.* /dev/shm/gsrun-*/* 2>/dev/null | tr '\n' ' ')"
 }
 
 launch() { # launch FRONT: NP ranks of the probe through that front end

@@ -35,7 +35,7 @@ echo "# on GPU(s) $CUDA_VISIBLE_DEVICES (CUDA_VISIBLE_DEVICES)"
 . "$(dirname "$0")/procs.sh"
 G=$b/launcher/gsrun
 T=$(mktemp -d /tmp/gss.XXXXXX)
-base=${TMPDIR:-/tmp}/gsrun-$(id -u)
+base=$GS_ROOT/gsrun-$(id -u)
 mps_procs() { live_procs 'nvidia-cuda-mps*'; }
 controls() { mps_controls; }
 clean() { share_clean "$1" "$base"; } # "what"

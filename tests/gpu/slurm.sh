@@ -241,7 +241,7 @@ echo "# $(sl "$SLURMD" -V), node $node: $ngpu GPU(s)${devs:+ as gres/gpu ($devs)
 echo "# srun --mpi=list: $(slbin srun --mpi=list 2>&1 | tr '\n' ' ' | sed 's/  */ /g')"
 
 # --- the cases ------------------------------------------------------------------
-left_dirs() { ls -d /run/gsrun/slurm-* /run/gsrun/job-* "${TMPDIR:-/tmp}"/gsrun.* 2>/dev/null | tr '\n' ' '; }
+left_dirs() { ls -d /run/gsrun/slurm-* /run/gsrun/job-* "$GS_ROOT"/gsrun.* 2>/dev/null | tr '\n' ' '; }
 nothing_left() { # nothing_left MS: no MPS process and no run dir within MS ms
     local t=0
     while [ $t -lt "$1" ]; do

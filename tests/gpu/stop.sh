@@ -36,7 +36,7 @@ unset GSRUN_MPS_SHARE GSRUN_MPS_LINGER
 G=$build/launcher/gsrun
 P=$build/examples/mps_probe
 T=$(mktemp -d /tmp/gsstop.XXXXXX)
-base=${TMPDIR:-/tmp}/gsrun-$(id -u)
+base=$GS_ROOT/gsrun-$(id -u)
 ms() { echo $((($(date +%s%N) - $1) / 1000000)); }
 job() { # job NAME ARGS...: a 2-rank job of mps_probe; its status in NAME.rc, wall ms in NAME.ms
     local n=$1 t0

@@ -204,28 +204,31 @@ check "  ... in a base of its own: status $rc (0), private" \
 as 1 "$G" epilog --job 781 --dir "$TEST_TMP/pub/own" 2>"$ERR"
 check "  ... its epilog: status 0, nothing left in its base" [ $? -eq 0 -a -z "$(ls -A "$TEST_TMP/pub/own")" ]
 rm -rf "$TEST_TMP/pub"
-# Without --dir its base is /tmp/gsrun-<uid>, a name another user can take
+# Without --dir its base is /dev/shm/gsrun-<uid> (/tmp/gsrun-<uid> where
+# /dev/shm is not a usable shared directory), a name another user can take
 # first; then the prolog takes the next free name of its own, and its task
 # prolog and epilog find it there.
-if [ ! -e /tmp/gsrun-1 ] && [ ! -e /tmp/gsrun-1.1 ] && [ ! -e /tmp/gsrun-1.2 ]; then
-    as 65534 mkdir -m 700 /tmp/gsrun-1
-    as 65534 touch /tmp/gsrun-1.1
+R=/dev/shm
+[ -d /dev/shm ] && [ -k /dev/shm ] && [ -w /dev/shm ] || R=/tmp
+if [ ! -e $R/gsrun-1 ] && [ ! -e $R/gsrun-1.1 ] && [ ! -e $R/gsrun-1.2 ]; then
+    as 65534 mkdir -m 700 $R/gsrun-1
+    as 65534 touch $R/gsrun-1.1
     as 1 "$G" prolog --job 785 $CTL 2>"$ERR"
     rc=$?
-    check "a user's prolog whose /tmp/gsrun-1 and .1 another user took: status $rc (0), MPS in gsrun-1.2, says so" eval \
-        '[ $rc -eq 0 ] && [ -n "$(agent_of /tmp/gsrun-1.2/job-785)" ] && grep -q "owned by uid 65534.*; using /tmp/gsrun-1.2 instead" "$ERR"' ||
+    check "a user's prolog whose $R/gsrun-1 and .1 another user took: status $rc (0), MPS in gsrun-1.2, says so" eval \
+        "[ \$rc -eq 0 ] && [ -n \"\$(agent_of $R/gsrun-1.2/job-785)\" ] && grep -q 'owned by uid 65534.*; using $R/gsrun-1.2 instead' '$ERR'" ||
         diag "$ERR"
     SLURM_JOB_ID=785 SLURM_STEP_ID=0 SLURM_LOCALID=0 SLURM_STEP_TASKS_PER_NODE=2 SLURM_NODEID=0 \
         as 1 "$G" task-prolog >"$OUT" 2>"$ERR"
     check "  ... its task prolog finds the job there: export lines with its pipe dir" \
-        grep -q "^export CUDA_MPS_PIPE_DIRECTORY=/tmp/gsrun-1.2/job-785/" "$OUT" || diag "$OUT" "$ERR"
+        grep -q "^export CUDA_MPS_PIPE_DIRECTORY=$R/gsrun-1.2/job-785/" "$OUT" || diag "$OUT" "$ERR"
     as 1 "$G" epilog --job 785 2>"$ERR"
     rc=$?
     check "  ... its epilog: status $rc (0), the agent gone, nothing left of the job" \
-        [ $rc -eq 0 -a -z "$(agent_of /tmp/gsrun-1.2/job-785)" -a ! -e /tmp/gsrun-1.2/job-785 ] || diag "$ERR"
-    rm -rf /tmp/gsrun-1 /tmp/gsrun-1.1 /tmp/gsrun-1.2
+        [ $rc -eq 0 -a -z "$(agent_of $R/gsrun-1.2/job-785)" -a ! -e $R/gsrun-1.2/job-785 ] || diag "$ERR"
+    rm -rf $R/gsrun-1 $R/gsrun-1.1 $R/gsrun-1.2
 else
-    ok "# SKIP a user's prolog whose /tmp/gsrun-1 another user took: /tmp/gsrun-1* exist here already"
+    ok "# SKIP a user's prolog whose $R/gsrun-1 another user took: $R/gsrun-1* exist here already"
     ok "# SKIP   ... its task prolog"
     ok "# SKIP   ... its epilog"
 fi

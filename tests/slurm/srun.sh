@@ -15,7 +15,7 @@ JOBENV="export OMPI_MCA_btl_vader_single_copy_mechanism=none LD_LIBRARY_PATH=$FA
 SRUN="srun -N2 -n8 --mpi=pmix"
 
 # Each host's 4 tasks: local ranks 0-3, under MPS at 50 % with a pipe dir of
-# the given job dir pattern on the host (its own /tmp, or its own /run/gsrun
+# the given job dir pattern on the host (its own /dev/shm, or its own /run/gsrun
 # where root made the dir).
 tasks_ok() { # tasks_ok OUTFILE DIR-PATTERN
     local h lines
@@ -140,7 +140,7 @@ job g "$GSRUN -v --mps-control=$FAKE_CONTROL $SRUN $PROG"
 rc=$?
 check "gsrun srun -N2 -n8: status 0, 8 tasks" [ $rc -eq 0 -a "$(grep -c '^rank=' $J/g.out)" -eq 8 ] || diag $J/g.err
 check "  ... every task: its local rank of 4, MPS at 50%, its host's own pipe dir" \
-    tasks_ok $J/g.out '/tmp/gsrun\.[A-Za-z0-9]*' || diag $J/g.out
+    tasks_ok $J/g.out '/dev/shm/gsrun\.[A-Za-z0-9]*' || diag $J/g.out
 check "  ... one MPS control daemon per node (host1 host2: $(daemons_per_host $J/g.err))" \
     [ "$(daemons_per_host $J/g.err)" = "1 1" ] || diag $J/g.err
 check "  ... the summary names both nodes" \
@@ -152,11 +152,11 @@ rc=$?
 check "srun -N2 -n8 gsrun exec (the rank prefix): status 0, 8 tasks" \
     [ $rc -eq 0 -a "$(grep -c '^rank=' $J/x.out)" -eq 8 ] || diag $J/x.err
 check "  ... every task: its local rank of 4, MPS at 50%, a pipe dir in the user's base on its host" \
-    tasks_ok $J/x.out '/tmp/gsrun-[0-9]*/exec-[0-9a-f]*-[^/]*' || diag $J/x.out
+    tasks_ok $J/x.out '/dev/shm/gsrun-[0-9]*/exec-[0-9a-f]*-[^/]*' || diag $J/x.out
 check "  ... one MPS control daemon per node (host1 host2: $(daemons_per_host $J/x.err))" \
     [ "$(daemons_per_host $J/x.err)" = "1 1" ] || diag $J/x.err
 check "  ... no job dir left in either host's base within 2 s" \
-    eval 'OURS_FILES="file /tmp/gsrun-" OURS_HOSTS="host[12]" clean_within 2000 "$(date +%s%N)" ours'
+    eval 'OURS_FILES="file /dev/shm/gsrun-" OURS_HOSTS="host[12]" clean_within 2000 "$(date +%s%N)" ours'
 check "  ... nothing left on any node within 2 s" clean_within 2000 "$(date +%s%N)"
 # gsrun on a node with no task of the step (a login node, say).
 job gw "$GSRUN -v --mps-control=$FAKE_CONTROL srun -N1 -n4 -w host2 --mpi=pmix $PROG"

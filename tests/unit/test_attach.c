@@ -17,13 +17,19 @@
 
 static char root[] = "/tmp/gst-attach.XXXXXX";
 
-/* root/PID/{stat,environ,comm}, and root/PID/root<pipe>/control when seen. */
-static void proc(int pid, int ppid, const char *env, size_t envlen, const char *pipe_seen)
+/* root/PID/{stat,status,environ,comm} (its uid this test's, or uid when
+ * >= 0), and root/PID/root<pipe>/control when seen. */
+static void proc_as(int pid, int ppid, const char *env, size_t envlen, const char *pipe_seen,
+                    long uid)
 {
     char path[512];
     FILE *f;
     snprintf(path, sizeof(path), "%s/%d", root, pid);
     mkdir(path, 0700);
+    snprintf(path, sizeof(path), "%s/%d/status", root, pid);
+    f = fopen(path, "w");
+    fprintf(f, "Name:\tprog\nUmask:\t0022\nUid:\t%ld\t%ld\t%ld\t%ld\n", uid, uid, uid, uid);
+    fclose(f);
     snprintf(path, sizeof(path), "%s/%d/stat", root, pid);
     f = fopen(path, "w");
     fprintf(f, "%d (a (weird) name) S %d 1 1\n", pid, ppid);
@@ -44,6 +50,11 @@ static void proc(int pid, int ppid, const char *env, size_t envlen, const char *
                  pid, pipe_seen, root, pid, pipe_seen);
         assert_int_equal(system(cmd), 0);
     }
+}
+
+static void proc(int pid, int ppid, const char *env, size_t envlen, const char *pipe_seen)
+{
+    proc_as(pid, ppid, env, envlen, pipe_seen, (long)geteuid());
 }
 
 static int setup(void **state)
@@ -137,7 +148,7 @@ static void test_rank_of(void **state)
 static void test_causes(void **state)
 {
     gs_attach_rank_t r;
-    char line[900];
+    char line[1600];
     const char *pipe = "/tmp/gsrun-1/g0";
     (void)state;
     /* The pipe dir removed by a wrapper. */
@@ -175,7 +186,33 @@ static void test_causes(void **state)
     assert_int_equal(r.env.pipe_seen, 0);
     gs_attach_explain(&r, 0, pipe, "0", line, sizeof(line));
     assert_non_null(strstr(line, "is not there where it runs (a container or mount namespace "
-                                 "hides it): bind /tmp/gsrun-1/g0 into it"));
+                                 "hides it): bind /tmp/gsrun-1 into it at the same path (podman "
+                                 "run -v /tmp/gsrun-1:/tmp/gsrun-1, ch-run -b "
+                                 "/tmp/gsrun-1:/tmp/gsrun-1, apptainer exec -B /tmp/gsrun-1, srun "
+                                 "--container-mounts=/tmp/gsrun-1:/tmp/gsrun-1 (Pyxis), enroot "
+                                 "start -m /tmp/gsrun-1:/tmp/gsrun-1)"));
+    /* The same in Charliecloud (its marker): its own option alone. */
+    static const char env5[] = "CH_RUNNING=Weird Al Yankovic\0"
+                               "CUDA_MPS_PIPE_DIRECTORY=/tmp/gsrun-1/g0\0";
+    proc(705, 1, env5, sizeof(env5) - 1, NULL);
+    memset(&r, 0, sizeof(r));
+    r.pid = 705;
+    r.state = GS_ATTACH_PLAIN;
+    gs_attach_read_env(705, root, pipe, &r.env);
+    gs_attach_explain(&r, 0, pipe, "0", line, sizeof(line));
+    assert_non_null(strstr(line, "(its Charliecloud container hides it): bind /tmp/gsrun-1 into "
+                                 "it at the same path (ch-run -b /tmp/gsrun-1:/tmp/gsrun-1)"));
+    /* Another user's process (a wrapper or container that changed user):
+     * that is the cause, whatever else is true. */
+    proc_as(706, 1, env3, sizeof(env3) - 1, NULL, (long)geteuid() + 1);
+    memset(&r, 0, sizeof(r));
+    r.pid = 706;
+    r.state = GS_ATTACH_PLAIN;
+    gs_attach_read_env(706, root, pipe, &r.env);
+    assert_int_equal(r.env.uid, (long)geteuid() + 1);
+    gs_attach_explain(&r, 0, pipe, "0", line, sizeof(line));
+    assert_non_null(strstr(line, "without MPS: it runs as uid "));
+    assert_non_null(strstr(line, "MPS takes clients of its own user only"));
     /* Right and seen: the cause is not known, and said so. */
     proc(703, 1, env3, sizeof(env3) - 1, pipe);
     memset(&r, 0, sizeof(r));

@@ -157,15 +157,40 @@ static void test_node_name(void **state)
                      strlen(n));
 }
 
+/* TMPDIR when set (and absolute), else the default root: /dev/shm where
+ * it is usable, else /tmp. */
 static void test_tmpdir(void **state)
 {
+    const char *root = gs_rundir_root_usable("/dev/shm") ? "/dev/shm" : "/tmp";
     (void)state;
     setenv("TMPDIR", "relative/path", 1);
-    assert_string_equal(gs_rundir_tmpdir(), "/tmp");
+    assert_string_equal(gs_rundir_tmpdir(), root);
     setenv("TMPDIR", "/var/tmp", 1);
     assert_string_equal(gs_rundir_tmpdir(), "/var/tmp");
     unsetenv("TMPDIR");
-    assert_string_equal(gs_rundir_tmpdir(), "/tmp");
+    assert_string_equal(gs_rundir_tmpdir(), root);
+    assert_string_equal(gs_rundir_default_root(), root);
+}
+
+/* What may be the default root: a shared directory as /tmp is, or one of
+ * ours; not one others may write that is not sticky, not a link, not
+ * missing. */
+static void test_root_usable(void **state)
+{
+    char d[600], link[600];
+    (void)state;
+    assert_true(gs_rundir_root_usable(base)); /* ours, 0700 */
+    snprintf(d, sizeof(d), "%s/open", base);
+    assert_int_equal(mkdir(d, 0700), 0);
+    assert_int_equal(chmod(d, 0777), 0);
+    assert_false(gs_rundir_root_usable(d)); /* writable by all, not sticky */
+    assert_int_equal(chmod(d, 01777), 0);
+    assert_true(gs_rundir_root_usable(d)); /* as /tmp and /dev/shm are */
+    snprintf(link, sizeof(link), "%s/link", base);
+    assert_int_equal(symlink(d, link), 0);
+    assert_false(gs_rundir_root_usable(link));
+    snprintf(d, sizeof(d), "%s/none", base);
+    assert_false(gs_rundir_root_usable(d));
 }
 
 int main(void)
@@ -179,6 +204,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_remove_does_not_follow_links, setup, teardown),
         cmocka_unit_test(test_node_name),
         cmocka_unit_test(test_tmpdir),
+        cmocka_unit_test_setup_teardown(test_root_usable, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
