@@ -6,7 +6,7 @@ set -e
 pkgs="build-essential autoconf automake pkg-config libopenmpi-dev openmpi-bin libpmix-dev
       libhwloc-dev hwloc libcmocka-dev iproute2 procps util-linux debootstrap
       slurmctld slurmd slurm-client libslurm-dev
-      dpkg-dev debhelper lintian rpm lmod mpich libmpich-dev"
+      dpkg-dev debhelper lintian rpm lmod mpich libmpich-dev charliecloud-runtime podman"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

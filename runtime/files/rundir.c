@@ -397,5 +397,14 @@ const char *gs_rundir_default_root(void)
 const char *gs_rundir_tmpdir(void)
 {
     const char *t = getenv("TMPDIR");
-    return (t != NULL && t[0] == '/') ? t : gs_rundir_default_root();
+    if (t == NULL || t[0] != '/') {
+        return gs_rundir_default_root();
+    }
+    /* /tmp itself is the system's default, not a choice: Slurm sets it for
+     * every task whose TMPDIR is unset (its TmpFS). */
+    size_t n = strlen(t);
+    while (n > 1 && t[n - 1] == '/') {
+        n--;
+    }
+    return n == 4 && strncmp(t, "/tmp", 4) == 0 ? gs_rundir_default_root() : t;
 }

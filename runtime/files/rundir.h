@@ -85,7 +85,8 @@ const char *gs_rundir_default_root(void);
  * us, with GS_RUNDIR_SHM_MIN free. */
 int gs_rundir_root_usable(const char *dir);
 
-/* The temporary directory gsrun uses: $TMPDIR if set and absolute, else
+/* The temporary directory gsrun uses: $TMPDIR if set, absolute and not
+ * /tmp itself (the system's default, which Slurm sets for its tasks), else
  * gs_rundir_default_root(). */
 const char *gs_rundir_tmpdir(void);
 

@@ -47,13 +47,13 @@ for h in $HOSTS; do
     lines=$(grep "host=$h " $J/ok.out)
     check "  ... $h: 4 ranks, local ranks 0-3 of 4" [ "$(echo "$lines" | grep -c 'local=[0-3]/4 ')" -eq 4 \
         -a "$(echo "$lines" | sed -n 's/.*local=\([0-9]*\).*/\1/p' | sort -u | wc -l)" -eq 4 ]
-    check "  ... $h: MPS on, 50%, its own node's pipe dir in its /tmp, gsrun's memory limit" \
+    check "  ... $h: MPS on, 50%, its own node's pipe dir in its /dev/shm, gsrun's memory limit" \
         [ "$(echo "$lines" | grep -c "mps=1 pipe=/dev/shm/gsrun\.[A-Za-z0-9]*/$h/g0 .* pct=50 .*memlimit=0=1024MB ")" -eq 4 ]
     check "  ... $h: exactly one MPS control daemon" \
         [ "$(grep -c "node $h: GPU 0 (.*MPS control daemon [0-9]* on" $J/ok.err)" -eq 1 ]
     check "  ... summary names $h" grep -Eq "gsrun: node $h: (served 4 of 4 ranks|no rank of the 4 used the GPU [^;]*); stopping MPS: every rank has exited" $J/ok.err
 done
-check "  ... one job dir name on every host" [ "$(sed -n 's|.*pipe=/tmp/\(gsrun\.[^/]*\)/.*|\1|p' $J/ok.out | sort -u | wc -l)" -eq 1 ]
+check "  ... one job dir name on every host" [ "$(sed -n 's|.*pipe=/dev/shm/\(gsrun\.[^/]*\)/.*|\1|p' $J/ok.out | sort -u | wc -l)" -eq 1 ]
 check "  ... nothing left on any host" [ -z "$(leftovers)" ]
 
 job quiet $MPIARGS $PROG
@@ -181,8 +181,8 @@ wait $p2
 r2=$?
 check "two concurrent 3-host jobs: both status 0 ($r1, $r2)" [ $r1 -eq 0 -a $r2 -eq 0 ]
 check "  ... 12 ranks each" [ "$(grep -c '^rank=.*mps=1 ' $J/c1.out)" -eq 12 -a "$(grep -c '^rank=.*mps=1 ' $J/c2.out)" -eq 12 ]
-d1=$(sed -n 's|.*pipe=/tmp/\(gsrun\.[^/]*\)/.*|\1|p' $J/c1.out | sort -u)
-d2=$(sed -n 's|.*pipe=/tmp/\(gsrun\.[^/]*\)/.*|\1|p' $J/c2.out | sort -u)
+d1=$(sed -n 's|.*pipe=/dev/shm/\(gsrun\.[^/]*\)/.*|\1|p' $J/c1.out | sort -u)
+d2=$(sed -n 's|.*pipe=/dev/shm/\(gsrun\.[^/]*\)/.*|\1|p' $J/c2.out | sort -u)
 check "  ... each with its own run dirs ($d1, $d2)" [ -n "$d1" -a -n "$d2" -a "$d1" != "$d2" ]
 check "  ... nothing left on any host (within 5 s)" clean_within 5000 "$(date +%s%N)"
 finish

@@ -18,9 +18,9 @@ gpu_ready() {
 }
 #
 # GS_ROOT: where gsrun keeps its dirs here (runtime/files/rundir.c): TMPDIR
-# when set, else /dev/shm where it is a shared directory anyone may write
-# (sticky), else /tmp.
-if [ -n "${TMPDIR:-}" ]; then
+# when set (and not /tmp itself), else /dev/shm where it is a shared
+# directory anyone may write (sticky), else /tmp.
+if [ -n "${TMPDIR:-}" ] && [ "${TMPDIR%/}" != /tmp ]; then
     GS_ROOT=$TMPDIR
 elif [ -d /dev/shm ] && [ ! -L /dev/shm ] && [ -k /dev/shm ] && [ -w /dev/shm ]; then
     GS_ROOT=/dev/shm

@@ -9,7 +9,8 @@
 # as another user. A rank is an MPS client only when it reaches its server's
 # pipe dir (tests/progs/ct_client, the fakes); one that cannot is told which
 # directory to bind, and with which option of its runtime.
-#   1. no TMPDIR: gsrun's dirs in /dev/shm; TMPDIR set: where it says
+#   1. no TMPDIR (or /tmp, which Slurm sets): gsrun's dirs in /dev/shm;
+#      another TMPDIR: where it says
 #   2. a fresh /tmp: every rank a client (before, with gsrun's dirs in /tmp,
 #      all ran without MPS)
 #   3. a private IPC namespace: clients
@@ -74,6 +75,9 @@ check "  ... nothing left in /dev/shm" [ -z "$(shm_left)" ] || shm_left | diag
 NOTMP=1 GSRUN_MPS_SHARE=node job s $SHM_CTX -np 2 "$CT" --sleep 600
 check "  ... the user's shared servers in /dev/shm/gsrun-$me ($(pipes s))" \
     eval "[ \"\$(grep -c 'pipe=/dev/shm/gsrun-$me/mps-share/' '$OUT.s')\" = 2 ]" || diag "$ERR.s"
+TMPDIR=/tmp job slurm "$SHM_CTX" -np 2 "$CT" --sleep 600
+check "  ... TMPDIR=/tmp (what Slurm sets for every task) is the default: /dev/shm ($(pipes slurm))" \
+    eval "[ \"\$(grep -c 'pipe=/dev/shm/gsrun\.' '$OUT.slurm')\" = 2 ]" || diag "$ERR.slurm"
 job t "$SHM_CTX" -np 2 "$CT" --sleep 600
 check "  ... TMPDIR set: its meaning kept, the pipe dir in it ($(pipes t))" \
     eval "[ \"\$(grep -c 'pipe=$TMPDIR/gsrun\.' '$OUT.t')\" = 2 ]" || diag "$OUT.t"

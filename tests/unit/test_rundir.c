@@ -170,6 +170,16 @@ static void test_tmpdir(void **state)
     unsetenv("TMPDIR");
     assert_string_equal(gs_rundir_tmpdir(), root);
     assert_string_equal(gs_rundir_default_root(), root);
+    /* /tmp itself is the default (Slurm sets it for every task), a dir in it is not. */
+    setenv("TMPDIR", "/tmp", 1);
+    assert_string_equal(gs_rundir_tmpdir(), root);
+    setenv("TMPDIR", "/tmp//", 1);
+    assert_string_equal(gs_rundir_tmpdir(), root);
+    setenv("TMPDIR", "/tmp/mine", 1);
+    assert_string_equal(gs_rundir_tmpdir(), "/tmp/mine");
+    setenv("TMPDIR", "/tmpx", 1);
+    assert_string_equal(gs_rundir_tmpdir(), "/tmpx");
+    unsetenv("TMPDIR");
 }
 
 /* What may be the default root: a shared directory as /tmp is, or one of
