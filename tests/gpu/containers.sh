@@ -79,6 +79,15 @@ all_clients() { # every rank an MPS client: nvidia-smi and gsrun agree
     [ "$(cat "$T/$1.rc")" = 0 ] && [ "$(cut -d' ' -f1 "$T/$1.types")" = $n ] &&
         [ "$(cut -d' ' -f2 "$T/$1.types")" = 0 ] && [ "$(served "$1")" = "served $n of $n" ]
 }
+# told_all NAME WHAT PATTERN: every rank of case NAME ran without MPS and
+# was told (a line matching PATTERN each); the first such line shown.
+told_all() {
+    local told
+    told=$(grep -c "$3" "$T/$1.err")
+    check "$2: $(types "$1"); $told of $n ranks told; gsrun $(served "$1")" \
+        eval "[ $told = $n ] && [ '$(served "$1")' = 'served 0 of $n' ]" || sed 's/^/# /' "$T/$1.err" | tail -20
+    grep -m1 "$3" "$T/$1.err" | sed 's/^/#   /'
+}
 clean() {
     local left
     for _ in $(seq 100); do
@@ -106,9 +115,7 @@ RANK=(sh -c "$(fresh /tmp)")
 TT=$(mktemp -d /tmp/gsct-tmpdir.XXXXXX)
 run tmp1 env TMPDIR="$TT"
 rm -rf "$TT"
-told=$(grep -c 'is not there where it runs' "$T/tmp1.err")
-check "1b. the same with TMPDIR=$TT: $(types tmp1); $told of $n ranks told the bind; gsrun $(served tmp1)" \
-    eval "[ $told = $n ] && [ '$(served tmp1)' = 'served 0 of $n' ]" || sed 's/^/# /' "$T/tmp1.err" | tail -20
+told_all tmp1 "1b. the same with TMPDIR=$TT" 'is not there where it runs'
 clean
 
 # 2. A private IPC namespace.
@@ -121,10 +128,7 @@ clean
 # 3. A fresh /dev/shm: the rank cannot reach its server, and is told the bind.
 RANK=(sh -c "$(fresh /dev/shm)")
 run shm
-told=$(grep -c 'is not there where it runs' "$T/shm.err")
-check "3. a fresh /dev/shm: $(types shm); $told of $n ranks told the bind; gsrun $(served shm)" \
-    eval "[ $told = $n ] && [ '$(served shm)' = 'served 0 of $n' ]" || sed 's/^/# /' "$T/shm.err" | tail -20
-grep -m1 'is not there where it runs' "$T/shm.err" | sed 's/^/#   /'
+told_all shm "3. a fresh /dev/shm" 'is not there where it runs'
 clean
 
 # 3b. A rank run as another user (as a container root mapped to another host
@@ -132,10 +136,7 @@ clean
 if [ "$(id -u)" = 0 ]; then
     RANK=(setpriv --reuid=65534 --regid=65534 --clear-groups)
     run uid
-    told=$(grep -c "it runs as uid 65534, not as uid 0" "$T/uid.err")
-    check "3b. ranks run as uid 65534 in root's job: $(types uid); $told of $n told the uid rule; gsrun $(served uid)" \
-        eval "[ $told = $n ] && [ '$(served uid)' = 'served 0 of $n' ]" || sed 's/^/# /' "$T/uid.err" | tail -20
-    grep -m1 'it runs as uid' "$T/uid.err" | sed 's/^/#   /'
+    told_all uid "3b. ranks run as uid 65534 in root's job" "it runs as uid 65534, not as uid 0"
     clean
 fi
 
