@@ -13,6 +13,7 @@
 
 #include "runtime/core/container.h"
 #include "runtime/core/proc.h"
+#include "runtime/core/text.h"
 
 int gs_attach_init(gs_attach_t *t, int n)
 {
@@ -93,21 +94,6 @@ int gs_attach_set(gs_attach_t *t, int i, int state, pid_t ctx_pid, int gpu)
     return 1;
 }
 
-/* The value of name in an environ block (NUL-separated), or NULL. */
-static const char *env_value(const char *block, size_t len, const char *name)
-{
-    size_t k = strlen(name);
-    for (size_t i = 0; i < len;) {
-        const char *v = block + i;
-        size_t n = strnlen(v, len - i);
-        if (n > k && strncmp(v, name, k) == 0 && v[k] == '=') {
-            return v + k + 1;
-        }
-        i += n + 1;
-    }
-    return NULL;
-}
-
 void gs_attach_read_uid(pid_t pid, const char *proc_root, gs_attach_env_t *e)
 {
     char path[300], line[256];
@@ -143,8 +129,8 @@ void gs_attach_read_env(pid_t pid, const char *proc_root, const char *expected_p
         return; /* gone, or not dumpable any more: what was read before stays */
     }
     block[n] = '\0';
-    const char *pipe = env_value(block, (size_t)n, "CUDA_MPS_PIPE_DIRECTORY");
-    const char *cvd = env_value(block, (size_t)n, "CUDA_VISIBLE_DEVICES");
+    const char *pipe = gs_text_env_value(block, (size_t)n, "CUDA_MPS_PIPE_DIRECTORY", NULL);
+    const char *cvd = gs_text_env_value(block, (size_t)n, "CUDA_VISIBLE_DEVICES", NULL);
     e->taken = 1;
     e->has_pipe = pipe != NULL;
     snprintf(e->pipe, sizeof(e->pipe), "%s", pipe != NULL ? pipe : "");

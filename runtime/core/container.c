@@ -6,21 +6,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/core/text.h"
+
 /* Whether NAME=value (or NAME=anything when value is NULL) is in the block. */
 static int has(const char *block, size_t len, const char *name, const char *value)
 {
-    size_t k = strlen(name);
-    for (size_t i = 0; i < len;) {
-        const char *v = block + i;
-        size_t n = strnlen(v, len - i);
-        if (n > k && strncmp(v, name, k) == 0 && v[k] == '=' &&
-            (value == NULL ||
-             (n - k - 1 == strlen(value) && strncmp(v + k + 1, value, n - k - 1) == 0))) {
-            return 1;
-        }
-        i += n + 1;
-    }
-    return 0;
+    size_t n;
+    const char *v = gs_text_env_value(block, len, name, &n);
+    return v != NULL && (value == NULL || (n == strlen(value) && strncmp(v, value, n) == 0));
 }
 
 gs_container_t gs_container_of_environ(const char *block, size_t len)

@@ -35,3 +35,20 @@ int gs_text_has_control(const char *s)
     }
     return 0;
 }
+
+const char *gs_text_env_value(const char *block, size_t len, const char *name, size_t *vlen)
+{
+    size_t k = strlen(name);
+    for (size_t i = 0; i < len;) {
+        const char *v = block + i;
+        size_t n = strnlen(v, len - i);
+        if (n > k && strncmp(v, name, k) == 0 && v[k] == '=') {
+            if (vlen != NULL) {
+                *vlen = n - k - 1;
+            }
+            return v + k + 1;
+        }
+        i += n + 1;
+    }
+    return NULL;
+}

@@ -19,4 +19,9 @@ int gs_text_has_control(const char *s);
  * terminal or forge a line. Returns out. */
 char *gs_text_printable(const char *in, char *out, size_t len);
 
+/* The value of name in an environment block (NUL-separated NAME=value
+ * entries, len bytes, as /proc/PID/environ holds), or NULL; *vlen (may be
+ * NULL) gets its length within the block. */
+const char *gs_text_env_value(const char *block, size_t len, const char *name, size_t *vlen);
+
 #endif
