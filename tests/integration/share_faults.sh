@@ -31,6 +31,21 @@ wait_no_shared() { # wait_no_shared SECONDS: until no shared agent of this test 
     done
     return 1
 }
+# kill_shared PID: SIGKILL to shared agent PID's process group, then waits
+# (5 s at most) until it is reaped. Not until its environment is unreadable,
+# as shared_agents sees it: the kernel drops a process's memory before its
+# other threads have closed its files, so a job's agent could still find
+# the lease open (seen under a Debian 13 make check beside this one: the
+# next rank was answered before the agent heard of the end).
+kill_shared() {
+    [ -n "$1" ] || return 1
+    kill -9 -- "-$(ps -o pgid= "$1" | tr -d ' ')"
+    for _ in $(seq 100); do
+        [ -e "/proc/$1" ] || return 0
+        sleep 0.05
+    done
+    return 1
+}
 clean_share() { # clean_share "context"
     wait_no_shared 5
     [ -d "$BASE" ] && [ -z "$(ls -A "$BASE")" ] && rmdir "$BASE"
@@ -58,7 +73,7 @@ cwds=$( (echo "$pid"; pgrep -P "$pid"; pgrep -f "$FAKE_CONTROL") | while read -r
 done | sort | uniq -c | tr -s ' \n' '  ')
 check "  ... it and its processes all run in '/' ($cwds)" \
     eval '[ -n "$cwds" ] && [ "$(echo "$cwds" | grep -o "/[^ ]*" | sort -u)" = / ]'
-[ -n "$pid" ] && kill -9 -- "-$(ps -o pgid= "$pid" | tr -d ' ')"
+kill_shared "$pid"
 wait_no_shared 5
 job "$OUT.2" "$ERR.2" --mps=on -np 2 "$PROG"
 check "  ... killed with its group: the next --mps=on job: status $(cat "$OUT.2.rc") (0), its 2 ranks on a shared server" \
@@ -81,7 +96,7 @@ RANK='echo "rank $GSRUN_LOCAL_RANK mps=$GSRUN_MPS_ACTIVE pipe=$CUDA_MPS_PIPE_DIR
         sleep 0.05
     done
     pid=$(shared_agents | head -1)
-    [ -n "$pid" ] && kill -9 -- "-$(ps -o pgid= "$pid" | tr -d ' ')"
+    kill_shared "$pid"
     wait_no_shared 5
     GSRUN_LOCAL_RANK=1 "$GSRUN" exec --mps-control="$FAKE_CONTROL" --mps-share=node -- sh -c "$RANK"
     echo "rank 1 status $?"
