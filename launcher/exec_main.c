@@ -24,6 +24,7 @@
 #include "runtime/core/config.h"
 #include "runtime/core/gs_error.h"
 #include "runtime/rank/jobkey.h"
+#include "runtime/rank/program.h"
 #include "runtime/batch/provision.h"
 #include "runtime/files/rundir.h"
 #include "runtime/core/limits.h"
@@ -56,9 +57,9 @@ static int speaks_for_node(void)
 
 static int run_plain(char **prog)
 {
-    execvp(prog[0], prog);
-    fprintf(stderr, "gsrun exec: cannot run '%s': %s\n", prog[0], strerror(errno));
-    return errno == ENOENT ? GS_EXIT_NOTFOUND : GS_EXIT_NOEXEC;
+    int e = gs_program_exec(prog);
+    fprintf(stderr, "gsrun exec: cannot run '%s': %s\n", prog[0], strerror(e));
+    return e == ENOENT ? GS_EXIT_NOTFOUND : GS_EXIT_NOEXEC;
 }
 
 static int parse(int argc, char **argv, gs_config_t *cfg, int *first, gs_error_t *err)

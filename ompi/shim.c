@@ -20,6 +20,7 @@
 #include "runtime/rank/clientenv.h"
 #include "runtime/core/config.h"
 #include "runtime/rank/node.h"
+#include "runtime/rank/program.h"
 #include "runtime/files/rundir.h"
 #include "runtime/rank/task.h"
 
@@ -75,15 +76,15 @@ static int exec_program(char **argv, int argc, int first, char *chain, const cha
         words[n + m] = NULL;
         exec_argv = words;
     }
-    execvp(exec_argv[0], exec_argv);
+    int e = gs_program_exec(exec_argv);
     /* Open MPI also runs a bare program name found in the working
      * directory; so must the rank it hands to us. */
-    if (errno == ENOENT && strchr(exec_argv[0], '/') == NULL && access(exec_argv[0], X_OK) == 0) {
+    if (e == ENOENT && strchr(exec_argv[0], '/') == NULL && access(exec_argv[0], X_OK) == 0) {
         char local[GS_PATH_MAX];
         snprintf(local, sizeof(local), "./%s", exec_argv[0]);
         execv(local, exec_argv);
+        e = errno;
     }
-    int e = errno;
     fprintf(stderr, "gsrun: node %s: cannot run '%s': %s\n", node, exec_argv[0], strerror(e));
     /* Where Open MPI 4's daemon (orted) would have started the rank, the
      * job ends as it ends for a rank orted cannot start (a directory, a

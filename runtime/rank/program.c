@@ -33,6 +33,34 @@ int gs_program_resolve(const char *name, char *out, size_t len)
     return -ENOENT;
 }
 
+int gs_program_exec(char *const argv[])
+{
+    char file[GS_PATH_MAX];
+    int denied = 0;
+    if (strchr(argv[0], '/') != NULL) {
+        execv(argv[0], argv);
+        return errno;
+    }
+    const char *path = getenv("PATH");
+    for (const char *p = path != NULL ? path : "/usr/bin:/bin"; *p != '\0';) {
+        size_t n = strcspn(p, ":");
+        if ((size_t)snprintf(file, sizeof(file), "%.*s/%s", (int)n, n > 0 ? p : ".", argv[0]) <
+            sizeof(file)) {
+            execv(file, (char *const *)argv);
+            /* As execvp: a directory of PATH that has no such program, or
+             * is not there, is passed; a file found but not runnable
+             * (ENOEXEC included) ends the search. */
+            if (errno == EACCES) {
+                denied = 1;
+            } else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE) {
+                return errno;
+            }
+        }
+        p += n + (p[n] == ':');
+    }
+    return denied ? EACCES : ENOENT;
+}
+
 static int mpi_name(const char *lib)
 {
     static const char *const prefixes[] = {"libmpi.", "libmpi_", "libmpich", "libmpifort",

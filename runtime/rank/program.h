@@ -11,6 +11,12 @@
  * PATH as execvp does), into out. 0 or -ENOENT. */
 int gs_program_resolve(const char *name, char *out, size_t len);
 
+/* Execs argv[0] (a path, or a name looked up in PATH) as Open MPI's orted
+ * starts a rank: an executable file the kernel cannot run (no "#!" line,
+ * not ELF) fails with ENOEXEC, where execvp would run it through /bin/sh.
+ * Returns only on failure, with the errno of the exec that decided. */
+int gs_program_exec(char *const argv[]);
+
 /* Whether the executable at path links an MPI library, from its dynamic
  * section (DT_NEEDED: libmpi*, libmpich*, libmpifort*, libmpicxx*,
  * libmpi_*): 1 it does, 0 it is a dynamic ELF executable that does not,
