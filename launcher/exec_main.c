@@ -12,6 +12,7 @@
 #include "gs_autoconf.h"
 
 #include "launcher/exec_main.h"
+#include "launcher/options.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -29,24 +30,30 @@
 #include "runtime/files/rundir.h"
 #include "runtime/core/limits.h"
 
-static const char usage[] =
+static const char usage_head[] =
     "usage: gsrun exec [options] [--] program [args]\n"
     "\n"
     "The rank prefix: put it in front of the program under a launcher that gsrun\n"
     "does not start, e.g.  mpiexec -n 16 gsrun exec ./app  or  srun gsrun exec ./app.\n"
-    "Each node's ranks share one MPS daemon per GPU, started by the node's first\n"
-    "rank and quit when its last rank exits (or the launcher does); under\n"
-    "--mps-share=node (the default outside a Slurm step) the daemons are the\n"
-    "user's, shared with the user's other jobs on the node.\n"
+    "Each node's first rank starts the node agent and one MPS server per GPU; the\n"
+    "other ranks wait for it. Under --mps-share=node (the default outside a Slurm\n"
+    "job step) the servers are the user's, shared with the user's other jobs on the\n"
+    "node, and stay up --mps-linger seconds (60) after the last of them (gsrun stop\n"
+    "ends them); under --mps-share=job they are the job's own and quit when the\n"
+    "node's last rank exits (or the launcher does).\n"
     "\n"
-    "Options: --mps, --mps-percentage, --mps-control, --mps-timeout,\n"
-    "--mps-memory-limit, --mps-clients-per-server, --mps-share, --mps-linger,\n"
-    "--mps-priority, --gpu-bind (as for gsrun), -v.\n"
+    "Options (each also as its variable; the option wins):\n";
+
+static const char usage_tail[] =
+    "  -h, --help                 show this help and exit\n"
+    "  --                         end of the options\n"
+    "\n"
     "Each rank's place on its node comes from PMIx or the launcher's variables\n"
     "(Open MPI, Slurm, Hydra/Intel MPI, MVAPICH, Cray PALS, IBM jsrun; Flux's\n"
     "local rank with GSRUN_LOCAL_SIZE), or from GSRUN_LOCAL_RANK and\n"
     "GSRUN_LOCAL_SIZE set for each rank; GSRUN_JOB_KEY may name the job when\n"
-    "its ranks on a node have no common parent process.\n";
+    "its ranks on a node have no common parent process. Run outside a launcher,\n"
+    "without them, it exits 2. See doc/launchers.md and gsrun(1).\n";
 
 /* Local rank 0 (or an unknown rank) says what concerns the whole node. */
 static int speaks_for_node(void)
@@ -72,8 +79,15 @@ static int parse(int argc, char **argv, gs_config_t *cfg, int *first, gs_error_t
             break;
         }
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(usage, stdout);
+            fputs(usage_head, stdout);
+            gs_usage_exec_options(stdout);
+            fputs(usage_tail, stdout);
             exit(0);
+        }
+        if (strcmp(a, "--verbose") == 0) {
+            cfg->verbose += cfg->verbose < 9;
+            i++;
+            continue;
         }
         if (a[0] == '-' && a[1] == 'v' && strspn(a + 1, "v") == strlen(a + 1)) {
             cfg->verbose += (int)strlen(a + 1);
@@ -93,15 +107,14 @@ static int parse(int argc, char **argv, gs_config_t *cfg, int *first, gs_error_t
         if (k == NULL || n >= sizeof(name) || !(k->fronts & GS_FRONT_GSRUN) || !k->valued ||
             strcmp(name, "launcher") == 0) {
             return gs_error_set(err, EINVAL,
-                                "gsrun exec: unknown option '%s' (see gsrun exec "
-                                "--help)",
+                                "unknown option '%s' (see gsrun exec --help)",
                                 a);
         }
         const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
         char origin[80];
         snprintf(origin, sizeof(origin), "--%s", name);
         if (value == NULL) {
-            return gs_error_set(err, EINVAL, "gsrun exec: --%s: missing value", name);
+            return gs_error_set(err, EINVAL, "--%s: missing value (see gsrun exec --help)", name);
         }
         if (gs_config_set(cfg, name, value, origin, err) != 0) {
             return -EINVAL;
@@ -110,7 +123,7 @@ static int parse(int argc, char **argv, gs_config_t *cfg, int *first, gs_error_t
     }
     *first = i;
     if (i >= argc) {
-        return gs_error_set(err, EINVAL, "gsrun exec: no program given (see gsrun exec --help)");
+        return gs_error_set(err, EINVAL, "no program given (see gsrun exec --help)");
     }
     return 0;
 }
@@ -125,7 +138,7 @@ int gs_exec_main(int argc, char **argv)
 
     gs_config_init(&cfg);
     if (gs_config_load_env(&cfg, &err) != 0 || parse(argc, argv, &cfg, &first, &err) != 0) {
-        fprintf(stderr, "gsrun: %s\n", err.text);
+        fprintf(stderr, "gsrun exec: %s\n", err.text);
         return GS_EXIT_USAGE;
     }
     char **prog = argv + first;
@@ -135,6 +148,18 @@ int gs_exec_main(int argc, char **argv)
     }
     if (cfg.mps == GS_MPS_OFF) {
         return run_plain(prog);
+    }
+    /* Outside any launcher (no launcher variable, no PMIx server) there is
+     * no node to join: a usage error, said before anything starts, not an
+     * MPS that failed to start. */
+    gs_local_t loc;
+    if (gs_discover_from_env(&loc, &err) != 0 && getenv("PMIX_NAMESPACE") == NULL &&
+        getenv("PMIX_SERVER_URI41") == NULL && getenv("PMIX_SERVER_URI4") == NULL &&
+        getenv("PMIX_SERVER_URI3") == NULL && getenv("PMIX_SERVER_URI2") == NULL) {
+        fprintf(stderr, "gsrun exec: %s (gsrun exec goes in front of the program under a "
+                        "launcher: see gsrun exec --help)\n",
+                err.text);
+        return GS_EXIT_USAGE;
     }
     /* The user's private base in this node's TMPDIR (as gsrun's own job
      * dirs): the shim's node leader chooses it (another user may have

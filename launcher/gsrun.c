@@ -24,6 +24,7 @@
 #include "runtime/wire/agentcmd.h"
 #include "runtime/rank/helper.h"
 #include "launcher/commands.h"
+#include "launcher/dryrun.h"
 #include "launcher/launchers.h"
 #include "launcher/options.h"
 #include "launcher/reports.h"
@@ -378,9 +379,7 @@ int main(int argc, char **argv)
         die(GS_EXIT_SETUP, "out of memory");
     }
     if (o.cfg.dry_run) {
-        printf("# gsrun %s: mps=%s percentage=%s control=%s timeout=%ds\n", PACKAGE_VERSION,
-               gs_config_mps_name(o.cfg.mps), getenv("GSRUN_MPS_PERCENTAGE"), o.cfg.control,
-               o.cfg.timeout_s);
+        gs_dryrun_print(stdout, &o.cfg, ranks_at_most);
         print_command(cmd);
         return 0;
     }

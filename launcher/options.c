@@ -25,8 +25,13 @@ static const char usage_tail[] =
     "  -V, --version              show the version and the build's features, and exit\n"
     "  --                         end of gsrun options (use it before an mpirun -v)\n"
     "\n"
-    "gsrun status [--json] lists the gsrun jobs on this node (yours; root: everyone's\n"
-    "in $TMPDIR, else /dev/shm): agent, MPS daemons and servers per GPU, cores,\n"
+    "By default (--mps-share=auto, outside a Slurm job step) your jobs on a node\n"
+    "share one MPS server per GPU, which stays up 60 s after your last job there\n"
+    "(--mps-linger) for the next one; gsrun stop ends it, --mps-share=job gives\n"
+    "each job servers of its own that end with it.\n"
+    "\n"
+    "gsrun status [--json] lists the gsrun jobs on this node (yours; root: everyone's)\n"
+    "in $TMPDIR (unset: /dev/shm): agent, MPS daemons and servers per GPU, cores,\n"
     "shares, ranks. Ranks in containers: doc/containers.md.\n"
     "gsrun stop ends your shared MPS on this node (the servers your jobs share and\n"
     "keep warm after them) once the jobs on it end, or at once.\n"
@@ -39,7 +44,8 @@ static const char usage_tail[] =
     "\n"
     "Exit status: the job's, exactly as the launcher reports it; before it starts:\n"
     "  2 bad option or GSRUN_* value, 69 MPS required but unavailable, 70 MPS failed\n"
-    "  to start, 71 unsafe run directory, 126/127 launcher not executable / not found.\n"
+    "  to start, 71 unsafe run directory, 126/127 launcher not executable / not found;\n"
+    "  after it: 75 gsrun ended the job after a GPU fault (--mps-fault-grace).\n"
     "See gsrun(1).\n";
 
 #define HELP_COL 29   /* where an option's text starts */
@@ -90,6 +96,16 @@ void gs_usage_print(FILE *f)
         }
     }
     fputs(usage_tail, f);
+}
+
+void gs_usage_exec_options(FILE *f)
+{
+    for (const gs_config_key_t *k = gs_config_keys; k->option != NULL; k++) {
+        if ((k->fronts & GS_FRONT_GSRUN) && k->help != NULL &&
+            (k->valued || k->short_opt != 0) && strcmp(k->option, "launcher") != 0) {
+            usage_option(f, k);
+        }
+    }
 }
 
 /* gsrun options that take a value (the settings table says which). */

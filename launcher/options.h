@@ -33,4 +33,8 @@ int gs_opts_parse(int argc, char **argv, gs_opts_t *o, gs_error_t *err);
 /* gsrun --help: its options from the settings table (gs_config_keys). */
 void gs_usage_print(FILE *f);
 
+/* The options of the rank prefix (gsrun exec -h): gsrun's valued settings
+ * but the launcher, and -v, from the same table and in the same form. */
+void gs_usage_exec_options(FILE *f);
+
 #endif

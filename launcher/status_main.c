@@ -44,7 +44,7 @@ int gs_status_main(int argc, char **argv)
             json = 1;
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             printf("Usage: gsrun status [--json]\n"
-                   "Lists the gsrun jobs on this node that run in $TMPDIR (default /tmp), and\n"
+                   "Lists the gsrun jobs on this node that run in $TMPDIR (unset: /dev/shm), and\n"
                    "batch jobs, Slurm steps and `gsrun exec` jobs in " GS_ROOT_RUNDIR ",\n"
                    "$TMPDIR/gsrun-<uid> and /tmp/gsrun-<uid>: the\n"
                    "caller's, or every user's for root (the caller's first); then names the\n"
@@ -113,7 +113,14 @@ int gs_status_main(int argc, char **argv)
             gs_status_print_placement(stdout, &placed, place, gpu_of);
         }
     } else {
-        printf("gsrun status: node %s: %d job%s in %s\n", node, n, n == 1 ? "" : "s", where);
+        /* The shared agents are listed with the jobs but are none. */
+        int shared = 0;
+        for (int i = 0; i < n; i++) {
+            shared += strcmp(jobs[i].shared, "node") == 0;
+        }
+        printf("gsrun status: node %s: %d job%s%s in %s\n", node, n - shared,
+               n - shared == 1 ? "" : "s",
+               shared == 0 ? "" : shared == 1 ? " and a shared MPS" : " and shared MPS", where);
         gs_status_print_text(stdout, jobs, n, gs_proc_wall_ms());
         if (have_place) {
             gs_status_print_placement(stdout, &placed, place, gpu_of);

@@ -264,13 +264,16 @@ const gs_config_key_t gs_config_keys[] = {
     {"mps-percentage", "GSRUN_MPS_PERCENTAGE", "auto, off, or a number from 1 to 100", "percentage",
      ALL_FRONTS, 1, set_pct, fmt_pct, "auto|off|N",
      "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE per rank: auto is min(100, 200/n) for n ranks on an MPS "
-     "server (unset for a program that links no MPI library), off leaves it unset "
+     "server (unset for an executable that links no MPI library; a script or interpreter "
+     "gets it), off leaves it unset "
      "(independent ranks, ensembles: use off; which fits which job: doc/tuning.md), N is a "
      "number from 1 to 100",
      0},
     {"mps-control", "GSRUN_MPS_CONTROL", "the path of nvidia-cuda-mps-control", "control",
      ALL_FRONTS, 1, set_control, fmt_control, "PATH",
-     "nvidia-cuda-mps-control to use (default: found in PATH)", 0},
+     "nvidia-cuda-mps-control to use (default: found in PATH, else in /usr/bin, "
+     "/usr/local/nvidia/bin or /usr/local/cuda/bin)",
+     0},
     {"mps-timeout", "GSRUN_MPS_TIMEOUT", "whole seconds from 1 to 3600", "timeout", ALL_FRONTS, 1,
      set_timeout, fmt_timeout, "SECONDS", "bound on starting MPS, 1 to 3600 (default 30)", 0},
     {"gpu-bind", "GSRUN_GPU_BIND", "closest or none", "gpu_bind",
