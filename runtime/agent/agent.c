@@ -257,7 +257,7 @@ static gs_agent_state_t provisioning(gs_agent_t *a)
 
     memset(&a->plan, 0, sizeof(a->plan));
     if (n == 0) {
-        snprintf(msg, sizeof(msg), "no NVIDIA GPU found on this node (%s)", a->gpus.reason);
+        snprintf(msg, sizeof(msg), "no NVIDIA GPU found on this node: %s", a->gpus.reason);
     } else if (!a->have_control) {
         snprintf(msg, sizeof(msg), "%s", a->control_error);
     } else if (gs_daemons_start(&a->daemons, &a->gpus, n, &err) != 0) {
@@ -301,7 +301,7 @@ static gs_agent_state_t sharing(gs_agent_t *a)
 {
     memset(&a->plan, 0, sizeof(a->plan));
     if (a->gpus.count == 0) {
-        snprintf(a->plan.reason, sizeof(a->plan.reason), "no NVIDIA GPU found on this node (%s)",
+        snprintf(a->plan.reason, sizeof(a->plan.reason), "no NVIDIA GPU found on this node: %s",
                  a->gpus.reason);
         return fail(a, GS_EXIT_UNAVAILABLE, a->plan.reason, 1);
     }
@@ -357,7 +357,7 @@ static void publish_start(gs_agent_t *a, int mps_failed, char *msg, size_t len)
     if (mps_failed) {
         gs_agent_publish_without_mps(a, GS_STATE_OFF, 1, 0, msg, 1);
     } else if (!a->plan.use_mps && a->gpus.count == 0 && cfg->mps != GS_MPS_OFF) {
-        snprintf(msg, len, "no NVIDIA GPU found on this node (%s); running without MPS",
+        snprintf(msg, len, "no NVIDIA GPU found on this node: %s; running without MPS",
                  a->gpus.reason);
         gs_agent_publish_without_mps(a, GS_STATE_OFF, 1, 0, msg, 1);
     } else if (!a->plan.use_mps) {

@@ -47,7 +47,11 @@ void gs_agent_publish_without_mps(gs_agent_t *a, gs_state_kind_t kind, int notic
 {
     gs_state_t *st = calloc(1, sizeof(*st));
     const char *word = kind == GS_STATE_ERROR ? "error\n" : "ok\n";
-    gs_report_add(&a->report, 0, "%s%s", kind == GS_STATE_OFF ? "MPS off: " : "", msg);
+    /* A notice is printed by the node's first rank as the job starts:
+     * the report (-v) would say it a second time. */
+    if (kind != GS_STATE_OFF || !notice) {
+        gs_report_add(&a->report, 0, "%s%s", kind == GS_STATE_OFF ? "MPS off: " : "", msg);
+    }
     if (st == NULL) {
         publish(a, NULL, word);
         return;
@@ -148,16 +152,23 @@ void gs_agent_confirm_servers(gs_agent_t *a, int job_long)
         char who[48];
         gs_daemons_label(&a->daemons, g, who, sizeof(who));
         if (a->daemons.borrowed) {
-            char server[32] = "starting"; /* the shared agent lists a new one later */
-            if (d->server_pid[0] > 0) {
-                snprintf(server, sizeof(server), "%d", (int)d->server_pid[0]);
+            /* The shared agent lists a new server's PIDs later: until
+             * then there is nothing to name. */
+            char pids[200] = "starting";
+            if (d->daemon_pid > 0) {
+                snprintf(pids, sizeof(pids), "control daemon %d on %s, server ", (int)d->daemon_pid,
+                         a->daemons.pinned[g][0] ? a->daemons.pinned[g] : "no core");
+                size_t l = strlen(pids);
+                if (d->server_pid[0] > 0) {
+                    snprintf(pids + l, sizeof(pids) - l, "%d", (int)d->server_pid[0]);
+                } else {
+                    snprintf(pids + l, sizeof(pids) - l, "starting");
+                }
             }
             gs_report_add(&a->report, 0,
-                          "%s (%s, %s): the user's shared MPS server %d (control daemon %d on "
-                          "%s, server %s), %d rank%s at %s%%",
-                          who, a->servers.gpu[g].name, d->uuid, a->share_server[g],
-                          (int)d->daemon_pid, a->daemons.pinned[g], server, s->nranks,
-                          s->nranks == 1 ? "" : "s", pct);
+                          "%s (%s, %s): the user's shared MPS server %d (%s), %d rank%s at %s%%",
+                          who, a->servers.gpu[g].name, d->uuid, a->share_server[g], pids,
+                          s->nranks, s->nranks == 1 ? "" : "s", pct);
             continue;
         }
         if (a->o->cfg.prestart) {

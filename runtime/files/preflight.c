@@ -28,11 +28,21 @@ int gs_preflight_warnings(const char *shm_dir, char (*out)[256], int max)
 
     if (n < max && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
         rl.rlim_cur < GS_PREFLIGHT_MIN_NOFILE) {
-        snprintf(out[n++], 256,
-                 "the open-file limit is %llu; mpirun and MPS need several descriptors per rank: "
-                 "raise it with 'ulimit -n %d' (hard limit %llu)",
-                 (unsigned long long)rl.rlim_cur, GS_PREFLIGHT_MIN_NOFILE * 4,
-                 (unsigned long long)rl.rlim_max);
+        /* Advise only what ulimit can do: up to the hard limit. */
+        unsigned long long cur = rl.rlim_cur, want = GS_PREFLIGHT_MIN_NOFILE * 4;
+        int capped = rl.rlim_max != RLIM_INFINITY && (unsigned long long)rl.rlim_max < want;
+        if (capped && rl.rlim_max <= rl.rlim_cur) {
+            snprintf(out[n++], 256,
+                     "the open-file limit is %llu, and so is its hard limit; mpirun and MPS need "
+                     "several descriptors per rank: ask the admin to raise it",
+                     cur);
+        } else {
+            snprintf(out[n++], 256,
+                     "the open-file limit is %llu; mpirun and MPS need several descriptors per "
+                     "rank: raise it with 'ulimit -n %llu'%s",
+                     cur, capped ? (unsigned long long)rl.rlim_max : want,
+                     capped ? " (its hard limit)" : "");
+        }
     }
     if (n < max && statvfs(shm, &sv) == 0) {
         unsigned long long free_mb = (unsigned long long)sv.f_bavail * sv.f_frsize >> 20;

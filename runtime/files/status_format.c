@@ -17,6 +17,17 @@ static void gpu_name(FILE *f, const gs_status_server_t *x, int job_gpu, int shar
     }
 }
 
+/* A server's PID, or that its daemon has not started it (no PID yet: MPS
+ * starts a server when the first client comes, unless pre-started). */
+static void server_pid(FILE *f, int pid)
+{
+    if (pid > 0) {
+        fprintf(f, "server %d", pid);
+    } else {
+        fprintf(f, "no server process yet");
+    }
+}
+
 void gs_status_print_text(FILE *f, const gs_status_t *s, int n, long long now_ms)
 {
     for (int j = 0; j < n; j++, s++) {
@@ -39,11 +50,14 @@ void gs_status_print_text(FILE *f, const gs_status_t *s, int n, long long now_ms
             for (int g = 0; g < s->nservers; g++) {
                 const gs_status_server_t *x = &s->server[g];
                 gpu_name(f, x, x->gpu, 1);
-                fprintf(f, " server %d of %d (%s, %s): ", x->server, x->gpu_servers, x->name,
-                        x->uuid);
+                if (x->gpu_servers > 1) {
+                    fprintf(f, " server %d of %d", x->server, x->gpu_servers);
+                }
+                fprintf(f, " (%s, %s): ", x->name, x->uuid);
                 if (x->daemon_pid > 0) {
-                    fprintf(f, "daemon %d on %s, server %d, pipe %s, ", x->daemon_pid, x->core,
-                            x->server_pid, x->pipe_dir);
+                    fprintf(f, "daemon %d on %s, ", x->daemon_pid, x->core);
+                    server_pid(f, x->server_pid);
+                    fprintf(f, ", pipe %s, ", x->pipe_dir);
                 } else {
                     fprintf(f, "control daemon exited, ");
                 }
@@ -79,8 +93,9 @@ void gs_status_print_text(FILE *f, const gs_status_t *s, int n, long long now_ms
             }
             fprintf(f, " (%s, %s):", x->name, x->uuid);
             if (x->daemon_pid > 0) {
-                fprintf(f, " daemon %d on %s, server %d, %s%%, pipe %s,", x->daemon_pid, x->core,
-                        x->server_pid, x->pct[0] ? x->pct : "100",
+                fprintf(f, " daemon %d on %s, ", x->daemon_pid, x->core);
+                server_pid(f, x->server_pid);
+                fprintf(f, ", %s%%, pipe %s,", x->pct[0] ? x->pct : "100",
                         x->pipe_dir[0] ? x->pipe_dir : "?");
             }
             fprintf(f, " ranks %s: %d registered, %d alive", x->ranks[0] ? x->ranks : "none",

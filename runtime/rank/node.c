@@ -400,7 +400,7 @@ void gs_node_print_plan(FILE *f, const char *node, const gs_state_t *st, const c
             if (s->gpu_servers > 1) {
                 snprintf(server, sizeof(server), " (server %d of %d)", s->server, s->gpu_servers);
             }
-            fprintf(f, "gsrun: node %s: MPS on %s%s for %d local rank%s at %s%% (found %s)\n",
+            fprintf(f, "gsrun: node %s: MPS on %s%s for %d local rank%s at %s%% (local ranks from %s)\n",
                     node, s->uuid, server, s->nranks, s->nranks == 1 ? "" : "s",
                     s->pct_set ? s->pct : "100", source);
         }

@@ -31,7 +31,7 @@ for way in pmix env; do
     out=$(job $way 2>&1)
     rc=$?
     n=$(echo "$out" | grep -c "^rank=.* local=[0-9]*/$np mps=1 ")
-    src=$(echo "$out" | sed -n 's/.*(found \([a-z]*\)).*/\1/p' | head -1)
+    src=$(echo "$out" | sed -n 's/.*(local ranks from \([a-z]*\)).*/\1/p' | head -1)
     echo "# discovery=$way: status $rc, $n of $np ranks under MPS with their local rank (found by: $src)"
     [ "$n" -eq "$np" ] || echo "$out" | grep -v "^rank=" | head -5 | sed 's/^/#   /'
 done

@@ -124,7 +124,7 @@ else
     check "Hydra mpiexec, 3 hosts x 4 ranks, gsrun exec: status 0 ($rc)$HRETRY" [ $rc -eq 0 ] || diag $J/hy.err
     check_ranks "  ..." $J/hy.out $J/hy.err
     check "  ... MPI ranks 0-11 of 12" [ "$(grep -o '^rank=[0-9]* size=12 ' $J/hy.out | sort -u | wc -l)" -eq 12 ]
-    check "  ... found the local ranks in Hydra's variables" [ "$(grep -c "(found hydra)" $J/hy.err)" -eq 3 ]
+    check "  ... found the local ranks in Hydra's variables" [ "$(grep -c "(local ranks from hydra)" $J/hy.err)" -eq 3 ]
     check "  ... nothing left on any host (within 5 s: Hydra does not wait for the agents)" clean_within 5000 "$t0"
 
     # The ranks talking across the hosts.

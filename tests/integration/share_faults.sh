@@ -121,7 +121,7 @@ clean_share "a shared agent killed between a job's ranks"
 job "$OUT.1" "$ERR.1" -np 2 "$PROG" --sleep 4000 &
 job "$OUT.2" "$ERR.2" -np 2 "$PROG" --sleep 4000 &
 wait_status "$OUT.st" "jobs gsrun\.[A-Za-z0-9]*:2 gsrun\.[A-Za-z0-9]*:2"
-dpid=$(sed -n 's/^  GPU 0 server 0 of 1 .*: daemon \([0-9]*\) on .*/\1/p' "$OUT.st" | head -1)
+dpid=$(sed -n 's/^  GPU 0 (.*: daemon \([0-9]*\) on .*/\1/p' "$OUT.st" | head -1)
 [ -n "$dpid" ] && kill -9 "$dpid"
 wait_status "$OUT.st" "control daemon exited, jobs"
 st=$?

@@ -25,7 +25,7 @@ rm -rf "$TMPDIR/gsrun.alive1" "$TMPDIR/gsrun.fresh1"
 check_clean "stale directories"
 
 # Pre-flight warnings: a low open-file limit.
-(ulimit -n 256 && gsrun_fake 1 -np 2 "$PROG" >"$OUT" 2>"$ERR")
+(ulimit -Sn 256 && gsrun_fake 1 -np 2 "$PROG" >"$OUT" 2>"$ERR")
 check "ulimit -n 256: a warning saying what to raise" grep -q "warning: the open-file limit is 256.*ulimit -n 4096" "$ERR"
 check_clean "low ulimit"
 finish
