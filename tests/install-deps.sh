@@ -1,12 +1,21 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# Installs what gsrun needs to build and test on Debian or Ubuntu.
-# Runs apt-get as root, or through sudo.
+# Installs what gsrun needs on Debian or Ubuntu, through apt-get as root or
+# through sudo:
+#   tests/install-deps.sh build   what building gsrun and running a job need:
+#                                 the compiler, autotools, pkg-config and Open
+#                                 MPI (examples/quickstart.sh);
+#   tests/install-deps.sh         all that the whole test suite uses besides
+#                                 (tests/run-all.sh): PMIx, hwloc, cmocka,
+#                                 Slurm's daemons, MPICH, the packaging tools,
+#                                 Charliecloud and podman.
 set -e
-pkgs="build-essential autoconf automake pkg-config libopenmpi-dev openmpi-bin libpmix-dev
-      libhwloc-dev hwloc libcmocka-dev iproute2 procps util-linux debootstrap
+pkgs="build-essential autoconf automake pkg-config libopenmpi-dev openmpi-bin"
+if [ "${1:-}" != build ]; then
+    pkgs="$pkgs libpmix-dev libhwloc-dev hwloc libcmocka-dev iproute2 procps util-linux debootstrap
       slurmctld slurmd slurm-client libslurm-dev
       dpkg-dev debhelper lintian rpm lmod mpich libmpich-dev charliecloud-runtime podman"
+fi
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
