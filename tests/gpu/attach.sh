@@ -69,13 +69,18 @@ clean() { # nothing of MPS left after a case
 # 1. The pipe dir removed: each rank's own context, time-sliced.
 run p -v -np 4 env -u CUDA_MPS_PIPE_DIRECTORY "$P" --sleep 4000
 sleep 3
-types=$(nvidia-smi --query-compute-apps=pid,process_name --format=csv,noheader | grep -c mps_probe)
 smi=$(nvidia-smi | grep mps_probe | awk '{print $(NF-3)}' | sort | uniq -c | tr -s ' ' | tr '\n' ';')
+c=$(nvidia-smi | grep mps_probe | awk '{print $(NF-3)}' | grep -cx 'C')
+mc=$(nvidia-smi | grep mps_probe | awk '{print $(NF-3)}' | grep -cx 'M+C')
 waitrc p
 n=$(grep -c 'without MPS: its program was started without CUDA_MPS_PIPE_DIRECTORY' "$T/p.err")
-echo "# nvidia-smi's types of the 4 ranks while they ran: $smi"
-check "1. pipe dir removed: $n of 4 ranks told, the first $(first_ms p 'without MPS') ms after the start, while the job ran (it ended at $(cat "$T/p.end") ms)" \
-    [ "$n" = 4 ] && [ "$(first_ms p 'without MPS')" -lt "$(cat "$T/p.end")" ] || sed 's/^/# /' "$T/p.err"
+first=$(first_ms p 'without MPS')
+# One condition per verdict, inside the command check runs: an empty time
+# fails the comparison instead of passing unseen.
+check "1. pipe dir removed: $n of 4 ranks told, the first ${first:-never} ms after the start, while the job ran (it ended at $(cat "$T/p.end") ms)" \
+    eval "[ '$n' = 4 ] && [ -n '$first' ] && [ '$first' -lt '$(cat "$T/p.end")' ]" || sed 's/^/# /' "$T/p.err"
+check "  ... nvidia-smi agrees while they ran: $c of 4 of type C, $mc of type M+C ($smi)" \
+    eval "[ '$c' = 4 ] && [ '$mc' = 0 ]"
 grep -m1 'without MPS' "$T/p.err" | sed 's/^/#   /'
 check "  ... the summary: $(grep -o 'served [^;]*; [^;]*' "$T/p.err")" grep -q "served 0 of 4 ranks as MPS clients; 4 ran on the GPU without MPS" "$T/p.err"
 clean

@@ -79,13 +79,17 @@ all_clients() { # every rank an MPS client: nvidia-smi and gsrun agree
     [ "$(cat "$T/$1.rc")" = 0 ] && [ "$(cut -d' ' -f1 "$T/$1.types")" = $n ] &&
         [ "$(cut -d' ' -f2 "$T/$1.types")" = 0 ] && [ "$(served "$1")" = "served $n of $n" ]
 }
-# told_all NAME WHAT PATTERN: every rank of case NAME ran without MPS and
-# was told (a line matching PATTERN each); the first such line shown.
+# told_all NAME WHAT PATTERN: every rank of case NAME ran without MPS (as
+# nvidia-smi saw them: n of type C, none M+C) and was told (a line matching
+# PATTERN each); the first such line shown.
 told_all() {
-    local told
+    local told mc c
     told=$(grep -c "$3" "$T/$1.err")
+    mc=$(cut -d' ' -f1 "$T/$1.types")
+    c=$(cut -d' ' -f2 "$T/$1.types")
     check "$2: $(types "$1"); $told of $n ranks told; gsrun $(served "$1")" \
-        eval "[ $told = $n ] && [ '$(served "$1")' = 'served 0 of $n' ]" || sed 's/^/# /' "$T/$1.err" | tail -20
+        eval "[ '$told' = $n ] && [ '$mc' = 0 ] && [ '$c' = $n ] && [ '$(served "$1")' = 'served 0 of $n' ]" ||
+        sed 's/^/# /' "$T/$1.err" | tail -20
     grep -m1 "$3" "$T/$1.err" | sed 's/^/#   /'
 }
 clean() {
