@@ -34,7 +34,12 @@
  *                            compute and the MPS listing, as on driver 580) or
  *                            "<GPU> plain" (a context without MPS: compute
  *                            listing only), listed while process <pid> lives
- *                            (tests/progs/rank_report --mps-client writes it)
+ *                            (tests/progs/rank_report --mps-client writes it; a
+ *                            test may write one for a process of another user)
+ *
+ * Both process listings keep NVML's contract: an array too small for them
+ * all gets none of them (NVML_ERROR_INSUFFICIENT_SIZE, *count the number
+ * needed), as the real library answers.
  *
  * A MIG instance's handle is 0x10000 + 0x100 * GPU + instance. */
 #include <dirent.h>
@@ -344,16 +349,47 @@ static unsigned long long default_mib(unsigned int pid)
     return strncmp(comm_of(pid, comm, sizeof(comm)), "nvidia-cuda-mps", 15) == 0 ? 66 : 520;
 }
 
+/* The processes a listing found, gathered before any is handed out: NVML
+ * writes no entry when they do not fit (see list_out). */
+typedef struct {
+    proc_info_t *p;
+    unsigned int n, room;
+} found_t;
+
 /* mib: ~0ULL for "not available" (NVML's all ones). */
-static void put_proc(proc_info_t *info, unsigned int room, unsigned int *n, unsigned int pid,
-                     unsigned long long mib)
+static void put_proc(found_t *f, unsigned int pid, unsigned long long mib)
 {
-    if (*n < room && info != NULL) {
-        memset(&info[*n], 0, sizeof(info[*n]));
-        info[*n].pid = pid;
-        info[*n].used = mib == ~0ULL ? ~0ULL : mib << 20;
+    if (f->n == f->room) {
+        unsigned int room = f->room ? 2 * f->room : 64;
+        proc_info_t *p = realloc(f->p, room * sizeof(*p));
+        if (p == NULL) {
+            return;
+        }
+        f->p = p;
+        f->room = room;
     }
-    (*n)++;
+    memset(&f->p[f->n], 0, sizeof(f->p[f->n]));
+    f->p[f->n].pid = pid;
+    f->p[f->n].used = mib == ~0ULL ? ~0ULL : mib << 20;
+    f->n++;
+}
+
+/* NVML's contract, as the real library keeps it (driver 580): *count in,
+ * the room; out, how many there are. When they do not fit: *count says how
+ * many are needed, NVML_ERROR_INSUFFICIENT_SIZE (7), and no entry is
+ * written (the caller's array is left as it was). */
+static int list_out(found_t *f, unsigned int *count, proc_info_t *info)
+{
+    unsigned int room = *count;
+    int rc = NVML_SUCCESS;
+    *count = f->n;
+    if (f->n > room) {
+        rc = 7;
+    } else if (f->n > 0 && info != NULL) {
+        memcpy(info, f->p, f->n * sizeof(*info));
+    }
+    free(f->p);
+    return rc;
 }
 
 /* A live process (not a zombie). */
@@ -373,7 +409,7 @@ static int lives(unsigned int pid)
 }
 
 /* The contexts in FAKE_NVML_CTX_DIR on gpu; MPS clients only when mps_only. */
-static void ctx_dir(int gpu, int mps_only, proc_info_t *info, unsigned int room, unsigned int *n)
+static void ctx_dir(int gpu, int mps_only, found_t *found)
 {
     const char *d = getenv("FAKE_NVML_CTX_DIR");
     DIR *dir = d != NULL ? opendir(d) : NULL;
@@ -390,7 +426,7 @@ static void ctx_dir(int gpu, int mps_only, proc_info_t *info, unsigned int room,
         int ok = fscanf(f, "%d %15s", &g, kind) == 2;
         fclose(f);
         if (ok && g == gpu && (!mps_only || strcmp(kind, "mps") == 0) && lives(pid)) {
-            put_proc(info, room, n, pid, default_mib(pid));
+            put_proc(found, pid, default_mib(pid));
         }
     }
     if (dir != NULL) {
@@ -405,12 +441,11 @@ static int in_shared_agent(void)
     return strcmp(comm_of((unsigned int)getpid(), comm, sizeof(comm)), "gsrun-share\n") == 0;
 }
 
-/* NVML's contract: *count in, the room; out, how many (NVML_ERROR_
- * INSUFFICIENT_SIZE, 7, when they do not fit). */
+/* NVML's contract: list_out. */
 int nvmlDeviceGetComputeRunningProcesses_v3(void *dev, unsigned int *count, proc_info_t *info)
 {
     char buf[32];
-    unsigned int n = 0, room = *count;
+    found_t found = {NULL, 0, 0};
     const char *ms = getenv("FAKE_NVML_PROCS_MS"), *hang = getenv("FAKE_NVML_PROCS_HANG");
     if (ms != NULL && atoi(ms) > 0) {
         struct timespec t = {atoi(ms) / 1000, (long)(atoi(ms) % 1000) * 1000000L};
@@ -432,21 +467,19 @@ int nvmlDeviceGetComputeRunningProcesses_v3(void *dev, unsigned int *count, proc
         if (buf[at] == ':') {
             mib = strcmp(buf + at + 1, "na") == 0 ? ~0ULL : strtoull(buf + at + 1, NULL, 10);
         }
-        put_proc(info, room, &n, pid, mib);
+        put_proc(&found, pid, mib);
     }
     if ((unsigned long)dev < MIG_BASE) {
-        ctx_dir(gpu_of(dev), 0, info, room, &n);
+        ctx_dir(gpu_of(dev), 0, &found);
     }
-    *count = n;
-    return n > room ? 7 : NVML_SUCCESS;
+    return list_out(&found, count, info);
 }
 
 int nvmlDeviceGetMPSComputeRunningProcesses_v3(void *dev, unsigned int *count, proc_info_t *info)
 {
-    unsigned int n = 0, room = *count;
+    found_t found = {NULL, 0, 0};
     if ((unsigned long)dev < MIG_BASE) {
-        ctx_dir(gpu_of(dev), 1, info, room, &n);
+        ctx_dir(gpu_of(dev), 1, &found);
     }
-    *count = n;
-    return n > room ? 7 : NVML_SUCCESS;
+    return list_out(&found, count, info);
 }
