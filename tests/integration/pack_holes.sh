@@ -268,9 +268,12 @@ listed=$(echo "$line" | grep -o "exec-x*-[0-9]*:1" | wc -l)
 more=$(echo "$line" | sed -n 's/.* and \([0-9]*\) more$/\1/p')
 check "6b. 30 jobs on GPU 0: $listed listed whole and ${more:-0} more counted (30)" \
     [ $((listed + ${more:-0})) -eq 30 -a "$(echo "$line" | grep -c '30 jobs, 30 ranks')" -eq 1 ] || diag "$OUT.st"
-check "  ... the JSON too ($(grep -o '"job":"exec-x*-[0-9]*"' "$OUT.json" | wc -l) jobs and \"more_jobs\")" \
-    [ $(($(grep -o '"job":"exec-x*-[0-9]*"' "$OUT.json" | wc -l) + $(sed -n 's/.*"more_jobs":\([0-9]*\),"jobs":\[{"job":"exec-x.*/\1/p' "$OUT.json"))) -eq 30 ] ||
-    diag "$OUT.json"
+# The field read first, so that a missing one fails the check (an empty
+# $((...)) would drop the whole command line, verdict and diag included).
+jl=$(grep -o '"job":"exec-x*-[0-9]*"' "$OUT.json" | wc -l)
+mj=$(sed -n 's/.*"more_jobs":\([0-9]*\),"jobs":\[{"job":"exec-x.*/\1/p' "$OUT.json")
+check "  ... the JSON too ($jl jobs and \"more_jobs\" ${mj:-missing})" \
+    eval "[ -n '$mj' ] && [ $((jl + ${mj:-0})) -eq 30 ]" || diag "$OUT.json"
 check "6c. an entry's escape sequence is not printed raw" \
     eval "! grep -q \$'\\033' '$OUT.st' && grep -q 'exec-?\\[2J-esc' '$OUT.st'" || diag "$OUT.st"
 kill $hold 2>/dev/null
