@@ -66,6 +66,24 @@ static void program(pid_t pid, char *buf, size_t len)
     gs_status_clean(buf);
 }
 
+/* The real uid of a live process, or -1. */
+static long proc_uid(pid_t pid)
+{
+    char path[64], line[256];
+    long uid = -1;
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "re");
+    while (f != NULL && uid < 0 && fgets(line, sizeof(line), f) != NULL) {
+        if (sscanf(line, "Uid: %ld", &uid) != 1) {
+            uid = -1;
+        }
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    return uid;
+}
+
 /* The local rank pid registered as in a job's status ("<rank>:<pid> ..."),
  * or -1. */
 static int rank_in(const char *pids, pid_t pid)
@@ -152,10 +170,15 @@ void gs_agent_fault_who(const gs_agent_t *a, const pid_t *pids, int n, int named
         for (; j < njobs && r < 0; j++) {
             r = strcmp(jobs[j].job, self) != 0 ? rank_in(jobs[j].pids, pids[i]) : -1;
         }
+        long uid = proc_uid(pids[i]);
         if (r >= 0) {
             snprintf(text, sizeof(text), "job %s's rank %d", jobs[j - 1].job, r);
-        } else {
+        } else if (uid == (long)getuid()) {
             snprintf(text, sizeof(text), "a process of the user's");
+        } else if (uid >= 0) {
+            snprintf(text, sizeof(text), "a process of uid %ld, not the user's", uid);
+        } else {
+            snprintf(text, sizeof(text), "a process that has ended");
         }
         name_process(buf, len, &used, text, pids[i]);
     }
@@ -221,13 +244,88 @@ static int mark_faulted(gs_agent_t *a, const pid_t *pids, int n)
 {
     int hit = 0;
     for (int i = 0; i < n; i++) {
-        int r = gs_attach_rank_of(&a->attach, pids[i], "/proc");
+        int r = gs_attach_rank_named(&a->attach, pids[i], "/proc");
         hit |= r >= 0 && gs_attach_set(&a->attach, r, GS_ATTACH_FAULTED, pids[i], -1);
     }
-    if (hit && a->fault_at_ms == 0) {
+    if (hit && a->fault_at_ms <= 0) {
         a->fault_at_ms = gs_proc_now_ms();
     }
     return hit;
+}
+
+/* Asks entry g's control daemon for its word on the fault its log tells
+ * (kept: a FAULT is not forgotten for a later ACTIVE). */
+static void ask_word(gs_agent_t *a, int g)
+{
+    gs_daemons_t *ds = &a->daemons;
+    gs_mps_word_t w;
+    gs_error_t err;
+    if (a->fault_word[g].asked && a->fault_word[g].fault == 1) {
+        return;
+    }
+    int rc = gs_mps_ask_word(&ds->daemon[g], ds->control, 1, FAULT_ASK_MS, &w, &err);
+    a->fault_word[g].asked = 1;
+    a->fault_word[g].fault = rc != 0 ? -2 : w.fault;
+    a->fault_word[g].n = 0;
+    for (int i = 0; rc == 0 && i < w.nclients && i < GS_MPS_HEALTH_PIDS; i++) {
+        a->fault_word[g].clients[a->fault_word[g].n++] = w.clients[i];
+    }
+}
+
+/* Whether process pid has ended (gone, or a zombie). */
+static int ended(pid_t pid)
+{
+    char buf[64];
+    return gs_proc_stat_fields(NULL, pid, buf, sizeof(buf)) != 0 || buf[0] == 'Z';
+}
+
+/* Whether entry g's daemon named pid among its faulted server's clients. */
+static int word_lists(const gs_agent_t *a, int g, pid_t pid)
+{
+    for (int j = 0; j < a->fault_word[g].n; j++) {
+        if (a->fault_word[g].clients[j] == pid) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The clients of entry g's fault that its daemon bears out: those of the
+ * log's list it names as the faulted server's clients, and those that have
+ * ended since (a client the fault ended often exits at once, before the
+ * daemon is asked; a live process it does not list was no client), or,
+ * when that leaves none, every client it names (MPS ends them all). */
+static int confirmed_hits(const gs_agent_t *a, int g, pid_t *out)
+{
+    const gs_mps_health_t *h = &a->daemons.health[g];
+    int n = 0, k = a->fault_word[g].n;
+    for (int i = 0; i < h->nhit; i++) {
+        if (word_lists(a, g, h->hit[i]) || ended(h->hit[i])) {
+            out[n++] = h->hit[i];
+        }
+    }
+    for (int j = 0; n == 0 && j < k; j++) {
+        out[j] = a->fault_word[g].clients[j];
+    }
+    return n > 0 ? n : k;
+}
+
+/* Entry g's log tells a fault its daemon does not bear out: told with -v,
+ * nothing retired, no rank marked; the log's fault forgotten. */
+static void not_taken(gs_agent_t *a, int g, const char *label)
+{
+    const gs_mps_health_t *h = &a->daemons.health[g];
+    int w = a->fault_word[g].fault;
+    gs_report_add(&a->report, 1,
+                  "%s (%s): its MPS log says a fatal GPU fault at %s, but %s: not taken as a "
+                  "fault (nothing retired, no rank ended; lines another process wrote there?)",
+                  label, a->daemons.daemon[g].uuid, h->at[0] ? h->at : "?",
+                  w == 0    ? "the MPS control daemon reports its server ACTIVE and a process the "
+                              "lines name still runs"
+                  : w == -1 ? "the MPS control daemon tells no server status (an older driver)"
+                            : "the MPS control daemon did not answer");
+    gs_mps_health_dismiss(&a->daemons.health[g]);
+    a->fault_word[g].asked = a->fault_word[g].fault = 0;
 }
 
 /* Entry g's server faulted and MPS listed the clients it ended. */
@@ -236,35 +334,32 @@ static void on_fault(gs_agent_t *a, int g)
     gs_daemons_t *ds = &a->daemons;
     const gs_mps_health_t *h = &ds->health[g];
     char label[48], who[400], pids[GS_MPS_HEALTH_PIDS * 12], at[32], uuid[96];
+    pid_t hit[GS_MPS_HEALTH_PIDS];
     gs_error_t err;
 
     gs_daemons_label(ds, g, label, sizeof(label));
     snprintf(uuid, sizeof(uuid), "%s", ds->daemon[g].uuid);
     /* The log is the user's to write (any process of theirs can append a
-     * fault's lines); the control daemon is not: a fault it denies retires
-     * nothing and is told to no job. One that does not answer is taken at
-     * the log's word, as before. */
-    pid_t named[GS_MPS_HEALTH_PIDS + 1];
-    int nnamed = 0;
-    for (int i = 0; i < h->nhit && nnamed < GS_MPS_HEALTH_PIDS; i++) {
-        named[nnamed++] = h->hit[i];
+     * fault's lines); the control daemon is not: only a server it says is
+     * in FAULT is a fault, and only the clients it names were ended. */
+    ask_word(a, g);
+    /* A fault over before the daemon was asked (every client it ended has
+     * exited, as most do at once: MPS says ACTIVE again then) is one when
+     * every process the log named has ended and the daemon lists none:
+     * lines naming a live process (a stray writer's) are no fault. */
+    int over = a->fault_word[g].fault == 0 && h->nhit > 0;
+    for (int i = 0; i < h->nhit && over; i++) {
+        over = ended(h->hit[i]) && !word_lists(a, g, h->hit[i]);
     }
-    if (h->named > 0) {
-        named[nnamed++] = h->named;
-    }
-    if (gs_mps_fault_confirmed(&ds->daemon[g], ds->control, named, nnamed, FAULT_ASK_MS, &err) ==
-        0) {
-        gs_report_add(&a->report, 1,
-                      "%s (%s): its MPS log says a fatal GPU fault at %s, but the MPS control "
-                      "daemon reports its server ACTIVE and serving the clients named: not "
-                      "taken as a fault (lines another process wrote there)",
-                      label, uuid, h->at[0] ? h->at : "?");
-        gs_mps_health_dismiss(&ds->health[g]);
+    if (a->fault_word[g].fault != 1 && !over) {
+        not_taken(a, g, label);
         return;
     }
+    int nhit = confirmed_hits(a, g, hit);
+    a->fault_word[g].asked = a->fault_word[g].fault = 0; /* the next fault is asked anew */
     snprintf(at, sizeof(at), "%s", h->at[0] ? h->at : "?");
-    gs_agent_fault_who(a, h->hit, h->nhit, 0, who, sizeof(who));
-    gs_mps_health_pids(h->hit, h->nhit, pids, sizeof(pids));
+    gs_agent_fault_who(a, hit, nhit, 0, who, sizeof(who));
+    gs_mps_health_pids(hit, nhit, pids, sizeof(pids));
     for (char *p = at; *p != '\0'; p++) {
         *p = *p == ' ' ? 'T' : *p; /* one word on the wire */
     }
@@ -275,11 +370,13 @@ static void on_fault(gs_agent_t *a, int g)
                       label, uuid, h->at, who);
     } else {
         /* Told now, while the job runs: its ranks may hang on it. */
-        mark_faulted(a, h->hit, h->nhit);
+        char grace[300];
+        mark_faulted(a, hit, nhit);
+        gs_agent_watch_grace_note(a, grace, sizeof(grace));
         gs_report_tell(&a->report,
                        "%s (%s): this job's MPS server hit a fatal GPU fault at %s; MPS ended "
-                       "every client on it: %s",
-                       label, uuid, h->at, who);
+                       "every client on it: %s%s",
+                       label, uuid, h->at, who, grace);
     }
     if (a->mode == GS_MODE_SHARED) {
         /* Told first: a job whose ranks the fault ended is ending now. */
@@ -315,6 +412,9 @@ void gs_agent_faults(gs_agent_t *a)
     int due = gs_daemons_follow(&a->daemons, ev);
     a->fault_due_ms = due >= 0 ? gs_proc_now_ms() + due : 0;
     for (int g = 0; g < a->daemons.n && g < GS_MAX_GPUS; g++) {
+        if ((ev[g] & GS_MPS_EV_FAULT) && !(ev[g] & GS_MPS_EV_LISTED)) {
+            ask_word(a, g); /* now, while the fault's clients live */
+        }
         if (ev[g] & GS_MPS_EV_LISTED) {
             on_fault(a, g);
             changed = 1;
@@ -384,45 +484,60 @@ int gs_agent_fault_untold(gs_agent_t *a)
     return 0;
 }
 
-void gs_agent_fault_shared(gs_agent_t *a)
+/* "fault S <time> <PIDs>" from the shared agent: its server S hit a fault
+ * its control daemon confirmed, which ended the clients named (the shared
+ * agent names only those its daemon listed). */
+static void fault_shared(gs_agent_t *a, const char *line)
 {
     gs_daemons_t *ds = &a->daemons;
-    char who[400];
-    unsigned char said[GS_MAX_GPUS] = {0}; /* shared servers told of in this call */
-    int changed = 0;
-    if (!ds->borrowed) {
+    char who[400], at[32];
+    pid_t pids[GS_MPS_HEALTH_PIDS];
+    int s, n = 0, at_end = 0, changed = 0;
+    if (!ds->borrowed ||
+        sscanf(line, GS_AGENT_SHARE_FAULT " %d %31s %n", &s, at, &at_end) != 2 || at_end == 0) {
         return;
+    }
+    for (const char *p = line + at_end; n < GS_MPS_HEALTH_PIDS;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v <= 1) {
+            break;
+        }
+        pids[n++] = (pid_t)v;
+        p = end;
+    }
+    for (char *p = at; *p != '\0'; p++) {
+        *p = *p == 'T' ? ' ' : *p;
     }
     follow_shared(a);
     for (int e = 0; e < ds->n && e < GS_MAX_GPUS; e++) {
-        gs_mps_health_t *h = &ds->health[e];
-        int s = a->share_server[e];
-        if (h->faults <= a->fault_told[e]) {
+        if (a->share_server[e] != s) {
             continue;
         }
-        a->fault_told[e] = h->faults;
-        /* Only a job whose ranks MPS ended; once for each shared server. */
-        int n = 0;
-        for (int i = 0; i < h->nhit; i++) {
-            n += gs_ranks_rank_of_pid(&a->ranks, h->hit[i]) >= 0;
+        a->fault_told[e] = ds->health[e].faults; /* its log's fault: told */
+        /* Only a job whose ranks MPS ended; once for the shared server. */
+        int mine = 0;
+        for (int i = 0; i < n; i++) {
+            mine += gs_attach_rank_named(&a->attach, pids[i], "/proc") >= 0;
         }
-        if (n == 0 || s < 0 || s >= GS_MAX_GPUS || said[s]) {
+        if (mine == 0 || changed) {
             continue;
         }
-        said[s] = 1;
-        gs_agent_fault_who(a, h->hit, h->nhit, 0, who, sizeof(who));
+        gs_agent_fault_who(a, pids, n, 0, who, sizeof(who));
         char label[48];
         gs_daemons_label(ds, e, label, sizeof(label));
         /* Once, without -v, now: the job may hang on it, or end of it. */
-        mark_faulted(a, h->hit, h->nhit);
+        char grace[300];
+        mark_faulted(a, pids, n);
+        gs_agent_watch_grace_note(a, grace, sizeof(grace));
         gs_report_tell(&a->report,
                        "%s (%s): the MPS server this job shared with the user's other jobs hit a "
-                       "fatal GPU fault at %s; MPS ended every client on it: %s",
-                       label, ds->daemon[e].uuid, h->at, who);
+                       "fatal GPU fault at %s; MPS ended every client on it: %s%s",
+                       label, ds->daemon[e].uuid, at, who, grace);
         snprintf(a->fault_note[e], sizeof(a->fault_note[e]),
                  "GPU fault at %s on the user's shared MPS server %d: MPS ended %s; the server "
                  "was replaced",
-                 h->at, a->share_server[e], who);
+                 at, s, who);
         changed = 1;
     }
     if (changed) {
@@ -441,5 +556,5 @@ void gs_agent_fault_told(gs_agent_t *a, const char *line)
         }
         return;
     }
-    gs_agent_fault_shared(a);
+    fault_shared(a, line);
 }

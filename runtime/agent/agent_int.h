@@ -144,6 +144,15 @@ typedef struct {
     char fault_note[GS_MAX_GPUS][512];
     int fault_held[GS_MAX_GPUS]; /* the retired server's clients when the note was made */
     int fault_told[GS_MAX_GPUS]; /* a job on shared servers: faults told of, each entry */
+    /* Each entry's control daemon's word on the fault its log began to
+     * tell: asked at the fault's first line, while its clients live (MPS
+     * says ACTIVE again once they have gone), and kept for its list. */
+    struct {
+        int asked; /* 1: asked since the fault's first line */
+        int fault; /* as gs_mps_word_t; -2: no answer */
+        int n;
+        pid_t clients[GS_MPS_HEALTH_PIDS]; /* the faulted server's clients */
+    } fault_word[GS_MAX_GPUS];
 
     /* Each rank's MPS state as the driver shows it (agent_watch.c). */
     gs_attach_t attach;
@@ -151,6 +160,11 @@ typedef struct {
     int watch_changed;     /* a state changed since the status was written */
     int watch_own_nvml;    /* the node service did not list the GPUs: this agent's NVML */
     long long watch_due_ms, nvml_due_ms; /* the next look, the next NVML listing */
+    long long recheck_ms;  /* the next NVML look at the clients' trees (a worker without MPS) */
+    /* Each entry's control daemon asked for its clients (a log line said a
+     * rank's state): pending, and when it was asked last. */
+    unsigned char watch_ask[GS_MAX_GPUS];
+    long long watch_asked_ms[GS_MAX_GPUS];
     long long fault_at_ms; /* a GPU fault ended a rank's context (the grace runs) */
     char fault_end_why[400];
 
@@ -233,16 +247,14 @@ void gs_agent_faults(gs_agent_t *a);
  * named: this job's ranks too each with its program and PID. */
 void gs_agent_fault_who(const gs_agent_t *a, const pid_t *pids, int n, int named, char *buf,
                         size_t len);
-/* A job's agent on the user's shared servers: the faults their logs show
- * since its lease that ended its ranks, each told once in its report, on
- * "fault" from the shared agent (which tells only a fault the control
- * daemon confirms). */
-void gs_agent_fault_shared(gs_agent_t *a);
-/* Whether their logs show a fault the shared agent has not told yet (the
+/* A job's agent on the user's shared servers: whether their logs show a
+ * fault the shared agent has not told yet (the
  * job's end waits a moment for its word: ranks the fault ended may end
  * the job before the line is read). */
 int gs_agent_fault_untold(gs_agent_t *a);
-/* A line from the shared agent on the lease: "fault ..." (above) or "renew
+/* A line from the shared agent on the lease: "fault S <time> <PIDs>" (a
+ * fault its control daemon confirmed: the clients named, this job's ranks
+ * among them told once in its report) or "renew
  * S" (the job's entries on S take the fresh server's dirs). */
 void gs_agent_fault_told(gs_agent_t *a, const char *line);
 
@@ -342,6 +354,9 @@ int gs_agent_watch_start(gs_agent_t *a);
 void gs_agent_watch_registered(gs_agent_t *a, int rank, pid_t pid);
 /* After each wake-up of the serving wait; the ms to its next look, -1. */
 void gs_agent_watch_check(gs_agent_t *a);
+/* What the fault grace will do, for the line that tells a fault: ". gsrun
+ * ends the job if rank 0 still runs 60 s from now (...)", or "". */
+void gs_agent_watch_grace_note(gs_agent_t *a, char *buf, size_t len);
 int gs_agent_watch_timeout(const gs_agent_t *a);
 /* "served 3 of 4 ranks as MPS clients; 1 ran on the GPU without MPS (rank
  * 2)", or that no rank used the GPU (-v: what was wrong was told while the

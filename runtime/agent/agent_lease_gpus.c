@@ -40,7 +40,7 @@ int gs_agent_share_listing(gs_agent_t *a, gs_gpu_list_t *l)
 {
     char dir[560], sock[700];
     gs_error_t ignored;
-    size_t cap = (size_t)GS_MAX_GPUS * 2048 + 256;
+    size_t cap = (size_t)GS_MAX_GPUS * GS_GPU_LINE_MAX + 256;
     int rc = gs_agent_share_socket(a, dir, sizeof(dir), sock, sizeof(sock), 0, &ignored);
     if (rc != 0) {
         return rc;

@@ -130,7 +130,7 @@ void gs_agent_share_on_lease(gs_agent_t *a, gs_agent_conn_t *c)
 /* Tells fd the GPUs of a->listing and closes it. */
 static void tell_gpus(gs_agent_t *a, int fd)
 {
-    size_t cap = (size_t)GS_MAX_GPUS * 2048 + 256, n = 0;
+    size_t cap = (size_t)GS_MAX_GPUS * GS_GPU_LINE_MAX + 256, n = 0;
     char *buf = malloc(cap);
     const gs_gpu_list_t *l = a->listing;
     if (buf == NULL) {

@@ -40,6 +40,20 @@
 
 /* Look often while ranks start (their environment is readable only until
  * CUDA starts in them), then once a second while any is still unseen. */
+/* A control daemon is asked for its clients at most this often (a log
+ * line said a rank's state), each ask bounded; one that did not answer is
+ * asked again after the back-off, NVML telling the ranks meanwhile. */
+#define WATCH_ASK_EVERY_MS 100
+#define WATCH_ASK_MS 1000
+#define WATCH_ASK_BACKOFF_MS 2000
+/* How long an ACTIVE line's rank the daemon does not list is asked about
+ * again (the line of its context's end may come after the ask). */
+#define WATCH_HINT_MS 1000
+/* NVML is looked at again for the clients' trees (a worker that made a
+ * context without MPS) this long after a rank became a client, then this
+ * often while ranks run. */
+#define WATCH_RECHECK_AFTER_MS 2000
+#define WATCH_RECHECK_EVERY_MS 10000
 #define WATCH_EARLY_MS 100
 #define WATCH_EARLY_FOR_MS 3000
 #define WATCH_SLOW_MS 1000
@@ -70,6 +84,8 @@ int gs_agent_watch_start(gs_agent_t *a)
     a->watch_due_ms = 0;
     a->nvml_due_ms = 0;
     a->fault_at_ms = 0;
+    a->recheck_ms = 0;
+    memset(a->watch_ask, 0, sizeof(a->watch_ask));
     a->watching = a->plan.use_mps && a->daemons.n > 0;
     return gs_attach_init(&a->attach, a->local_size);
 }
@@ -78,6 +94,7 @@ void gs_agent_watch_registered(gs_agent_t *a, int rank, pid_t pid)
 {
     long long now = gs_proc_now_ms();
     gs_attach_registered(&a->attach, rank, pid, -1, now);
+    gs_attach_identify(&a->attach, rank, "/proc");
     if (a->watching && (a->watch_due_ms == 0 || a->watch_due_ms > now + WATCH_EARLY_MS)) {
         a->watch_due_ms = now + WATCH_EARLY_MS;
     }
@@ -109,8 +126,69 @@ static int cuda_in_tree(pid_t pid, int depth)
     return 0;
 }
 
-/* The client events the servers' logs hold since the last look. */
-static void take_events(gs_agent_t *a)
+/* Rank r's state from what its server's log said, where its daemon can
+ * no longer be asked: the process it named has exited. */
+static void take_exited(gs_agent_t *a, int r, int kind, pid_t pid, int e)
+{
+    if (kind == GS_MPS_CLIENT_ACTIVE &&
+        gs_attach_set(&a->attach, r, GS_ATTACH_CLIENT, pid, -1)) {
+        a->attach.r[r].entry = e;
+        a->watch_changed = 1;
+    } else if (kind == GS_MPS_CLIENT_NODEVICE) {
+        a->watch_changed |= gs_attach_set(&a->attach, r, GS_ATTACH_NODEVICE, pid, -1);
+    }
+}
+
+/* Entry e's control daemon's clients now: each rank among them a client
+ * of e; each rank its log named that it does not list and that still
+ * runs is not (a NODEVICE line's rank is then what the line says, the
+ * line being the client's own, on no server). */
+static void confirm(gs_agent_t *a, int e, long long now)
+{
+    gs_daemons_t *ds = &a->daemons;
+    gs_mps_word_t *w = malloc(sizeof(*w));
+    gs_error_t err;
+    a->watch_asked_ms[e] = now;
+    if (w == NULL || gs_mps_ask_word(&ds->daemon[e], ds->control, 0, WATCH_ASK_MS, w, &err) != 0) {
+        free(w);
+        a->watch_asked_ms[e] = now + WATCH_ASK_BACKOFF_MS; /* NVML tells them meanwhile */
+        return;
+    }
+    a->watch_ask[e] = 0;
+    for (int i = 0; i < w->nclients; i++) {
+        int r = gs_attach_rank_of(&a->attach, w->clients[i], "/proc");
+        if (r >= 0 && gs_attach_set(&a->attach, r, GS_ATTACH_CLIENT, w->clients[i], -1)) {
+            a->attach.r[r].entry = e;
+            a->watch_changed = 1;
+        }
+        if (r >= 0) {
+            a->attach.r[r].hint = 0;
+        }
+    }
+    for (int r = 0; r < a->attach.n; r++) {
+        gs_attach_rank_t *x = &a->attach.r[r];
+        if (x->hint == 0 || x->hint_entry != e) {
+            continue;
+        }
+        if (gs_attach_rank_of(&a->attach, x->hint_pid, "/proc") != r || x->hint_left) {
+            /* It exited, or its context came and went (the server logged
+             * its end), before the daemon could be asked: the lines stand,
+             * and NVML's word on a context without MPS still comes first. */
+            take_exited(a, r, x->hint, x->hint_pid, e);
+        } else if (x->hint == GS_MPS_CLIENT_NODEVICE) {
+            a->watch_changed |= gs_attach_set(&a->attach, r, GS_ATTACH_NODEVICE, x->hint_pid, -1);
+        } else if (now - x->hint_ms < WATCH_HINT_MS) {
+            a->watch_ask[e] = 1; /* its end's line may not be read yet: asked again */
+            continue;
+        }
+        x->hint = 0; /* an ACTIVE line the daemon does not bear out: not a client */
+    }
+    free(w);
+}
+
+/* The client events the servers' logs hold since the last look: each
+ * asks its server's daemon (at most every WATCH_ASK_EVERY_MS). */
+static void take_events(gs_agent_t *a, long long now)
 {
     gs_daemons_t *ds = &a->daemons;
     pid_t pids[GS_MPS_HEALTH_EVENTS];
@@ -126,15 +204,24 @@ static void take_events(gs_agent_t *a)
         int n = gs_mps_health_take(&ds->health[e], pids, kinds, GS_MPS_HEALTH_EVENTS);
         for (int i = 0; i < n; i++) {
             int r = gs_attach_rank_of(&a->attach, pids[i], "/proc");
-            if (r < 0) {
-                continue;
+            if (r >= 0 && kinds[i] == GS_MPS_CLIENT_GONE) {
+                gs_attach_rank_t *x = &a->attach.r[r];
+                x->hint_left |= x->hint == GS_MPS_CLIENT_ACTIVE && x->hint_pid == pids[i];
+            } else if (r >= 0) {
+                gs_attach_rank_t *x = &a->attach.r[r];
+                x->hint = kinds[i];
+                x->hint_pid = pids[i];
+                x->hint_entry = e;
+                x->hint_ms = now;
+                x->hint_left = 0;
+                a->watch_ask[e] = 1;
+            } else if (kinds[i] != GS_MPS_CLIENT_GONE &&
+                       (r = gs_attach_rank_exited(&a->attach, pids[i], "/proc")) >= 0) {
+                take_exited(a, r, kinds[i], pids[i], e);
             }
-            if (kinds[i] == GS_MPS_CLIENT_ACTIVE) {
-                a->watch_changed |= gs_attach_set(&a->attach, r, GS_ATTACH_CLIENT, pids[i], -1);
-                a->attach.r[r].entry = e;
-            } else if (kinds[i] == GS_MPS_CLIENT_NODEVICE) {
-                a->watch_changed |= gs_attach_set(&a->attach, r, GS_ATTACH_NODEVICE, pids[i], -1);
-            }
+        }
+        if (a->watch_ask[e] && now >= a->watch_asked_ms[e] + WATCH_ASK_EVERY_MS) {
+            confirm(a, e, now);
         }
     }
 }
@@ -164,8 +251,9 @@ static int listed(const int *pids, int n, int pid)
     return 0;
 }
 
-/* Contexts NVML lists now: a rank's without MPS, or its client's (where
- * the log's line was missed). */
+/* Contexts NVML lists now, each counted for the rank whose process tree
+ * holds it: a rank with any context without MPS is told so (with how many
+ * of its contexts), one whose every context is a client is a client. */
 static void ask_nvml(gs_agent_t *a)
 {
     gs_gpu_list_t *l = calloc(1, sizeof(*l));
@@ -173,17 +261,39 @@ static void ask_nvml(gs_agent_t *a)
         free(l);
         return;
     }
-    for (int g = 0; g < l->count; g++) {
+    int *gpu = calloc((size_t)a->attach.n, sizeof(*gpu));
+    pid_t *ctx = calloc((size_t)a->attach.n, sizeof(*ctx));
+    for (int r = 0; r < a->attach.n; r++) {
+        a->attach.r[r].nctx = a->attach.r[r].nplain = 0;
+    }
+    for (int g = 0; g < l->count && gpu != NULL && ctx != NULL; g++) {
         const gs_gpu_t *d = &l->gpu[g];
         for (int i = 0; i < d->nprocs && i < GS_GPU_PROCS_MAX && d->nmps >= 0; i++) {
             int r = gs_attach_rank_of(&a->attach, d->procs[i], "/proc");
-            if (r >= 0) {
-                int mps = listed(d->mps, d->nmps, d->procs[i]);
-                a->watch_changed |= gs_attach_set(
-                    &a->attach, r, mps ? GS_ATTACH_CLIENT : GS_ATTACH_PLAIN, d->procs[i], d->index);
+            if (r < 0) {
+                continue;
+            }
+            gs_attach_rank_t *x = &a->attach.r[r];
+            x->nctx++;
+            if (!listed(d->mps, d->nmps, d->procs[i])) {
+                x->nplain++;
+                gpu[r] = d->index;
+                ctx[r] = d->procs[i];
+            } else if (ctx[r] == 0) {
+                ctx[r] = -d->procs[i]; /* a client's, kept unless a plain one comes */
             }
         }
     }
+    for (int r = 0; r < a->attach.n && gpu != NULL && ctx != NULL; r++) {
+        gs_attach_rank_t *x = &a->attach.r[r];
+        if (x->nplain > 0) {
+            a->watch_changed |= gs_attach_set(&a->attach, r, GS_ATTACH_PLAIN, ctx[r], gpu[r]);
+        } else if (x->nctx > 0 && gs_attach_set(&a->attach, r, GS_ATTACH_CLIENT, -ctx[r], -1)) {
+            a->watch_changed = 1;
+        }
+    }
+    free(gpu);
+    free(ctx);
     free(l);
 }
 
@@ -206,24 +316,100 @@ static void tell_new(gs_agent_t *a)
     }
 }
 
-/* The job still runs past the grace after a fault ended a rank's context. */
+/* The ranks whose context a fault ended that still run (their context's
+ * process lives), as "0-1,4" into buf: how many. A rank that went on
+ * after the fault in a process of its own, or exited, holds nothing up. */
+static int faulted_running(gs_agent_t *a, char *buf, size_t len)
+{
+    int n = 0;
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int r = 0; r < a->attach.n; r++) {
+        const gs_attach_rank_t *x = &a->attach.r[r];
+        if (x->state != GS_ATTACH_FAULTED || !live(a, r) ||
+            (x->ctx_pid > 0 && x->ctx_pid != x->pid &&
+             gs_attach_rank_of(&a->attach, x->ctx_pid, "/proc") != r)) {
+            continue;
+        }
+        int w = snprintf(buf + used, used < len ? len - used : 0, "%s%d", n ? "," : "", r);
+        used += w > 0 ? (size_t)w : 0;
+        n++;
+    }
+    return n;
+}
+
+void gs_agent_watch_grace_note(gs_agent_t *a, char *buf, size_t len)
+{
+    char ranks[128], opt[64];
+    int g = a->o->cfg.fault_grace_s, n = faulted_running(a, ranks, sizeof(ranks));
+    buf[0] = '\0';
+    if (g > 0 && n > 0) {
+        snprintf(buf, len,
+                 ". gsrun ends the job if rank%s %s still run%s %d s from now (%s=%d; a program "
+                 "that goes on without the GPU after a fault: 0)",
+                 n > 1 ? "s" : "", ranks, n > 1 ? "" : "s", g,
+                 gs_config_opt(&a->o->cfg, "mps-fault-grace", opt, sizeof(opt)), g);
+    }
+}
+
+/* A rank whose context a fault ended still runs past the grace: it cannot
+ * use the GPU again, and the others usually wait for it in MPI. */
 static void grace(gs_agent_t *a, long long now)
 {
     int g = a->o->cfg.fault_grace_s;
-    if (a->fault_at_ms == 0 || g <= 0 || a->ranks.nlive == 0 ||
-        now < a->fault_at_ms + (long long)g * 1000) {
+    char ranks[128], all[128], opt[64], why[400];
+    if (a->fault_at_ms <= 0 || g <= 0 || now < a->fault_at_ms + (long long)g * 1000) {
         return;
     }
-    char ranks[128], opt[64], why[400];
-    gs_attach_ranks_in(&a->attach, GS_ATTACH_FAULTED, ranks, sizeof(ranks));
+    int n = faulted_running(a, ranks, sizeof(ranks));
+    if (n == 0) {
+        gs_report_add(&a->report, 0, "every rank a GPU fault ended had exited by the end of "
+                      "--mps-fault-grace: the job runs on");
+        a->fault_at_ms = -1; /* this grace is over: nothing to end */
+        return;
+    }
+    gs_attach_ranks_in(&a->attach, GS_ATTACH_FAULTED, all, sizeof(all));
     snprintf(why, sizeof(why),
-             "the job still ran %d s after a GPU fault ended the MPS context of rank%s %s (its "
-             "GPU work cannot go on; %s=%d, 0 waits)",
-             g, strchr(ranks, ',') || strchr(ranks, '-') ? "s" : "", ranks,
+             "the job still ran %d s after a GPU fault ended the MPS context of rank%s %s, and "
+             "rank%s %s still ran (its GPU work cannot go on; %s=%d, 0 waits)",
+             g, strchr(all, ',') || strchr(all, '-') ? "s" : "", all, n > 1 ? "s" : "", ranks,
              gs_config_opt(&a->o->cfg, "mps-fault-grace", opt, sizeof(opt)), g);
     snprintf(a->fault_end_why, sizeof(a->fault_end_why), "%s", why);
     a->report.fault_end = 1;
     gs_agent_loop_end(a, a->fault_end_why);
+}
+
+/* Ranks that exited are nobody's from now on (their PIDs may be reused). */
+static void mark_gone(gs_agent_t *a)
+{
+    for (int r = 0; r < a->attach.n; r++) {
+        if (a->attach.r[r].pid > 0 && !a->attach.r[r].gone && !live(a, r)) {
+            a->attach.r[r].gone = 1;
+        }
+    }
+}
+
+/* The ranks not yet seen: their environment while it can be read, when
+ * CUDA started in them; 1 when one's CUDA is old enough for NVML. */
+static int look_unseen(gs_agent_t *a, long long now, int *early)
+{
+    int unseen_old = 0;
+    for (int r = 0; r < a->attach.n; r++) {
+        gs_attach_rank_t *x = &a->attach.r[r];
+        if (x->pid <= 0 || x->state != GS_ATTACH_UNSEEN || x->gone) {
+            continue;
+        }
+        if (now - x->since_ms < WATCH_EARLY_FOR_MS && x->cuda_ms == 0) {
+            /* Unreadable once CUDA has started: what was read stays. */
+            gs_attach_read_env(x->pid, "/proc", pipe_of(a, r), &x->env);
+            *early = 1;
+        }
+        if (x->cuda_ms == 0 && cuda_in_tree(x->pid, 0)) {
+            x->cuda_ms = now;
+        }
+        unseen_old |= x->cuda_ms > 0 && now - x->cuda_ms >= WATCH_NVML_AFTER_MS;
+    }
+    return unseen_old;
 }
 
 void gs_agent_watch_check(gs_agent_t *a)
@@ -232,34 +418,35 @@ void gs_agent_watch_check(gs_agent_t *a)
     if (!a->watching || a->attach.n == 0) {
         return;
     }
-    take_events(a);
+    mark_gone(a);
+    take_events(a, now);
+    int clients = 0;
+    for (int r = 0; r < a->attach.n; r++) {
+        clients |= a->attach.r[r].state == GS_ATTACH_CLIENT && !a->attach.r[r].gone;
+    }
+    if (clients && a->recheck_ms == 0) {
+        a->recheck_ms = now + WATCH_RECHECK_AFTER_MS;
+    }
     if (a->watch_due_ms > 0 && now >= a->watch_due_ms) {
-        int early = 0, unseen_old = 0;
-        for (int r = 0; r < a->attach.n; r++) {
-            gs_attach_rank_t *x = &a->attach.r[r];
-            if (x->pid <= 0 || x->state != GS_ATTACH_UNSEEN || !live(a, r)) {
-                continue;
-            }
-            if (now - x->since_ms < WATCH_EARLY_FOR_MS && x->cuda_ms == 0) {
-                /* Unreadable once CUDA has started: what was read stays. */
-                gs_attach_read_env(x->pid, "/proc", pipe_of(a, r), &x->env);
-                early = 1;
-            }
-            if (x->cuda_ms == 0 && cuda_in_tree(x->pid, 0)) {
-                x->cuda_ms = now;
-            }
-            unseen_old |= x->cuda_ms > 0 && now - x->cuda_ms >= WATCH_NVML_AFTER_MS;
-        }
-        if (unseen_old && now >= a->nvml_due_ms) {
+        int early = 0;
+        if (look_unseen(a, now, &early) && now >= a->nvml_due_ms) {
             ask_nvml(a);
             a->nvml_due_ms = now + WATCH_NVML_EVERY_MS;
         }
         int unseen = 0;
         for (int r = 0; r < a->attach.n; r++) {
             unseen |= a->attach.r[r].pid > 0 && a->attach.r[r].state == GS_ATTACH_UNSEEN &&
-                      live(a, r);
+                      !a->attach.r[r].gone;
         }
         a->watch_due_ms = early ? now + WATCH_EARLY_MS : unseen ? now + WATCH_SLOW_MS : 0;
+    }
+    if (clients && a->recheck_ms > 0 && now >= a->recheck_ms) {
+        /* A client's workers: each context of its tree counted. */
+        if (now >= a->nvml_due_ms) {
+            ask_nvml(a);
+            a->nvml_due_ms = now + WATCH_NVML_EVERY_MS;
+        }
+        a->recheck_ms = now + WATCH_RECHECK_EVERY_MS;
     }
     tell_new(a);
     grace(a, now);
@@ -278,7 +465,19 @@ int gs_agent_watch_timeout(const gs_agent_t *a)
     if (a->watch_due_ms > 0) {
         t = a->watch_due_ms > now ? a->watch_due_ms - now : 0;
     }
+    for (int e = 0; e < a->daemons.n && e < GS_MAX_GPUS; e++) {
+        if (a->watch_ask[e]) { /* a log line waits for its daemon's word */
+            long long at = a->watch_asked_ms[e] + WATCH_ASK_EVERY_MS - now;
+            at = at < 0 ? 0 : at;
+            t = t < 0 || at < t ? at : t;
+        }
+    }
+    if (a->recheck_ms > 0 && a->ranks.nlive > 0) {
+        long long at = a->recheck_ms > now ? a->recheck_ms - now : 0;
+        t = t < 0 || at < t ? at : t;
+    }
     if (a->fault_at_ms > 0 && a->o->cfg.fault_grace_s > 0 && a->ranks.nlive > 0) {
+        /* Woken at the grace's end, when it looks again. */
         long long end = a->fault_at_ms + (long long)a->o->cfg.fault_grace_s * 1000 - now;
         end = end < 0 ? 0 : end;
         t = t < 0 || end < t ? end : t;

@@ -48,33 +48,78 @@ void gs_attach_registered(gs_attach_t *t, int rank, pid_t pid, int entry, long l
     r->entry = entry;
     r->gpu = -1;
     r->since_ms = now_ms;
-    r->env.uid = -1;
+    r->env.uid = r->env.euid = -1;
 }
 
-/* The parent of pid (from proc_root/PID/stat), or 0. */
-static pid_t parent_of(pid_t pid, const char *proc_root)
+/* The parent of pid and its start time (from proc_root/PID/stat): 0, or
+ * -1 when it is gone. */
+static int stat_of(pid_t pid, const char *proc_root, pid_t *ppid, unsigned long long *start)
 {
-    char buf[512];
-    char st;
-    int ppid = 0;
+    char buf[1024];
     if (gs_proc_stat_fields(proc_root, pid, buf, sizeof(buf)) != 0) {
-        return 0;
+        return -1;
     }
-    return sscanf(buf, "%c %d", &st, &ppid) == 2 ? (pid_t)ppid : 0;
+    *ppid = 0;
+    *start = 0;
+    /* From field 3 (the state) on: the parent is field 4, the start 22. */
+    char *save = NULL, *tok = strtok_r(buf, " ", &save);
+    for (int field = 3; tok != NULL && field <= 22; field++, tok = strtok_r(NULL, " ", &save)) {
+        if (field == 4) {
+            *ppid = (pid_t)strtol(tok, NULL, 10);
+        } else if (field == 22) {
+            *start = strtoull(tok, NULL, 10);
+        }
+    }
+    return 0;
+}
+
+void gs_attach_identify(gs_attach_t *t, int rank, const char *proc_root)
+{
+    pid_t ppid;
+    if (rank >= 0 && rank < t->n && t->r[rank].pid > 0 &&
+        stat_of(t->r[rank].pid, proc_root, &ppid, &t->r[rank].start) != 0) {
+        t->r[rank].start = 0;
+    }
 }
 
 int gs_attach_rank_of(const gs_attach_t *t, pid_t pid, const char *proc_root)
 {
     /* A wrapper's child is a few generations down at most. */
     for (int depth = 0; depth < 8 && pid > 1; depth++) {
+        pid_t ppid;
+        unsigned long long start;
+        if (stat_of(pid, proc_root, &ppid, &start) != 0) {
+            return -1; /* gone: nobody's now */
+        }
         for (int i = 0; i < t->n; i++) {
-            if (t->r[i].pid == pid) {
+            const gs_attach_rank_t *r = &t->r[i];
+            if (r->pid == pid && !r->gone && (r->start == 0 || r->start == start)) {
                 return i;
             }
         }
-        pid = parent_of(pid, proc_root);
+        pid = ppid;
     }
     return -1;
+}
+
+int gs_attach_rank_exited(const gs_attach_t *t, pid_t pid, const char *proc_root)
+{
+    pid_t ppid;
+    unsigned long long start = 0;
+    int held = pid > 1 && stat_of(pid, proc_root, &ppid, &start) == 0;
+    for (int i = 0; i < t->n && pid > 1; i++) {
+        /* No process holds the PID, or the rank's own (a zombie) does. */
+        if (t->r[i].pid == pid && (!held || (t->r[i].start != 0 && t->r[i].start == start))) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+int gs_attach_rank_named(const gs_attach_t *t, pid_t pid, const char *proc_root)
+{
+    int r = gs_attach_rank_of(t, pid, proc_root);
+    return r >= 0 ? r : gs_attach_rank_exited(t, pid, proc_root);
 }
 
 int gs_attach_set(gs_attach_t *t, int i, int state, pid_t ctx_pid, int gpu)
@@ -83,9 +128,10 @@ int gs_attach_set(gs_attach_t *t, int i, int state, pid_t ctx_pid, int gpu)
         return 0;
     }
     gs_attach_rank_t *r = &t->r[i];
-    /* Unseen takes anything; a fault (MPS listed the process among its
-     * clients) takes any other; the other findings stay what they were. */
-    if (r->state == state || (r->state != GS_ATTACH_UNSEEN && state != GS_ATTACH_FAULTED)) {
+    /* A fault ends the context for good; a context without MPS was the
+     * rank's whatever its others are. Anything else is what is seen now. */
+    if (r->state == state || r->state == GS_ATTACH_FAULTED ||
+        (r->state == GS_ATTACH_PLAIN && state != GS_ATTACH_FAULTED)) {
         return 0;
     }
     r->state = state;
@@ -100,9 +146,10 @@ void gs_attach_read_uid(pid_t pid, const char *proc_root, gs_attach_env_t *e)
     snprintf(path, sizeof(path), "%s/%d/status", proc_root, (int)pid);
     FILE *f = fopen(path, "re");
     while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
-        long uid;
-        if (sscanf(line, "Uid: %ld", &uid) == 1) {
+        long uid, euid;
+        if (sscanf(line, "Uid: %ld %ld", &uid, &euid) == 2) {
             e->uid = uid;
+            e->euid = euid;
             break;
         }
     }
@@ -111,18 +158,49 @@ void gs_attach_read_uid(pid_t pid, const char *proc_root, gs_attach_env_t *e)
     }
 }
 
+/* The most of an environment read: past what the kernel lets exec take
+ * (a quarter of the stack limit; 2 MB with the usual 8 MB). */
+#define ENV_MAX (64L << 20)
+
+/* The whole of file fd into *buf (grown as needed, kept for the next
+ * call): its length, or -1. */
+static ssize_t read_whole(int fd, char **buf, size_t *cap)
+{
+    size_t n = 0;
+    for (;;) {
+        if (n + 1 >= *cap) {
+            size_t want = *cap ? *cap * 2 : 65536;
+            char *more = want <= (size_t)ENV_MAX ? realloc(*buf, want) : NULL;
+            if (more == NULL) {
+                return n > 0 ? (ssize_t)n : -1; /* what was read is used */
+            }
+            *buf = more;
+            *cap = want;
+        }
+        ssize_t r = read(fd, *buf + n, *cap - n - 1);
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r <= 0) {
+            return r < 0 && n == 0 ? -1 : (ssize_t)n;
+        }
+        n += (size_t)r;
+    }
+}
+
 void gs_attach_read_env(pid_t pid, const char *proc_root, const char *expected_pipe,
                         gs_attach_env_t *e)
 {
     /* The agent reads one environment at a time (its loop's thread). */
-    static char block[65536];
+    static char *block;
+    static size_t cap;
     char path[300];
     ssize_t n = -1;
     gs_attach_read_uid(pid, proc_root, e);
     snprintf(path, sizeof(path), "%s/%d/environ", proc_root, (int)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
-        n = read(fd, block, sizeof(block) - 1);
+        n = read_whole(fd, &block, &cap);
         close(fd);
     }
     if (n <= 0) {
@@ -188,7 +266,7 @@ void gs_attach_explain(const gs_attach_rank_t *r, int rank, const char *pipe, co
                        char *buf, size_t len)
 {
     const gs_attach_env_t *e = &r->env;
-    char who[128], val[200];
+    char who[200], val[200];
     pid_t p = r->ctx_pid > 0 ? r->ctx_pid : r->pid;
     snprintf(who, sizeof(who), "rank %d (%s%spid %d)", rank, e->prog, e->prog[0] ? ", " : "",
              (int)p);
@@ -211,11 +289,26 @@ void gs_attach_explain(const gs_attach_rank_t *r, int rank, const char *pipe, co
         }
         return;
     }
-    char where[48] = "a GPU";
+    char gpu[48] = "a GPU", where[128];
     if (r->gpu >= 0) {
-        snprintf(where, sizeof(where), "GPU %d", r->gpu);
+        snprintf(gpu, sizeof(gpu), "GPU %d", r->gpu);
     }
-    if (e->uid >= 0 && e->uid != (long)geteuid()) {
+    /* "... ran on GPU 0 without MPS", or of a rank whose processes made
+     * several contexts, not all through MPS: how many were not. */
+    if (r->nctx > r->nplain && r->nplain > 0) {
+        snprintf(who + strlen(who), sizeof(who) - strlen(who), ": %d of its %d GPU contexts",
+                 r->nplain, r->nctx);
+    }
+    snprintf(where, sizeof(where), "%s", gpu);
+    if (e->euid >= 0 && e->euid != (long)geteuid() &&
+        (e->uid < 0 || e->uid == (long)geteuid())) {
+        /* A set-uid program: the driver takes the effective uid. */
+        snprintf(buf, len,
+                 "%s ran on %s without MPS: its program runs as uid %ld (set-uid: its effective "
+                 "uid), not as uid %u, whose MPS servers serve the job; MPS takes clients of its "
+                 "own user only: run the CUDA program without the set-uid bit",
+                 who, where, e->euid, (unsigned)geteuid());
+    } else if (e->uid >= 0 && e->uid != (long)geteuid()) {
         /* MPS serves one user: another's process cannot even enter the
          * pipe dir (the user's, 0700). */
         snprintf(buf, len,

@@ -40,16 +40,27 @@ typedef struct {
     char prog[64];      /* its program (comm) */
     int container;      /* the container runtime that started it (gs_container_t) */
     long uid;           /* its real uid as the agent sees it (host uid); -1 unknown */
+    long euid;          /* its effective uid (a set-uid program's owner); -1 unknown */
 } gs_attach_env_t;
 
 typedef struct {
     pid_t pid;          /* the registered process; 0 not yet */
+    unsigned long long start; /* its start time (stat field 22): a reused PID is not it; 0 unknown */
     int state;
     int entry;          /* its server (the plan's entry), -1 none */
     int gpu;            /* PLAIN: where NVML saw the context (the agent's GPU number) */
     pid_t ctx_pid;      /* the process holding the context (the rank or one of its own) */
     long long cuda_ms;  /* when CUDA was first seen started in it (monotonic), 0 not yet */
     int told;           /* its line was told */
+    int nplain, nctx;   /* its tree's contexts NVML listed last without MPS, and in all */
+    /* What its server's log said of it last (GS_MPS_CLIENT_ACTIVE or
+     * _NODEVICE; 0 none) and of which process, not yet borne out by the
+     * server's control daemon: a log line only says when to ask. */
+    int hint;
+    pid_t hint_pid;
+    int hint_entry;
+    long long hint_ms;  /* when the line was read */
+    int hint_left;      /* the log then said that process's context ended */
     int gone;           /* exited */
     long long since_ms; /* registration (monotonic) */
     gs_attach_env_t env;
@@ -63,18 +74,33 @@ typedef struct {
 int gs_attach_init(gs_attach_t *t, int n);
 void gs_attach_free(gs_attach_t *t);
 void gs_attach_registered(gs_attach_t *t, int rank, pid_t pid, int entry, long long now_ms);
+/* Records the start time of rank's process from proc_root: from then on
+ * only that process is the rank (its PID may be reused once it exits). */
+void gs_attach_identify(gs_attach_t *t, int rank, const char *proc_root);
 /* The rank whose process pid is, or whose process has pid among its
- * descendants (a wrapper's child), read from proc_root ("/proc"); -1. */
+ * descendants (a wrapper's child), read from proc_root ("/proc"); -1. A
+ * rank that exited (gone) or whose PID another process holds now is
+ * nobody's. */
 int gs_attach_rank_of(const gs_attach_t *t, pid_t pid, const char *proc_root);
-/* A new state for rank r seen in ctx_pid (gpu for PLAIN); 1 when it
- * changed. A fault takes any state; the other findings stay. */
+/* The rank whose own registered process was pid and has exited (no
+ * process holds pid now, in proc_root): -1 otherwise. What the log said
+ * of it can no longer be asked of its daemon. */
+int gs_attach_rank_exited(const gs_attach_t *t, pid_t pid, const char *proc_root);
+/* gs_attach_rank_of, else gs_attach_rank_exited: the rank a PID that MPS
+ * named was, alive or since ended. */
+int gs_attach_rank_named(const gs_attach_t *t, pid_t pid, const char *proc_root);
+/* A new state for rank r seen in ctx_pid (gpu for PLAIN) as the driver
+ * shows it now (NVML, the control daemon); 1 when it changed. A fault (its
+ * server's daemon said FAULT) stays; a context without MPS stays (NVML
+ * listed it: the rank had one); the rest follow what is seen. */
 int gs_attach_set(gs_attach_t *t, int r, int state, pid_t ctx_pid, int gpu);
 /* Reads what process pid was started with into e (kept when it cannot be
  * read now); expected_pipe: the pipe dir gsrun gave it (its visibility is
  * looked up through the process's own root). */
 void gs_attach_read_env(pid_t pid, const char *proc_root, const char *expected_pipe,
                         gs_attach_env_t *e);
-/* Reads the real uid of process pid into e->uid (kept when it is gone). */
+/* Reads the real and effective uids of process pid into e (kept when it
+ * is gone). */
 void gs_attach_read_uid(pid_t pid, const char *proc_root, gs_attach_env_t *e);
 /* Whether CUDA has started in process pid: the driver's library is mapped
  * (/proc/PID/maps), or the process made itself unreadable to its user as

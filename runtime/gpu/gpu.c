@@ -134,19 +134,41 @@ int gs_gpu_sysfs_near_cpus(const char *root, unsigned int domain, unsigned int b
     return 0;
 }
 
-/* One of NVML's process listings into pids, and the memory of each into
- * mib when it is not NULL: how many there are, or -1. */
+/* How often a listing is asked again with the room NVML says it needs
+ * (processes come between two asks), and the slack added each time. */
+#define LIST_TRIES 4
+#define LIST_SLACK 16
+
+/* One of NVML's process listings, whole, into pids (the first
+ * GS_GPU_PROCS_MAX of them), and the memory of each into mib when it is
+ * not NULL: how many NVML listed, or -1. NVML answers a caller whose room
+ * is short with NVML_ERROR_INSUFFICIENT_SIZE and the count it needs, and
+ * writes no entry then: the listing is asked again with that room. */
 static int list_procs(int (*fn)(gs_nvml_device_t, unsigned int *, gs_nvml_proc_t *),
                       gs_nvml_device_t dev, int *pids, int *mib)
 {
-    gs_nvml_proc_t info[GS_GPU_PROCS_MAX];
-    unsigned int count = GS_GPU_PROCS_MAX;
+    unsigned int room = 64, count = 0;
+    gs_nvml_proc_t *info = NULL;
+    int rc = -1;
     if (fn == NULL) {
         return -1;
     }
-    int rc = fn(dev, &count, info);
-    if (rc != 0 && rc != 7) { /* 7: NVML_ERROR_INSUFFICIENT_SIZE, count says how many */
-        return -1;
+    for (int t = 0; t < LIST_TRIES; t++) {
+        gs_nvml_proc_t *more = realloc(info, room * sizeof(*info));
+        if (more == NULL) {
+            break;
+        }
+        info = more;
+        count = room;
+        rc = fn(dev, &count, info);
+        if (rc != 7) { /* 7: NVML_ERROR_INSUFFICIENT_SIZE, count says how many */
+            break;
+        }
+        room = count + LIST_SLACK;
+    }
+    if (rc != 0 || count > room) {
+        free(info);
+        return -1; /* an error, or still short after the tries: not listed */
     }
     for (unsigned int i = 0; i < count && i < GS_GPU_PROCS_MAX; i++) {
         pids[i] = (int)info[i].pid;
@@ -156,6 +178,7 @@ static int list_procs(int (*fn)(gs_nvml_device_t, unsigned int *, gs_nvml_proc_t
                          : (int)(info[i].used >> 20);
         }
     }
+    free(info);
     return (int)count;
 }
 
@@ -167,8 +190,23 @@ static void describe_use(const gs_nvml_t *n, gs_nvml_device_t dev, gs_gpu_t *g)
 {
     gs_nvml_memory_t mem;
 
+    /* The MPS listing on both sides of the compute one: a client that
+     * connects or leaves between two calls is in one of them, never taken
+     * for a context without MPS. */
+    int *before = malloc(GS_GPU_PROCS_MAX * sizeof(*before));
+    int nbefore = before != NULL ? list_procs(n->mps_procs, dev, before, NULL) : -1;
     g->nprocs = list_procs(n->procs, dev, g->procs, g->procs_mib);
     g->nmps = list_procs(n->mps_procs, dev, g->mps, NULL);
+    for (int i = 0; i < nbefore && i < GS_GPU_PROCS_MAX && g->nmps >= 0; i++) {
+        int k = 0;
+        while (k < g->nmps && k < GS_GPU_PROCS_MAX && g->mps[k] != before[i]) {
+            k++;
+        }
+        if (k == g->nmps && g->nmps < GS_GPU_PROCS_MAX) {
+            g->mps[g->nmps++] = before[i];
+        }
+    }
+    free(before);
     if (n->memory != NULL && n->memory(dev, &mem) == 0) {
         g->used_mib = mem.used >> 20;
     }

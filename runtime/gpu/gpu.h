@@ -13,7 +13,13 @@
 #include "runtime/core/limits.h"
 
 #define GS_GPU_CPUMASK_WORDS 16 /* 1024 CPUs */
-#define GS_GPU_PROCS_MAX 32     /* compute processes listed per GPU */
+/* Compute processes kept per GPU: past any GPU's real count (a client's
+ * context holds about 274 MiB under MPS, 518 without, on an H200; a full
+ * MPS server and its clients are 49). NVML's listing is read whole. */
+#define GS_GPU_PROCS_MAX 1024
+/* The longest line gs_gpu_to_line writes: three lists of up to
+ * GS_GPU_PROCS_MAX numbers (PIDs, MiB, MPS clients) and the rest. */
+#define GS_GPU_LINE_MAX (GS_GPU_PROCS_MAX * 3 * 12 + 1024)
 #define GS_GPU_MIB_UNKNOWN 0x7fffffff /* a process's memory NVML cannot tell (INT_MAX) */
 
 /* A device a daemon can serve: a GPU, or one MIG instance of a GPU in MIG
@@ -30,7 +36,7 @@ typedef struct {
     unsigned long long mem_mib; /* its memory (a MIG instance's slice), 0 if NVML cannot tell */
     unsigned long long used_mib; /* memory in use when listed (NVML), 0 if it cannot tell */
     int nprocs;        /* processes with a CUDA context on it when listed (NVML), or -1 */
-    int procs[GS_GPU_PROCS_MAX]; /* the first of them (PIDs as NVML sees them) */
+    int procs[GS_GPU_PROCS_MAX]; /* them, up to the max (PIDs as NVML sees them) */
     /* The GPU memory NVML gives each of them, in MiB, or GS_GPU_MIB_UNKNOWN:
      * what tells an MPS server from a program named as one (usage.h). */
     int procs_mib[GS_GPU_PROCS_MAX];

@@ -339,38 +339,51 @@ int gs_mps_start_server(gs_mps_daemon_t *d, const char *control, uid_t uid, long
     return rc;
 }
 
-int gs_mps_fault_confirmed(gs_mps_daemon_t *d, const char *control, const pid_t *pids, int n,
-                           int timeout_ms, gs_error_t *err)
+int gs_mps_ask_word(gs_mps_daemon_t *d, const char *control, int status, int timeout_ms,
+                    gs_mps_word_t *w, gs_error_t *err)
 {
-    char reply[4096], cmd[64];
-    pid_t servers[GS_MPS_MAX_SERVERS], clients[256];
+    char reply[8192], cmd[64];
+    pid_t servers[GS_MPS_MAX_SERVERS];
     long long deadline = gs_proc_now_ms() + timeout_ms;
+    memset(w, 0, sizeof(*w));
+    w->fault = status ? 0 : -1;
     int rc = ask_by(d, control, "get_server_list", reply, sizeof(reply), deadline, err);
     int ns = rc == 0 ? gs_mps_parse_server_list(reply, servers, GS_MPS_MAX_SERVERS) : 0;
-    int serves_named = 0;
     for (int i = 0; rc == 0 && i < ns; i++) {
-        snprintf(cmd, sizeof(cmd), "get_server_status %d", (int)servers[i]);
-        rc = ask_by(d, control, cmd, reply, sizeof(reply), deadline, err);
-        if (rc == 0 && strncmp(reply, "FAULT", 5) == 0) {
-            return 1;
-        }
-        if (rc == 0 && strncmp(reply, "ACTIVE", 6) != 0) {
-            /* A driver without the command ("Unknown command"): no word. */
-            return gs_error_set(err, ENOTSUP, "the MPS control daemon tells no server status");
+        int faulted = 0;
+        if (status && w->fault >= 0) {
+            snprintf(cmd, sizeof(cmd), "get_server_status %d", (int)servers[i]);
+            rc = ask_by(d, control, cmd, reply, sizeof(reply), deadline, err);
+            faulted = rc == 0 && strncmp(reply, "FAULT", 5) == 0;
+            if (rc == 0 && !faulted && strncmp(reply, "ACTIVE", 6) != 0) {
+                w->fault = -1; /* "Unknown command": no word on faults */
+            }
         }
         snprintf(cmd, sizeof(cmd), "get_client_list %d", (int)servers[i]);
         rc = rc == 0 ? ask_by(d, control, cmd, reply, sizeof(reply), deadline, err) : rc;
-        int nc = rc == 0 ? gs_mps_parse_server_list(reply, clients, 256) : 0;
-        for (int c = 0; c < nc; c++) {
-            for (int k = 0; k < n; k++) {
-                serves_named |= clients[c] == pids[k];
-            }
+        if (rc != 0) {
+            break;
+        }
+        if (faulted && w->fault != 1) {
+            w->fault = 1; /* the faulted server's clients alone */
+            w->nclients = 0;
+        }
+        if (faulted || w->fault != 1) {
+            w->nclients += gs_mps_parse_server_list(reply, w->clients + w->nclients,
+                                                    GS_MPS_CLIENTS_MAX - w->nclients);
         }
     }
-    if (rc != 0) {
-        return rc;
+    return rc;
+}
+
+int gs_mps_word_lists(const gs_mps_word_t *w, pid_t pid)
+{
+    for (int i = 0; i < w->nclients; i++) {
+        if (w->clients[i] == pid) {
+            return 1;
+        }
     }
-    return n > 0 && !serves_named;
+    return 0;
 }
 
 int gs_mps_record_servers(gs_mps_daemon_t *d, const char *control, int timeout_ms,

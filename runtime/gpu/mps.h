@@ -63,18 +63,31 @@ int gs_mps_start_server(gs_mps_daemon_t *d, const char *control, uid_t uid, long
 int gs_mps_record_servers(gs_mps_daemon_t *d, const char *control, int timeout_ms,
                           gs_error_t *err);
 
-/* Whether the daemon itself bears out a fault its log tells of, that
- * ended the clients pids (n of them): 1 when a server of its is in FAULT
- * (get_server_status <PID>: "FAULT" while the clients of a fatal GPU fault
- * live, "ACTIVE" before and after; measured on an H200, driver 580), or
- * when it is ACTIVE again and none of pids is still its client (the fault
- * is over: MPS keeps a server in FAULT until all of them are gone); 0 when
- * it is ACTIVE and serves one of them, or none is named (lines another
- * process wrote); -errno with err when it does not answer or knows no
- * such status (an older driver): the caller goes by the log. Its log can be
- * written by any process of the user's; the daemon cannot. */
-int gs_mps_fault_confirmed(gs_mps_daemon_t *d, const char *control, const pid_t *pids, int n,
-                           int timeout_ms, gs_error_t *err);
+/* What a control daemon itself says of its servers, read at one moment:
+ * which processes are their clients, and whether one of them is in FAULT.
+ * Its servers' log can be written by any process of the user's; the daemon
+ * cannot: every state gsrun tells of a rank or acts on comes from here or
+ * from NVML, a log line only says when to ask. */
+#define GS_MPS_CLIENTS_MAX 1024
+typedef struct {
+    /* 1: a server said FAULT (get_server_status <PID>: "FAULT" while the
+     * clients of a fatal GPU fault live, "ACTIVE" before and after;
+     * measured on an H200, driver 580); 0: every server ACTIVE; -1: the
+     * daemon tells no status (an older driver's "Unknown command"). */
+    int fault;
+    /* get_client_list of the FAULT server when fault is 1, else of every
+     * server (a client in a PID namespace of its own by its PID here) */
+    pid_t clients[GS_MPS_CLIENTS_MAX];
+    int nclients;
+} gs_mps_word_t;
+
+/* Asks d's daemon (with status: get_server_status of each server too) for
+ * its word, bounded by timeout_ms in all: 0, or -errno with err (no answer,
+ * no daemon). */
+int gs_mps_ask_word(gs_mps_daemon_t *d, const char *control, int status, int timeout_ms,
+                    gs_mps_word_t *w, gs_error_t *err);
+/* Whether pid is among the word's clients. */
+int gs_mps_word_lists(const gs_mps_word_t *w, pid_t pid);
 
 /* Sends quit without waiting for the daemon to go, so that the daemons of
  * several GPUs (and their servers) end at the same time; gs_mps_stop then

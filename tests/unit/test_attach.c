@@ -81,12 +81,17 @@ static void test_states(void **state)
     }
     assert_int_equal(gs_attach_set(&t, 0, GS_ATTACH_CLIENT, 100, -1), 1);
     assert_int_equal(gs_attach_set(&t, 0, GS_ATTACH_CLIENT, 100, -1), 0); /* no change */
-    assert_int_equal(gs_attach_set(&t, 0, GS_ATTACH_PLAIN, 100, 0), 0);   /* a client stays */
-    assert_int_equal(gs_attach_set(&t, 0, GS_ATTACH_FAULTED, 100, -1), 1); /* but faults */
+    assert_int_equal(gs_attach_set(&t, 0, GS_ATTACH_FAULTED, 100, -1), 1); /* a fault */
+    assert_int_equal(gs_attach_set(&t, 0, GS_ATTACH_CLIENT, 100, -1), 0);  /* stays */
+    assert_int_equal(gs_attach_set(&t, 0, GS_ATTACH_PLAIN, 100, 0), 0);
+    /* A client with a worker's context without MPS: that is told. */
+    assert_int_equal(gs_attach_set(&t, 1, GS_ATTACH_CLIENT, 101, -1), 1);
     assert_int_equal(gs_attach_set(&t, 1, GS_ATTACH_PLAIN, 101, 2), 1);
-    assert_int_equal(gs_attach_set(&t, 1, GS_ATTACH_CLIENT, 101, -1), 0); /* told stays */
+    assert_int_equal(gs_attach_set(&t, 1, GS_ATTACH_CLIENT, 101, -1), 0); /* NVML saw it */
     assert_int_equal(gs_attach_set(&t, 1, GS_ATTACH_NODEVICE, 101, -1), 0);
     assert_int_equal(t.r[1].gpu, 2);
+    /* What a log line said follows what the daemon says later. */
+    assert_int_equal(gs_attach_set(&t, 2, GS_ATTACH_CLIENT, 102, -1), 1);
     assert_int_equal(gs_attach_set(&t, 2, GS_ATTACH_NODEVICE, 102, -1), 1);
     assert_int_equal(gs_attach_set(&t, 9, GS_ATTACH_CLIENT, 1, -1), 0); /* no such rank */
     int c[GS_ATTACH_NSTATES];
@@ -141,6 +146,47 @@ static void test_rank_of(void **state)
     assert_int_equal(gs_attach_rank_of(&t, 502, root), 1);
     assert_int_equal(gs_attach_rank_of(&t, 600, root), -1);
     assert_int_equal(gs_attach_rank_of(&t, 777, root), -1); /* gone */
+    gs_attach_free(&t);
+}
+
+/* root/PID/stat with its parent and start time (field 22), as the kernel
+ * writes it. */
+static void proc_started(int pid, int ppid, unsigned long long start)
+{
+    char path[512];
+    proc(pid, ppid, NULL, 0, NULL);
+    snprintf(path, sizeof(path), "%s/%d/stat", root, pid);
+    FILE *f = fopen(path, "w");
+    fprintf(f, "%d (prog) S %d 1 1 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 %llu 1 1\n", pid, ppid,
+            start);
+    fclose(f);
+}
+
+/* A rank is its process, not its number: once it exited, its PID held by
+ * another process (or one of that process's children) is nobody's. */
+static void test_identity(void **state)
+{
+    gs_attach_t t;
+    char path[512];
+    (void)state;
+    proc_started(800, 1, 5000);
+    proc_started(801, 800, 5100);
+    assert_int_equal(gs_attach_init(&t, 2), 0);
+    gs_attach_registered(&t, 0, 800, -1, 0);
+    gs_attach_identify(&t, 0, root);
+    assert_true(t.r[0].start == 5000);
+    assert_int_equal(gs_attach_rank_of(&t, 801, root), 0);
+    proc_started(800, 1, 9000); /* the PID reused */
+    assert_int_equal(gs_attach_rank_of(&t, 800, root), -1);
+    assert_int_equal(gs_attach_rank_of(&t, 801, root), -1);
+    assert_int_equal(gs_attach_rank_exited(&t, 800, root), -1); /* held by another */
+    proc_started(800, 1, 5000);
+    t.r[0].gone = 1; /* exited: never matched again */
+    assert_int_equal(gs_attach_rank_of(&t, 800, root), -1);
+    snprintf(path, sizeof(path), "rm -rf '%s/800'", root);
+    assert_int_equal(system(path), 0);
+    assert_int_equal(gs_attach_rank_exited(&t, 800, root), 0); /* its log line's */
+    assert_int_equal(gs_attach_rank_exited(&t, 801, root), -1); /* runs */
     gs_attach_free(&t);
 }
 
@@ -213,6 +259,41 @@ static void test_causes(void **state)
     gs_attach_explain(&r, 0, pipe, "0", line, sizeof(line));
     assert_non_null(strstr(line, "without MPS: it runs as uid "));
     assert_non_null(strstr(line, "MPS takes clients of its own user only"));
+    /* A set-uid program (its effective uid another's), unreadable. */
+    proc_as(707, 1, NULL, 0, NULL, (long)geteuid());
+    snprintf(line, sizeof(line), "%s/707/status", root);
+    FILE *f = fopen(line, "w");
+    fprintf(f, "Name:\tprog\nUid:\t%ld\t4242\t4242\t4242\n", (long)geteuid());
+    fclose(f);
+    memset(&r, 0, sizeof(r));
+    r.pid = 707;
+    r.state = GS_ATTACH_PLAIN;
+    gs_attach_read_env(707, root, pipe, &r.env);
+    assert_int_equal(r.env.euid, 4242);
+    gs_attach_explain(&r, 0, pipe, "0", line, sizeof(line));
+    assert_non_null(strstr(line, "its program runs as uid 4242 (set-uid"));
+    /* The pipe variable past the first 64 KiB of a large environment. */
+    size_t big = 300 * 1024;
+    char *env6 = malloc(big + 64);
+    memset(env6, 'x', big);
+    memcpy(env6, "JUNK=", 5);
+    env6[big - 1] = '\0';
+    size_t n6 = big + (size_t)sprintf(env6 + big, "CUDA_MPS_PIPE_DIRECTORY=/else") + 1;
+    proc(708, 1, env6, n6, NULL);
+    free(env6);
+    memset(&r, 0, sizeof(r));
+    r.pid = 708;
+    r.state = GS_ATTACH_PLAIN;
+    gs_attach_read_env(708, root, pipe, &r.env);
+    gs_attach_explain(&r, 0, pipe, "0", line, sizeof(line));
+    assert_non_null(strstr(line, "started with CUDA_MPS_PIPE_DIRECTORY=/else, not the"));
+    /* Some of a rank's contexts without MPS (its workers'): how many. */
+    r.nctx = 4;
+    r.nplain = 2;
+    r.gpu = 1;
+    gs_attach_explain(&r, 0, pipe, "0", line, sizeof(line));
+    assert_non_null(strstr(line, "rank 0 (prog?, pid 708): 2 of its 4 GPU contexts ran on GPU 1 "
+                                 "without MPS"));
     /* Right and seen: the cause is not known, and said so. */
     proc(703, 1, env3, sizeof(env3) - 1, pipe);
     memset(&r, 0, sizeof(r));
@@ -269,6 +350,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_states),       cmocka_unit_test(test_ranges),
         cmocka_unit_test(test_rank_of),      cmocka_unit_test(test_causes),
+        cmocka_unit_test(test_identity),
         cmocka_unit_test(test_cuda_started),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

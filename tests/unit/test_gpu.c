@@ -205,19 +205,19 @@ static void test_line_round_trip(void **state)
     (void)state;
     gs_gpu_list_t l;
     gs_error_t err;
-    char line[2048];
+    static char line[GS_GPU_LINE_MAX];
     setenv("FAKE_NVML_GPUS", "3", 1);
     setenv("FAKE_NVML_MIG", "1:2", 1);
     assert_int_equal(gs_gpu_discover(&l, &err), 0);
     assert_true(l.count >= 4);
-    l.gpu[0].nprocs = 40; /* more than are listed: the first 32 travel */
+    l.gpu[0].nprocs = GS_GPU_PROCS_MAX + 8; /* more than are kept: the kept ones travel */
     for (int i = 0; i < GS_GPU_PROCS_MAX; i++) {
-        l.gpu[0].procs[i] = 1000 + i;
+        l.gpu[0].procs[i] = 4000000 + i; /* the longest PIDs (pid_max 4194304) */
         l.gpu[0].procs_mib[i] = i == 0 ? GS_GPU_MIB_UNKNOWN : 66 + i;
     }
     l.gpu[0].nmps = 2; /* two of them MPS clients */
-    l.gpu[0].mps[0] = 1001;
-    l.gpu[0].mps[1] = 1003;
+    l.gpu[0].mps[0] = 4000001;
+    l.gpu[0].mps[1] = 4000003;
     l.gpu[1].nprocs = -1; /* NVML could not tell */
     l.gpu[1].nmps = -1;
     snprintf(l.gpu[2].name, sizeof(l.gpu[2].name), "NVIDIA H200 with spaces");
