@@ -49,6 +49,11 @@
 /* How long an ACTIVE line's rank the daemon does not list is asked about
  * again (the line of its context's end may come after the ask). */
 #define WATCH_HINT_MS 1000
+/* How long a process a "not a valid GPU ID" line names, that still runs
+ * and is no client, is watched before it is told (the line is its own,
+ * and anyone's of the user's to write), and how often asked meanwhile. */
+#define WATCH_NODEVICE_MS 3000
+#define WATCH_HINT_EVERY_MS 300
 /* NVML is looked at again for the clients' trees (a worker that made a
  * context without MPS) this long after a rank became a client, then this
  * often while ranks run. */
@@ -175,11 +180,17 @@ static void confirm(gs_agent_t *a, int e, long long now)
              * its end), before the daemon could be asked: the lines stand,
              * and NVML's word on a context without MPS still comes first. */
             take_exited(a, r, x->hint, x->hint_pid, e);
+        } else if (now - x->hint_ms < (x->hint == GS_MPS_CLIENT_NODEVICE ? WATCH_NODEVICE_MS
+                                                                          : WATCH_HINT_MS)) {
+            /* Asked again: an ACTIVE line's context may have ended before
+             * the ask (its end's line not read yet); a process whose CUDA
+             * found no device ends or stays no client, one that connects
+             * later was never refused. */
+            a->watch_ask[e] = 1;
+            a->watch_asked_ms[e] = now + WATCH_HINT_EVERY_MS - WATCH_ASK_EVERY_MS;
+            continue;
         } else if (x->hint == GS_MPS_CLIENT_NODEVICE) {
             a->watch_changed |= gs_attach_set(&a->attach, r, GS_ATTACH_NODEVICE, x->hint_pid, -1);
-        } else if (now - x->hint_ms < WATCH_HINT_MS) {
-            a->watch_ask[e] = 1; /* its end's line may not be read yet: asked again */
-            continue;
         }
         x->hint = 0; /* an ACTIVE line the daemon does not bear out: not a client */
     }

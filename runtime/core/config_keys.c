@@ -315,9 +315,9 @@ const gs_config_key_t gs_config_keys[] = {
      0},
     {"mps-fault-grace", "GSRUN_MPS_FAULT_GRACE", "whole seconds from 0 to 86400", "fault_grace",
      GS_FRONT_GSRUN | GS_FRONT_MCA | GS_FRONT_SPANK | GS_FRONT_RANKS, 1, set_fault_grace, fmt_fault_grace, "SECONDS",
-     "once a GPU fault has ended a rank's MPS context (told at once), end the job if it still "
-     "runs this many seconds later, exiting 75 (default 60; 0: wait as long as it runs; "
-     "doc/tuning.md)",
+     "once a GPU fault has ended a rank's MPS context (told at once), end the job if that rank "
+     "still runs this many seconds later, exiting 75 (default 60; 0: wait as long as it runs, "
+     "for a program that goes on without the GPU after a fault; doc/tuning.md)",
      0},
     {"launcher", "GSRUN_LAUNCHER", "the path or name of an Open MPI mpirun", NULL, GS_FRONT_GSRUN,
      1, set_launcher, fmt_launcher, "PATH",

@@ -16,7 +16,12 @@
 #   4. an MPI job whose rank faults on the GPU and then stays stuck 30 s
 #      outside MPI: the fault told within seconds, the job ended after
 #      --mps-fault-grace=3 with status 75;
-#   5. a plain 16-rank job: 16 of 16 ranks MPS clients.
+#   5. a plain 16-rank job: 16 of 16 ranks MPS clients;
+#   6. 64 ranks without MPS on one GPU (a wrapper drops the pipe dir): each
+#      told, the user's shared MPS's GPU answer read (NVML lists 64 and more);
+#   7. 100 MPS clients on one GPU (3 servers): each counted;
+#   8. a rank in a PID namespace of its own (unshare --pid --fork
+#      --mount-proc): an MPS client, counted as one.
 # Each case prints the seconds from the job's start to gsrun's line.
 # Ends with "N passed, N failed".
 set -u
@@ -122,6 +127,37 @@ waitrc ok
 check "5. 16 ranks: $(grep -o 'served [0-9]* of [0-9]* ranks as MPS clients' "$T/ok.err" | awk '{s += $2; n += $4} END {print "served " s " of " n}') ranks as MPS clients, status $(cat "$T/ok.rc"), nothing told" \
     eval "[ \"\$(grep -o 'served [0-9]* of [0-9]* ranks as MPS clients;' '$T/ok.err' | awk '{s += \$2} END {print s}')\" = 16 ] && [ '$(cat "$T/ok.rc")' = 0 ] && ! grep -q 'without MPS\|no device' '$T/ok.err'" ||
     sed 's/^/# /' "$T/ok.err"
+clean
+
+# 6. 64 ranks without MPS on one GPU, under the user's shared MPS (its
+# listing of the GPU travels to the job): each told.
+run n64 -v --mps-share=node -np 64 env -u CUDA_MPS_PIPE_DIRECTORY "$P" --sleep 8000
+waitrc n64
+n=$(grep -c 'without MPS: its program was started without CUDA_MPS_PIPE_DIRECTORY' "$T/n64.err")
+check "6. 64 ranks without MPS: $n of 64 told (the first at $(first_ms n64 'without MPS') ms, the job's end at $(cat "$T/n64.end") ms), status $(cat "$T/n64.rc")" \
+    eval "[ '$n' = 64 ] && [ '$(cat "$T/n64.rc")' = 0 ]" || tail -5 "$T/n64.err" | sed 's/^/# /'
+check "  ... the summary: $(grep -o 'served [^;]*; [^;(]*' "$T/n64.err" | head -1)" \
+    grep -q "served 0 of 64 ranks as MPS clients; 64 ran on the GPU without MPS" "$T/n64.err"
+check "  ... the shared MPS's GPU answer read ($(grep -c 'could not tell the GPUs' "$T/n64.err") lines saying it could not)" \
+    eval "! grep -q 'could not tell the GPUs' '$T/n64.err'"
+"$G" stop >/dev/null 2>&1
+clean
+
+# 7. 100 MPS clients on one GPU: past one server's clients, each counted.
+run c100 -v -np 100 "$P" --expect-mps --sleep 2000
+waitrc c100
+check "7. 100 MPS clients: $(grep -o 'served [0-9]* of [0-9]* ranks as MPS clients' "$T/c100.err" | head -1), status $(cat "$T/c100.rc"), nothing told" \
+    eval "grep -q 'served 100 of 100 ranks as MPS clients' '$T/c100.err' && [ '$(cat "$T/c100.rc")' = 0 ] && ! grep -q 'without MPS\|no device' '$T/c100.err'" ||
+    tail -5 "$T/c100.err" | sed 's/^/# /'
+clean
+
+# 8. A rank in a PID namespace of its own: MPS and NVML name its context by
+# its PID in the agent's namespace; it is its rank's, and a client.
+run ns -v -np 2 unshare --pid --fork --mount-proc "$P" --expect-mps --sleep 3000
+waitrc ns
+check "8. ranks under unshare --pid --fork --mount-proc: $(grep -o 'served [0-9]* of [0-9]* ranks as MPS clients' "$T/ns.err" | head -1), status $(cat "$T/ns.rc")" \
+    eval "grep -q 'served 2 of 2 ranks as MPS clients' '$T/ns.err' && [ '$(cat "$T/ns.rc")' = 0 ]" ||
+    tail -5 "$T/ns.err" | sed 's/^/# /'
 clean
 
 rm -rf "$T"

@@ -137,5 +137,21 @@ for target in mpirun gsrun; do
     clean "SIGKILL of $target"
     next_job_ok "after SIGKILL of $target"
 done
+
+# 7. The faulted rank exits 0; the others are not hung and are not ended.
+t0=$(date +%s%N)
+"$b/launcher/gsrun" -v --mps=on --mps-share=job --mps-fault-grace=3 -np 4 sh -c \
+    'if [ "$OMPI_COMM_WORLD_RANK" = 0 ]; then "$0" --fault-after 500; exit 0; else sleep 8; fi' \
+    "$b/examples/gpu_fault" >/tmp/gsf.out 2>&1
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+echo "# a faulted rank that exits 0 beside 3 ranks that run on: status $rc after $ms ms"
+grep -E "fatal GPU fault|still ran|faulted|grace" /tmp/gsf.out | sed 's/^/#   /' | head -6
+grep -q 'hit a fatal GPU fault' /tmp/gsf.out && ok "faulted rank that exits 0: the fault told" ||
+    notok "faulted rank that exits 0: the fault not told"
+[ $rc = 0 ] && [ $ms -ge 8000 ] && ! grep -q 'still ran' /tmp/gsf.out &&
+    ok "faulted rank that exits 0: the job not ended by the grace (status $rc, $ms ms)" ||
+    notok "faulted rank that exits 0: status $rc after $ms ms (the grace ended it?)"
+clean "faulted rank that exits 0"
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
