@@ -37,13 +37,18 @@ static void lease_name(const gs_agent_t *a, char *out, size_t len);
  * whether it has been stopped. */
 #define STOPPED_CHECK_MS 100
 
-static int stopped_error(const gs_agent_t *a, pid_t peer, gs_error_t *err)
+/* Said apart: stopped when the job came (it was sent nothing), or while
+ * the job waited for its answer (it has the request; resumed, it starts
+ * nothing for a job that gave up). */
+static int stopped_error(const gs_agent_t *a, pid_t peer, int asked, gs_error_t *err)
 {
     return gs_error_set(err, EAGAIN,
-                        "the user's shared MPS agent on this node (PID %d, %s) is stopped "
-                        "(SIGSTOP, or a suspended session) and answers no job: `kill -CONT %d` "
-                        "resumes it, `kill %d` ends it and its servers",
-                        (int)peer, a->share_dir, (int)peer, (int)peer);
+                        "the user's shared MPS agent on this node (PID %d, %s) %s (SIGSTOP, or a "
+                        "suspended session)%s: `kill -CONT %d` resumes it, `kill %d` ends it and "
+                        "its servers",
+                        (int)peer, a->share_dir, asked ? "was stopped" : "is stopped",
+                        asked ? " before it answered this job's lease" : " and answers no job",
+                        (int)peer, (int)peer);
 }
 
 /* A line from the shared agent (fd) by deadline: its length, -ETIMEDOUT,
@@ -167,13 +172,14 @@ static int try_lease(gs_agent_t *a, const char *sock, const char *req, int *serv
         return 1;
     }
     pid_t peer = gs_unixsock_peer(c);
+    int asked = 0;
     long r = gs_proctree_stopped(peer) ? -EAGAIN
-             : write(c, req, strlen(req)) == (ssize_t)strlen(req)
+             : (asked = write(c, req, strlen(req)) == (ssize_t)strlen(req))
                  ? read_reply(a, c, reply, sizeof(reply), deadline, peer)
                  : -EPIPE;
     if (r == -EAGAIN) {
         close(c); /* the agent, once resumed, sees the job gave up: starts nothing for it */
-        return stopped_error(a, peer, err);
+        return stopped_error(a, peer, asked, err);
     }
     if (r <= 0) {
         close(c);

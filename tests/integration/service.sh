@@ -135,10 +135,18 @@ clean "service killed"
 # 4b. The service stopped (SIGSTOP, a suspended session) while a job holds
 # its one-client server: the next job does not wait for it (was: its whole
 # --mps-timeout, 30 s), says which process and what to do, and runs servers
-# of its own; resumed, the service starts no server for the job that gave
-# up on it (was: one for nobody, which then lingered).
+# of its own; it sends the stopped service nothing (agent_lease.c looks at
+# the service's state before it writes its lease). A lease that was written
+# to the stopped service and given up unanswered (hostile_user hello: the
+# user's own process, as a job's agent that wrote its lease just before the
+# stop) starts no server once the service resumes (abandoned() in
+# agent_share.c; was: one for nobody, which then lingered). Then a job whose
+# lease is in flight (read, its server starting: FAKE_MPS_START_DELAY_MS)
+# when the service is stopped gives up on it at once and says so (the look
+# at the state while it waits).
 rm -f "$REC"
-GSRUN_MPS_CLIENTS_PER_SERVER=1 job 2 "$OUT.a" "$ERR.a" --mps-linger=30 -np 1 "$PROG" --sleep 6000 &
+GSRUN_MPS_CLIENTS_PER_SERVER=1 FAKE_MPS_START_DELAY_MS=1500 \
+    job 2 "$OUT.a" "$ERR.a" --mps-linger=30 -np 1 "$PROG" --sleep 20000 &
 wait_status "$OUT.st" "^shared MPS .*1 job" || diag "$OUT.st"
 sp=$(shared_pid)
 kill -STOP $sp
@@ -147,13 +155,36 @@ job 2 "$OUT.b" "$ERR.b" -v --mps-linger=30 -np 2 "$PROG"
 ms=$((($(date +%s%N) - t0) / 1000000))
 check "the service stopped (SIGSTOP): the next job ends in $ms ms (under 5000), status $(cat "$OUT.b.rc") (0), its 2 ranks under MPS" \
     [ "$(cat "$OUT.b.rc")" = 0 -a $ms -lt 5000 -a "$(grep -c 'mps=1 ' "$OUT.b")" -eq 2 ] || diag "$ERR.b"
-check "  ... it names the stopped service ($sp) and says what to do" \
-    grep -q "shared MPS agent on this node (PID $sp, .*) is stopped .*kill -CONT $sp" "$ERR.b" || diag "$ERR.b"
+check "  ... it names the stopped service ($sp), sent it nothing ('is stopped ... answers no job') and says what to do" \
+    grep -q "shared MPS agent on this node (PID $sp, .*) is stopped (SIGSTOP, or a suspended session) and answers no job: .*kill -CONT $sp" "$ERR.b" ||
+    diag "$ERR.b"
+sock=$(ls -d "$TMPDIR/gsrun-$ME"/mps-share/*/ | head -1)agent.sock
+"$B/tests/progs/hostile_user" hello "$sock" \
+    "lease 30 gave-up 2 GPU-fa4e0000-0000-4000-8000-000000000000 1 GPU-fa4e0000-0000-4000-8000-000000000001 1" \
+    >"$OUT.h" 2>&1
+check "  ... a lease written to the stopped service goes unanswered ($(cat "$OUT.h"))" grep -qx "answer: (none)" "$OUT.h"
 starts=$(grep -c '^start ' "$REC")
 kill -CONT $sp
 sleep 1
-check "  ... resumed, the service starts no server for the job that gave up ($(($(grep -c '^start ' "$REC") - starts)) started)" \
-    [ "$(grep -c '^start ' "$REC")" -eq "$starts" ] || diag "$REC"
+check "  ... resumed, the service starts no server for the lease given up ($(($(grep -c '^start ' "$REC") - starts)) started)" \
+    [ "$(grep -c '^start ' "$REC")" -eq "$starts" -a -n "$(shared_pid)" ] || diag "$REC"
+starts=$(grep -c '^start ' "$REC")
+rm -f "$OUT.c.rc"
+job 2 "$OUT.c" "$ERR.c" -v --mps-linger=30 -np 1 "$PROG" &
+jc=$!
+for _ in $(seq 200); do [ "$(grep -c '^start ' "$REC")" -gt "$starts" ] && break; sleep 0.025; done
+kill -STOP $sp
+t0=$(date +%s%N)
+for _ in $(seq 100); do [ -e "$OUT.c.rc" ] && break; sleep 0.05; done
+ms=$((($(date +%s%N) - t0) / 1000000))
+kill -CONT $sp
+wait $jc
+check "a job whose lease waits for its server when the service is stopped: it ends $ms ms after the stop (under 5000, before the resume), status $(cat "$OUT.c.rc") (0), on a server of its own" \
+    [ "$ms" -lt 5000 -a "$(cat "$OUT.c.rc")" = 0 -a "$(grep -c 'mps=1 ' "$OUT.c")" -eq 1 -a "$(grep -c 'pipe=.*/mps-share/' "$OUT.c")" -eq 0 ] ||
+    diag "$ERR.c" "$OUT.c"
+check "  ... it says the service ($sp) was stopped before it answered the job's lease" \
+    grep -q "shared MPS agent on this node (PID $sp, .*) was stopped (SIGSTOP, or a suspended session) before it answered this job's lease: .*kill -CONT $sp" "$ERR.c" ||
+    diag "$ERR.c"
 wait
 clean "service stopped"
 

@@ -203,7 +203,8 @@ fi
 
 # 4c. A stuck shared agent (SIGSTOPped): a job does not wait for it (before
 # issue 58: its whole --mps-timeout) and runs servers of its own at once,
-# naming the stopped agent; a gsrun told to stop meanwhile ends at once, its
+# naming the stopped agent, to which it sent nothing (the look at its state
+# before the lease is written; service.sh 4b stops it with a lease in flight); a gsrun told to stop meanwhile ends at once, its
 # agent with it (before issue 37: SIGTERM took 25 s and left the job's agent).
 job "$OUT.1" "$ERR.1" --mps-linger=60 -np 2 "$PROG"
 stuck=$(shared_agents)
@@ -214,8 +215,8 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 check "a stopped shared agent ($stuck), --mps-timeout=3: status $(cat "$OUT.2.rc") (0) after $ms ms (under 3000: not waited for), 2 ranks on servers of its own" \
     [ "$(cat "$OUT.2.rc")" = 0 -a "$ms" -lt 3000 -a "$(grep -c "mps=1 pipe=$TMPDIR/gsrun\.[^/]*/" "$OUT.2")" -eq 2 ] ||
     diag "$ERR.2" "$OUT.2"
-check "  ... one line names the stopped agent and says the job runs servers of its own" \
-    [ "$(grep -c "shared MPS agent on this node (PID $stuck, .*) is stopped .*; this job runs MPS servers of its own" "$ERR.2")" -eq 1 ] ||
+check "  ... one line names the stopped agent, sent it nothing ('is stopped ... answers no job') and says the job runs servers of its own" \
+    [ "$(grep -c "shared MPS agent on this node (PID $stuck, .*) is stopped (SIGSTOP, or a suspended session) and answers no job: .*; this job runs MPS servers of its own" "$ERR.2")" -eq 1 ] ||
     diag "$ERR.2"
 t0=$(date +%s%N)
 gsrun_fake_exec 1 --mps-share=node --mps=on -np 2 "$PROG" --sleep 30000 >"$OUT.3" 2>"$ERR.3" &
