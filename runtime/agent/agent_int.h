@@ -164,6 +164,7 @@ typedef struct {
     /* Each entry's control daemon asked for its clients (a log line said a
      * rank's state): pending, and when it was asked last. */
     unsigned char watch_ask[GS_MAX_GPUS];
+    int watch_final; /* the job's end: nothing is asked again later */
     long long watch_asked_ms[GS_MAX_GPUS];
     long long fault_at_ms; /* a GPU fault ended a rank's context (the grace runs) */
     char fault_end_why[400];
@@ -358,6 +359,9 @@ void gs_agent_watch_check(gs_agent_t *a);
  * ends the job if rank 0 still runs 60 s from now (...)", or "". */
 void gs_agent_watch_grace_note(gs_agent_t *a, char *buf, size_t len);
 int gs_agent_watch_timeout(const gs_agent_t *a);
+/* The last look at the job's end: the logs' last lines, each line that
+ * waits for its daemon's word settled (a rank gone stands by its line). */
+void gs_agent_watch_final(gs_agent_t *a);
 /* "served 3 of 4 ranks as MPS clients; 1 ran on the GPU without MPS (rank
  * 2)", or that no rank used the GPU (-v: what was wrong was told while the
  * job ran). */

@@ -343,7 +343,7 @@ void gs_agent_serve(gs_agent_t *a)
         gs_report_add(&a->report, 1, "out of memory for the ranks' MPS states");
     }
     const char *why = gs_agent_loop(a, gs_agent_messages, &w);
-    gs_agent_watch_check(a); /* the logs' last lines: who was a client */
+    gs_agent_watch_final(a); /* the logs' last lines: who was a client */
     if (!a->ended_whole && t->nlive > 0) {
         int n = t->nlive;
         int killed = gs_ranks_end(t->live, n, GS_RANKS_TERM_MS);

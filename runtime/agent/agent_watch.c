@@ -90,6 +90,7 @@ int gs_agent_watch_start(gs_agent_t *a)
     a->nvml_due_ms = 0;
     a->fault_at_ms = 0;
     a->recheck_ms = 0;
+    a->watch_final = 0;
     memset(a->watch_ask, 0, sizeof(a->watch_ask));
     a->watching = a->plan.use_mps && a->daemons.n > 0;
     return gs_attach_init(&a->attach, a->local_size);
@@ -180,8 +181,9 @@ static void confirm(gs_agent_t *a, int e, long long now)
              * its end), before the daemon could be asked: the lines stand,
              * and NVML's word on a context without MPS still comes first. */
             take_exited(a, r, x->hint, x->hint_pid, e);
-        } else if (now - x->hint_ms < (x->hint == GS_MPS_CLIENT_NODEVICE ? WATCH_NODEVICE_MS
-                                                                          : WATCH_HINT_MS)) {
+        } else if (!a->watch_final &&
+                   now - x->hint_ms < (x->hint == GS_MPS_CLIENT_NODEVICE ? WATCH_NODEVICE_MS
+                                                                         : WATCH_HINT_MS)) {
             /* Asked again: an ACTIVE line's context may have ended before
              * the ask (its end's line not read yet); a process whose CUDA
              * found no device ends or stays no client, one that connects
@@ -231,7 +233,7 @@ static void take_events(gs_agent_t *a, long long now)
                 take_exited(a, r, kinds[i], pids[i], e);
             }
         }
-        if (a->watch_ask[e] && now >= a->watch_asked_ms[e] + WATCH_ASK_EVERY_MS) {
+        if (a->watch_ask[e] && (a->watch_final || now >= a->watch_asked_ms[e] + WATCH_ASK_EVERY_MS)) {
             confirm(a, e, now);
         }
     }
@@ -465,6 +467,12 @@ void gs_agent_watch_check(gs_agent_t *a)
         a->watch_changed = 0;
         gs_agent_write_status(a);
     }
+}
+
+void gs_agent_watch_final(gs_agent_t *a)
+{
+    a->watch_final = 1; /* every line waiting for its daemon's word is settled now */
+    gs_agent_watch_check(a);
 }
 
 int gs_agent_watch_timeout(const gs_agent_t *a)

@@ -163,7 +163,7 @@ for _ in $(seq 100); do
     grep -q "jobs gsrun\.[A-Za-z0-9]*:2 gsrun\.[A-Za-z0-9]*:2" "$T/st" && break
     sleep 0.1
 done
-dpid=$(sed -n 's/^  GPU [0-9]* server 0 of 1 .*: daemon \([0-9]*\) on .*/\1/p' "$T/st" | head -1)
+dpid=$(sed -n 's/^  GPU [0-9]* .*: daemon \([0-9]*\) on .*/\1/p' "$T/st" | head -1)
 [ -n "$dpid" ] && kill -9 "$dpid"
 sleep 1
 "$G" status >"$T/st2" 2>&1
@@ -172,7 +172,7 @@ echo "# after the control daemon's SIGKILL:"; sed 's/^/#   /' "$T/st2" | head -4
 told=$(cat "$T/e1" "$T/e2" | grep -c 'the shared MPS control daemon exited while the job ran (signal 9)')
 [ -n "$dpid" ] && [ "$told" -eq 2 ] && grep -q 'control daemon exited, jobs' "$T/st2" &&
     ok "the shared control daemon ($dpid) killed under two jobs: both told, status shows it" ||
-    { notok "a dead shared daemon: '$dpid', $told told"; tail -3 "$T/e1" "$T/st2"; }
+    { notok "a dead shared daemon: '$dpid', $told told"; tail -n 3 "$T/e1" "$T/st2"; }
 sleep 1
 left=$(mps_procs)
 [ -n "$left" ] && echo "# MPS processes left after the dead daemon's jobs: $left (killed now)"
