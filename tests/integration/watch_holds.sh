@@ -301,33 +301,35 @@ elif only 4; then
 fi
 
 # --- 5. forged client lines ------------------------------------------------------
-# The ranks wait 1 s before CUDA starts; meanwhile a process of the user's
-# appends client lines for them to their server's log.
+# The ranks wait before CUDA starts until a process of the user's has
+# appended client lines for them to their server's log.
 #   a. two ranks without MPS, "Status of client {PID: P, Context ID: 1} is
 #      ACTIVE" for each: still told without MPS (before: served 2 of 2);
 #   b. two healthy clients, "Client requested 1 which is not a valid GPU
 #      ID" for each: served 2 of 2 (before: told "found no device").
 if only 5; then
-    job sa 1 -v -np 2 env -u CUDA_MPS_PIPE_DIRECTORY "$CT" --sleep 6000 --start-wait 1000
+    job sa 1 -v -np 2 env -u CUDA_MPS_PIPE_DIRECTORY "$CT" --sleep 6000 --start-when "$TEST_TMP/go.sa"
     wait_for "$OUT.sa" ' start$' 2 20 || diag "$OUT.sa" "$ERR.sa"
     log=$(log_now job)
     t=$(date '+%Y-%m-%d %H:%M:%S.000')
     for r in 0 1; do
         echo "[$t Server $(status_field server_pid)] Status of client {PID: $(pid_of_rank sa $r), Context ID: 1} is ACTIVE"
     done >>"$log"
+    touch "$TEST_TMP/go.sa"
     ended sa
     check "5a. forged ACTIVE lines for 2 ranks without MPS ($log): both told ($(told_plain sa) of 2)" \
         [ -n "$log" -a "$(told_plain sa)" = 2 ] || diag "$ERR.sa"
     check "  ... the summary: $(grep -o 'served [^:]*' "$ERR.sa")" \
         grep -q 'served 0 of 2 ranks as MPS clients; 2 ran on the GPU without MPS' "$ERR.sa"
     check_clean "5a."
-    job sb 1 -v -np 2 "$CT" --sleep 5000 --start-wait 1000
+    job sb 1 -v -np 2 "$CT" --sleep 5000 --start-when "$TEST_TMP/go.sb"
     wait_for "$OUT.sb" ' start$' 2 20 || diag "$OUT.sb" "$ERR.sb"
     log=$(log_now job)
     t=$(date '+%Y-%m-%d %H:%M:%S.000')
     for r in 0 1; do
         echo "[$t Client $(pid_of_rank sb $r)] Client requested 1 which is not a valid GPU ID in the MPS visible set of devices"
     done >>"$log"
+    touch "$TEST_TMP/go.sb"
     ended sb
     check "5b. forged 'not a valid GPU ID' lines for 2 healthy clients ($log): $(grep -o 'served [^:]*' "$ERR.sb")" \
         eval "[ -n '$log' ] && grep -q 'served 2 of 2 ranks as MPS clients' '$ERR.sb'" || diag "$ERR.sb"

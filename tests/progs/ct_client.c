@@ -15,6 +15,7 @@
  * the others (tests/integration/watch_holds.sh):
  *
  *   --start-wait MS      print "rank=R pid=P start", wait MS, then start CUDA
+ *   --start-when FILE    the same, waiting until FILE exists (20 s at most)
  *   --quit-rank R        rank R prints "rank=R pid=P quit" and exits 0 at
  *                        once, before CUDA
  *   --bare-rank R        rank R starts CUDA (libcuda mapped) but makes no
@@ -179,12 +180,14 @@ int main(int argc, char **argv)
 {
     long long t0 = now_ms(), hold_ms = 0, start_wait = 0, on_fault = -1, on_fault_r = -1;
     int quit_rank = -1, bare_rank = -1, fault_rank = -1, on_fault_rank = -1, mixed = 0;
-    const char *fault_when = NULL, *big = NULL, *until = NULL;
+    const char *fault_when = NULL, *big = NULL, *until = NULL, *start_when = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--sleep") == 0 && i + 1 < argc) {
             hold_ms = atoll(argv[++i]);
         } else if (strcmp(argv[i], "--start-wait") == 0 && i + 1 < argc) {
             start_wait = atoll(argv[++i]);
+        } else if (strcmp(argv[i], "--start-when") == 0 && i + 1 < argc) {
+            start_when = argv[++i];
         } else if (strcmp(argv[i], "--quit-rank") == 0 && i + 1 < argc) {
             quit_rank = atoi(argv[++i]);
         } else if (strcmp(argv[i], "--bare-rank") == 0 && i + 1 < argc) {
@@ -223,10 +226,13 @@ int main(int argc, char **argv)
         fflush(stdout);
         return 0;
     }
-    if (start_wait > 0) {
+    if (start_wait > 0 || start_when != NULL) {
         printf("rank=%s pid=%d start\n", rank_of(), (int)getpid());
         fflush(stdout);
         sleep_ms(start_wait);
+        for (int i = 0; start_when != NULL && i < 2000 && access(start_when, F_OK) != 0; i++) {
+            sleep_ms(10);
+        }
     }
     if (mixed) {
         pid_t w[4];
