@@ -26,6 +26,9 @@
  *   FAKE_NVML_INIT_LOG=F     each nvmlInit_v2 appends "<pid> <program>" to F
  *   FAKE_NVML_PROCS_MS=N     listing a device's processes takes N ms (the driver
  *                            busy with other contexts' creation)
+ *   FAKE_NVML_PROCS_LOG=F    each compute listing appends "<pid> <count>" to F (the
+ *                            caller's PID, how many processes it found): a test
+ *                            waits for a listing made after what it set up
  *   FAKE_NVML_PROCS_HANG=F   in the user's shared agent (gsrun-share) only, listing
  *                            a device's processes waits while file F exists (an
  *                            NVML call that hangs)
@@ -471,6 +474,12 @@ int nvmlDeviceGetComputeRunningProcesses_v3(void *dev, unsigned int *count, proc
     }
     if ((unsigned long)dev < MIG_BASE) {
         ctx_dir(gpu_of(dev), 0, &found);
+    }
+    const char *log = getenv("FAKE_NVML_PROCS_LOG");
+    FILE *f = log != NULL ? fopen(log, "a") : NULL;
+    if (f != NULL) {
+        fprintf(f, "%d %u\n", (int)getpid(), found.n);
+        fclose(f);
     }
     return list_out(&found, count, info);
 }

@@ -35,7 +35,8 @@
  *                        context for --sleep: 2 MPS clients, 2 contexts
  *                        without MPS; prints "rank=R pid=P workers=W,W,W,W
  *                        kinds=mps,mps,plain,plain"
- *   --until FILE         ends its hold (--sleep) early once FILE exists
+ *   --until FILE         ends its hold (--sleep) early once FILE exists (so
+ *                        do the workers of --workers-mixed)
  *   --big-env DIR        runs itself again (the same process: exec) with an
  *                        environment of about 2 MB: 15 variables of 128 KiB,
  *                        the current environment less CUDA_MPS_PIPE_DIRECTORY,
@@ -158,8 +159,8 @@ static void big_env(const char *dir, int argc, char **argv)
 }
 
 /* One worker of --workers-mixed: a context (an MPS client when mps) held
- * until end. */
-static void worker(int mps, long long end)
+ * until end, or until FILE until exists. */
+static void worker(int mps, long long end, const char *until)
 {
     char reply[256] = "";
     int fd = -1;
@@ -172,7 +173,9 @@ static void worker(int mps, long long end)
     } else {
         ctx_file(plain_gpu(), "plain");
     }
-    sleep_ms(end - now_ms());
+    while (now_ms() < end && (until == NULL || access(until, F_OK) != 0)) {
+        sleep_ms(end - now_ms() < 50 ? end - now_ms() : 50);
+    }
     _exit(mps && fd < 0 ? 46 : 0);
 }
 
@@ -241,7 +244,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < 4; i++) {
             w[i] = fork();
             if (w[i] == 0) {
-                worker(i < 2, end);
+                worker(i < 2, end, until);
             }
         }
         printf("rank=%s pid=%d workers=%d,%d,%d,%d kinds=mps,mps,plain,plain\n", rank_of(),
