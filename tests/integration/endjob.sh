@@ -79,7 +79,8 @@ escape() {
     if [ "$mode" = cgroup ]; then
         check "  ... all in the job's cgroup ($where)" eval '[[ "$where" == */gsrun/job-$job.* ]]'
     else
-        check "  ... in no job cgroup of gsrun's ($where)" eval '[[ "$where" != */gsrun/* ]]'
+        check "  ... in no job cgroup of gsrun's (${where:-no cgroup line written})" \
+            eval '[ -n "$where" ] && [[ "$where" != */gsrun/* ]]'
     fi
     local t0 ms
     t0=$(date +%s%N)

@@ -141,13 +141,16 @@ for share in node job; do
     else
         log=$(ls "$TMPDIR"/gsrun.*/*/g0.log/control.out 2>/dev/null | head -1)
     fi
-    # shellcheck disable=SC2046
-    [ -n "$log" ] && forge "$log" $(pids_of "$OUT.F")
+    pids=$(pids_of "$OUT.F")
+    # shellcheck disable=SC2086
+    [ -n "$log" ] && [ -n "$pids" ] && forge "$log" $pids
+    check "7. --mps-share=$share: the forged lines name the job's 2 ranks by PID ($pids)" \
+        [ "$(wc -w <<<"$pids")" -eq 2 ] || diag "$OUT.F"
     sleep 1
     "$GSRUN" status >"$OUT.st7" 2>&1
     n=$(controls)
     wait_for "$OUT.F.rc" . 1
-    check "7. --mps-share=$share: fault lines forged into its server's log ($log): the job ends $(cat "$OUT.F.rc") (0), told of no fault" \
+    check "  ... fault lines forged into its server's log ($log): the job ends $(cat "$OUT.F.rc") (0), told of no fault" \
         eval '[ -n "$log" ] && [ "$(cat "$OUT.F.rc")" = 0 ] && ! grep -q "hit a fatal GPU fault" "$ERR.F"' || diag "$ERR.F"
     check "  ... no server retired ($n control daemon), no FAULT in gsrun status" \
         eval '[ "$n" = 1 ] && ! grep -q FAULT "$OUT.st7"' || diag "$OUT.st7"

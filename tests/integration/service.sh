@@ -82,8 +82,10 @@ for n in 2 4 8; do
     check "  ... its agent took the GPUs from the service and loaded no NVML" \
         [ "$(grep -c "the GPUs from the user's shared MPS on this node .* in [0-9]* ms" "$ERR.b")" -eq 1 \
             -a "$(agent_inits)" -eq "$inits" ] || diag "$ERR.b" "$NVLOG"
-    check "  ... on another GPU than the running job's" \
-        [ "$(grep -o 'uuid=[^ ]*' "$OUT.b")" != "$(grep -o 'uuid=[^ ]*' "$OUT.a")" ]
+    ua=$(grep -o 'uuid=GPU-[0-9a-f-]*' "$OUT.a")
+    ub=$(grep -o 'uuid=GPU-[0-9a-f-]*' "$OUT.b")
+    check "  ... on another GPU (${ub:-none}) than the running job's (${ua:-none})" \
+        [ -n "$ua" -a -n "$ub" -a "$ua" != "$ub" ] || diag "$OUT.a" "$OUT.b"
     wait
     check "  ... the service started NVML once for both jobs" [ "$(grep -c ' gsrun-share$' "$NVLOG")" -eq 1 ]
     clean "$n GPUs through the service"
