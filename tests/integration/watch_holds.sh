@@ -227,8 +227,8 @@ if only 2; then
 fi
 
 # --- 3. NVML's listings read whole ---------------------------------------------
-# 40 ranks whose wrapper drops the pipe var, on one GPU: 40 contexts in the
-# compute listing, more than gsrun asked room for at first (NVML then fills
+# 40 ranks whose wrapper drops the pipe var, on one GPU, their contexts
+# made together: 40 contexts in the compute listing, more than gsrun asked room for at first (NVML then fills
 # nothing: tests/fake). Each rank told, the summary counts 40 (before: the
 # array NVML did not fill was read; none told).
 told_plain() { grep -c 'ran on GPU 0 without MPS' "$ERR.$1"; }
@@ -237,7 +237,10 @@ if only 3; then
     for share in job node; do
         n=n$share
         job $n 1 --mps-share=$share -v -np 40 env -u CUDA_MPS_PIPE_DIRECTORY "$CT" --sleep 30000 \
-            --until "$TEST_TMP/end.$n"
+            --until "$TEST_TMP/end.$n" --start-when "$TEST_TMP/go.$n"
+        # Their contexts made at once, all 40 there before the agent looks.
+        wait_for "$OUT.$n" ' start$' 40 20 || diag "$ERR.$n"
+        touch "$TEST_TMP/go.$n"
         release_when $n "$ERR.$n" 'ran on GPU 0 without MPS' 40 12
         ended $n 60
         check "3. ($share) 40 ranks without MPS on one GPU: each told ($(told_plain $n) of 40), the job ends $(rc_of $n)" \
