@@ -180,7 +180,7 @@ if only 2; then
     spid=$!
     for share in job node; do
         n=f$share
-        job $n 1 --mps-share=$share -v -np 2 sh -c '"$0" "$@"; echo done' "$CT" --sleep 20000 \
+        job $n 1 --mps-share=$share -v -np 2 sh -c '"$0" "$@"; echo done' "$CT" --sleep 60000 \
             --until "$TEST_TMP/end.$n"
         wait_for "$OUT.$n" 'client=ok' 2 20 || diag "$OUT.$n" "$ERR.$n"
         for ((i = 0; i < 100; i++)); do # the shared server's daemon, once the job's status has it
