@@ -16,6 +16,7 @@
 
 #include "runtime/core/limits.h"
 #include "runtime/core/proc.h"
+#include "runtime/files/preflight.h"
 #include "runtime/files/rundir.h"
 #include "runtime/wire/agentcmd.h"
 
@@ -254,6 +255,21 @@ static int pid_gone(int pid)
     return pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH);
 }
 
+/* The PID in a job dir's owner file (its gsrun, or the agent that claimed
+ * it away from gsrun's node), or 0. */
+static int owner_pid(const char *job_dir)
+{
+    char path[320], buf[32] = "";
+    snprintf(path, sizeof(path), "%s/" GS_OWNER_FILE, job_dir);
+    int fd = gs_rundir_open_regular(path);
+    if (fd < 0) {
+        return 0;
+    }
+    ssize_t r = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    return r > 0 ? atoi(buf) : 0;
+}
+
 /* One job dir: its node dir for this node, and what it says; only the
  * caller's (others = 0) or only other users' (others = 1). */
 static int read_job(const char *tmpdir, const char *name, const char *node, int others,
@@ -277,9 +293,22 @@ static int read_job(const char *tmpdir, const char *name, const char *node, int 
     snprintf(s->job_dir, sizeof(s->job_dir), "%s", job_dir);
     s->uid = (int)sb.st_uid;
     if (gs_status_read(node_dir, s, &err) != 0) {
-        /* No status yet: an agent starting, or one killed before it wrote. */
+        /* No status yet: an agent starting, or one killed before it wrote
+         * (a crashed job): stale once the process that made the job dir
+         * is gone (as the next gsrun judges it: preflight.c), or 60 s on. */
+        int owner = owner_pid(job_dir);
         snprintf(s->mps, sizeof(s->mps), "starting");
-        s->stale = time(NULL) - sb.st_mtime > 60;
+        if (owner > 1 && pid_gone(owner)) {
+            s->stale = 1;
+            snprintf(s->message, sizeof(s->message),
+                     "no agent status, and the gsrun (or agent) that made its directory, PID %d, "
+                     "is gone",
+                     owner);
+        } else if (time(NULL) - sb.st_mtime > 60) {
+            s->stale = 1;
+            snprintf(s->message, sizeof(s->message),
+                     "no agent status 60 s after its node directory was made");
+        }
         clean_all(s);
         return 1;
     }

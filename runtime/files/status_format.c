@@ -31,6 +31,12 @@ static void server_pid(FILE *f, int pid)
 void gs_status_print_text(FILE *f, const gs_status_t *s, int n, long long now_ms)
 {
     for (int j = 0; j < n; j++, s++) {
+        if (s->stale && s->agent_pid <= 0) {
+            /* Its agent never wrote a status: the reader said why. */
+            fprintf(f, "job %s (uid %d): stale: %s; left behind: %s\n", s->job, s->uid,
+                    s->message, s->job_dir);
+            continue;
+        }
         if (s->stale) {
             fprintf(f, "job %s (uid %d): stale: its agent %d is gone; left behind: %s (the next "
                        "gsrun job of its user removes it)\n",
