@@ -21,6 +21,7 @@
 #   9  agent: daemons                   14 agent: agent_serve
 #   10 agent: agent_setup agent_publish 15 agent: agent (agent.c: the states)
 #            agent_pack                 16 agent: agent_main (gsrun-agent)
+#            agent_fault_word
 #   pmix/               uses runtime/core only
 #   launcher/ ompi/ slurm/ (front ends) use runtime/ (not the agent) and pmix/,
 #                       never each other (launcher/ is gsrun's own)
@@ -57,7 +58,7 @@ layer_of() { # part -> layer
     report | ranks | placer | lister | attach) echo 7 ;;
     guard) echo 8 ;;
     daemons) echo 9 ;;
-    agent_setup | agent_publish | agent_pack | agent_int) echo 10 ;;
+    agent_setup | agent_publish | agent_pack | agent_fault_word | agent_int) echo 10 ;;
     agent_loop | agent_fault) echo 11 ;;
     agent_share | agent_lease) echo 12 ;;
     agent_watch) echo 13 ;;
@@ -91,7 +92,7 @@ names_of() {
     attach) re='|gs_attach_[a-z_]+|GS_ATTACH_[A-Z_]+' ;;
     guard) re='|gs_guard_[a-z_]+' ;;
     daemons) re='|gs_daemons_[a-z_]+|GS_DAEMON_[A-Z_]+' ;;
-    agent_setup | agent_publish | agent_pack | agent_loop | agent_fault | agent_share | agent_lease | agent_watch | agent_serve | agent | agent_main)
+    agent_setup | agent_publish | agent_pack | agent_fault_word | agent_loop | agent_fault | agent_share | agent_lease | agent_watch | agent_serve | agent | agent_main)
         for m in $(grep -hoE '^[a-z][a-z_ *]*\bgs_agent_[a-z_]+\(' "$S/runtime/agent/$p.c" |
             grep -oE 'gs_agent_[a-z_]+'); do
             re="$re|$m"
@@ -119,7 +120,7 @@ if [ -z "$stray" ]; then
 else
     not_ok "runtime files outside the layer folders: $stray"
 fi
-parts="core wire gpu plan files rank batch report ranks placer lister attach guard daemons agent_setup agent_publish agent_pack agent_loop agent_fault agent_share agent_lease agent_watch agent_serve agent agent_main"
+parts="core wire gpu plan files rank batch report ranks placer lister attach guard daemons agent_setup agent_publish agent_pack agent_fault_word agent_loop agent_fault agent_share agent_lease agent_watch agent_serve agent agent_main"
 declare -A RE
 for p in $parts; do RE[$p]=$(names_of "$p"); done
 

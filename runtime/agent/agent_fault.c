@@ -38,9 +38,6 @@
 
 /* Jobs read at most for naming other jobs' PIDs. */
 #define WHO_JOBS 64
-/* How long the control daemon is given to confirm a fault (it answered at
- * once during one on an H200). */
-#define FAULT_ASK_MS 2000
 
 /* printf onto buf at *used, bounded by len. */
 __attribute__((format(printf, 4, 5))) static void append(char *buf, size_t len, size_t *used,
@@ -222,6 +219,54 @@ static int refresh_note(gs_agent_t *a, int g)
     return 1;
 }
 
+/* Whether local rank r's process runs. */
+static int rank_live(const gs_agent_t *a, int r)
+{
+    for (int i = 0; i < a->ranks.nlive; i++) {
+        if (a->ranks.live[i].rank == r) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The ranks whose context a fault ended that still run (their context's
+ * process lives), as "0-1,4" into buf: how many. A rank that went on
+ * after the fault in a process of its own, or exited, holds nothing up. */
+int gs_agent_fault_running(const gs_agent_t *a, char *buf, size_t len)
+{
+    int n = 0;
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int r = 0; r < a->attach.n; r++) {
+        const gs_attach_rank_t *x = &a->attach.r[r];
+        if (x->state != GS_ATTACH_FAULTED || !rank_live(a, r) ||
+            (x->ctx_pid > 0 && x->ctx_pid != x->pid &&
+             gs_attach_rank_of(&a->attach, x->ctx_pid, "/proc") != r)) {
+            continue;
+        }
+        int w = snprintf(buf + used, used < len ? len - used : 0, "%s%d", n ? "," : "", r);
+        used += w > 0 ? (size_t)w : 0;
+        n++;
+    }
+    return n;
+}
+
+/* What the fault grace will do, for the line that tells a fault. */
+static void grace_note(const gs_agent_t *a, char *buf, size_t len)
+{
+    char ranks[128], opt[64];
+    int g = a->o->cfg.fault_grace_s, n = gs_agent_fault_running(a, ranks, sizeof(ranks));
+    buf[0] = '\0';
+    if (g > 0 && n > 0) {
+        snprintf(buf, len,
+                 ". gsrun ends the job if rank%s %s still run%s %d s from now (%s=%d; a program "
+                 "that goes on without the GPU after a fault: 0)",
+                 n > 1 ? "s" : "", ranks, n > 1 ? "" : "s", g,
+                 gs_config_opt(&a->o->cfg, "mps-fault-grace", opt, sizeof(opt)), g);
+    }
+}
+
 /* One line to every job leasing shared server g (each line one write). */
 static void tell(gs_agent_t *a, int g, const char *fmt, const char *x, const char *y)
 {
@@ -253,81 +298,6 @@ static int mark_faulted(gs_agent_t *a, const pid_t *pids, int n)
     return hit;
 }
 
-/* Asks entry g's control daemon for its word on the fault its log tells
- * (kept: a FAULT is not forgotten for a later ACTIVE). */
-static void ask_word(gs_agent_t *a, int g)
-{
-    gs_daemons_t *ds = &a->daemons;
-    gs_mps_word_t w;
-    gs_error_t err;
-    if (a->fault_word[g].asked && a->fault_word[g].fault == 1) {
-        return;
-    }
-    int rc = gs_mps_ask_word(&ds->daemon[g], ds->control, 1, FAULT_ASK_MS, &w, &err);
-    a->fault_word[g].asked = 1;
-    a->fault_word[g].fault = rc != 0 ? -2 : w.fault;
-    a->fault_word[g].n = 0;
-    for (int i = 0; rc == 0 && i < w.nclients && i < GS_MPS_HEALTH_PIDS; i++) {
-        a->fault_word[g].clients[a->fault_word[g].n++] = w.clients[i];
-    }
-}
-
-/* Whether process pid has ended (gone, or a zombie). */
-static int ended(pid_t pid)
-{
-    char buf[64];
-    return gs_proc_stat_fields(NULL, pid, buf, sizeof(buf)) != 0 || buf[0] == 'Z';
-}
-
-/* Whether entry g's daemon named pid among its faulted server's clients. */
-static int word_lists(const gs_agent_t *a, int g, pid_t pid)
-{
-    for (int j = 0; j < a->fault_word[g].n; j++) {
-        if (a->fault_word[g].clients[j] == pid) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* The clients of entry g's fault that its daemon bears out: those of the
- * log's list it names as the faulted server's clients, and those that have
- * ended since (a client the fault ended often exits at once, before the
- * daemon is asked; a live process it does not list was no client), or,
- * when that leaves none, every client it names (MPS ends them all). */
-static int confirmed_hits(const gs_agent_t *a, int g, pid_t *out)
-{
-    const gs_mps_health_t *h = &a->daemons.health[g];
-    int n = 0, k = a->fault_word[g].n;
-    for (int i = 0; i < h->nhit; i++) {
-        if (word_lists(a, g, h->hit[i]) || ended(h->hit[i])) {
-            out[n++] = h->hit[i];
-        }
-    }
-    for (int j = 0; n == 0 && j < k; j++) {
-        out[j] = a->fault_word[g].clients[j];
-    }
-    return n > 0 ? n : k;
-}
-
-/* Entry g's log tells a fault its daemon does not bear out: told with -v,
- * nothing retired, no rank marked; the log's fault forgotten. */
-static void not_taken(gs_agent_t *a, int g, const char *label)
-{
-    const gs_mps_health_t *h = &a->daemons.health[g];
-    int w = a->fault_word[g].fault;
-    gs_report_add(&a->report, 1,
-                  "%s (%s): its MPS log says a fatal GPU fault at %s, but %s: not taken as a "
-                  "fault (nothing retired, no rank ended; lines another process wrote there?)",
-                  label, a->daemons.daemon[g].uuid, h->at[0] ? h->at : "?",
-                  w == 0    ? "the MPS control daemon reports its server ACTIVE and a process the "
-                              "lines name still runs"
-                  : w == -1 ? "the MPS control daemon tells no server status (an older driver)"
-                            : "the MPS control daemon did not answer");
-    gs_mps_health_dismiss(&a->daemons.health[g]);
-    a->fault_word[g].asked = a->fault_word[g].fault = 0;
-}
-
 /* Entry g's server faulted and MPS listed the clients it ended. */
 static void on_fault(gs_agent_t *a, int g)
 {
@@ -339,24 +309,11 @@ static void on_fault(gs_agent_t *a, int g)
 
     gs_daemons_label(ds, g, label, sizeof(label));
     snprintf(uuid, sizeof(uuid), "%s", ds->daemon[g].uuid);
-    /* The log is the user's to write (any process of theirs can append a
-     * fault's lines); the control daemon is not: only a server it says is
-     * in FAULT is a fault, and only the clients it names were ended. */
-    ask_word(a, g);
-    /* A fault over before the daemon was asked (every client it ended has
-     * exited, as most do at once: MPS says ACTIVE again then) is one when
-     * every process the log named has ended and the daemon lists none:
-     * lines naming a live process (a stray writer's) are no fault. */
-    int over = a->fault_word[g].fault == 0 && h->nhit > 0;
-    for (int i = 0; i < h->nhit && over; i++) {
-        over = ended(h->hit[i]) && !word_lists(a, g, h->hit[i]);
-    }
-    if (a->fault_word[g].fault != 1 && !over) {
-        not_taken(a, g, label);
+    /* The log is the user's to write; the control daemon is not. */
+    int nhit = gs_agent_fault_confirm(a, g, label, hit);
+    if (nhit < 0) {
         return;
     }
-    int nhit = confirmed_hits(a, g, hit);
-    a->fault_word[g].asked = a->fault_word[g].fault = 0; /* the next fault is asked anew */
     snprintf(at, sizeof(at), "%s", h->at[0] ? h->at : "?");
     gs_agent_fault_who(a, hit, nhit, 0, who, sizeof(who));
     gs_mps_health_pids(hit, nhit, pids, sizeof(pids));
@@ -372,7 +329,7 @@ static void on_fault(gs_agent_t *a, int g)
         /* Told now, while the job runs: its ranks may hang on it. */
         char grace[300];
         mark_faulted(a, hit, nhit);
-        gs_agent_watch_grace_note(a, grace, sizeof(grace));
+        grace_note(a, grace, sizeof(grace));
         gs_report_tell(&a->report,
                        "%s (%s): this job's MPS server hit a fatal GPU fault at %s; MPS ended "
                        "every client on it: %s%s",
@@ -413,7 +370,7 @@ void gs_agent_faults(gs_agent_t *a)
     a->fault_due_ms = due >= 0 ? gs_proc_now_ms() + due : 0;
     for (int g = 0; g < a->daemons.n && g < GS_MAX_GPUS; g++) {
         if ((ev[g] & GS_MPS_EV_FAULT) && !(ev[g] & GS_MPS_EV_LISTED)) {
-            ask_word(a, g); /* now, while the fault's clients live */
+            gs_agent_fault_ask(a, g); /* now, while the fault's clients live */
         }
         if (ev[g] & GS_MPS_EV_LISTED) {
             on_fault(a, g);
@@ -529,7 +486,7 @@ static void fault_shared(gs_agent_t *a, const char *line)
         /* Once, without -v, now: the job may hang on it, or end of it. */
         char grace[300];
         mark_faulted(a, pids, n);
-        gs_agent_watch_grace_note(a, grace, sizeof(grace));
+        grace_note(a, grace, sizeof(grace));
         gs_report_tell(&a->report,
                        "%s (%s): the MPS server this job shared with the user's other jobs hit a "
                        "fatal GPU fault at %s; MPS ended every client on it: %s%s",

@@ -248,6 +248,16 @@ void gs_agent_faults(gs_agent_t *a);
  * named: this job's ranks too each with its program and PID. */
 void gs_agent_fault_who(const gs_agent_t *a, const pid_t *pids, int n, int named, char *buf,
                         size_t len);
+/* The ranks whose context a fault ended that still run ("0-1,4" into buf):
+ * how many. What the fault grace looks at (agent_watch.c). */
+int gs_agent_fault_running(const gs_agent_t *a, char *buf, size_t len);
+/* agent_fault_word.c: whether a fault entry g's log tells of is one. Asks
+ * g's control daemon now (its FAULT kept for the fault's whole list). */
+void gs_agent_fault_ask(gs_agent_t *a, int g);
+/* Once the fault's list is whole: the clients it ended that the daemon
+ * bears out into hit (GS_MPS_HEALTH_PIDS), how many; or -1 when it is no
+ * fault (told with -v as "not taken", the log's fault forgotten). */
+int gs_agent_fault_confirm(gs_agent_t *a, int g, const char *label, pid_t *hit);
 /* A job's agent on the user's shared servers: whether their logs show a
  * fault the shared agent has not told yet (the
  * job's end waits a moment for its word: ranks the fault ended may end
@@ -355,9 +365,6 @@ int gs_agent_watch_start(gs_agent_t *a);
 void gs_agent_watch_registered(gs_agent_t *a, int rank, pid_t pid);
 /* After each wake-up of the serving wait; the ms to its next look, -1. */
 void gs_agent_watch_check(gs_agent_t *a);
-/* What the fault grace will do, for the line that tells a fault: ". gsrun
- * ends the job if rank 0 still runs 60 s from now (...)", or "". */
-void gs_agent_watch_grace_note(gs_agent_t *a, char *buf, size_t len);
 int gs_agent_watch_timeout(const gs_agent_t *a);
 /* The last look at the job's end: the logs' last lines, each line that
  * waits for its daemon's word settled (a rank gone stands by its line). */

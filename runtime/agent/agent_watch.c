@@ -329,42 +329,6 @@ static void tell_new(gs_agent_t *a)
     }
 }
 
-/* The ranks whose context a fault ended that still run (their context's
- * process lives), as "0-1,4" into buf: how many. A rank that went on
- * after the fault in a process of its own, or exited, holds nothing up. */
-static int faulted_running(gs_agent_t *a, char *buf, size_t len)
-{
-    int n = 0;
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int r = 0; r < a->attach.n; r++) {
-        const gs_attach_rank_t *x = &a->attach.r[r];
-        if (x->state != GS_ATTACH_FAULTED || !live(a, r) ||
-            (x->ctx_pid > 0 && x->ctx_pid != x->pid &&
-             gs_attach_rank_of(&a->attach, x->ctx_pid, "/proc") != r)) {
-            continue;
-        }
-        int w = snprintf(buf + used, used < len ? len - used : 0, "%s%d", n ? "," : "", r);
-        used += w > 0 ? (size_t)w : 0;
-        n++;
-    }
-    return n;
-}
-
-void gs_agent_watch_grace_note(gs_agent_t *a, char *buf, size_t len)
-{
-    char ranks[128], opt[64];
-    int g = a->o->cfg.fault_grace_s, n = faulted_running(a, ranks, sizeof(ranks));
-    buf[0] = '\0';
-    if (g > 0 && n > 0) {
-        snprintf(buf, len,
-                 ". gsrun ends the job if rank%s %s still run%s %d s from now (%s=%d; a program "
-                 "that goes on without the GPU after a fault: 0)",
-                 n > 1 ? "s" : "", ranks, n > 1 ? "" : "s", g,
-                 gs_config_opt(&a->o->cfg, "mps-fault-grace", opt, sizeof(opt)), g);
-    }
-}
-
 /* A rank whose context a fault ended still runs past the grace: it cannot
  * use the GPU again, and the others usually wait for it in MPI. */
 static void grace(gs_agent_t *a, long long now)
@@ -374,7 +338,7 @@ static void grace(gs_agent_t *a, long long now)
     if (a->fault_at_ms <= 0 || g <= 0 || now < a->fault_at_ms + (long long)g * 1000) {
         return;
     }
-    int n = faulted_running(a, ranks, sizeof(ranks));
+    int n = gs_agent_fault_running(a, ranks, sizeof(ranks));
     if (n == 0) {
         gs_report_add(&a->report, 0, "every rank a GPU fault ended had exited by the end of "
                       "--mps-fault-grace: the job runs on");
