@@ -244,6 +244,30 @@ static void test_line_round_trip(void **state)
     unsetenv("FAKE_NVML_MIG");
 }
 
+/* NVML's listing read whole: past the first room asked for (the real NVML,
+ * like the fake, answers a short room with INSUFFICIENT_SIZE, the count it
+ * needs and no entry written). */
+static void test_many_processes(void **state)
+{
+    (void)state;
+    static gs_gpu_list_t l;
+    gs_error_t err;
+    char procs[8192];
+    size_t k = 0;
+    for (int i = 0; i < 300; i++) {
+        k += (size_t)snprintf(procs + k, sizeof(procs) - k, "%s0:%d", i ? "," : "", 5000 + i);
+    }
+    setenv("FAKE_NVML_PROCS", procs, 1);
+    assert_int_equal(gs_gpu_discover(&l, &err), 0);
+    assert_int_equal(l.count, 1);
+    assert_int_equal(l.gpu[0].nprocs, 300);
+    for (int i = 0; i < 300; i++) {
+        assert_int_equal(l.gpu[0].procs[i], 5000 + i);
+        assert_int_equal(l.gpu[0].procs_mib[i], 520);
+    }
+    unsetenv("FAKE_NVML_PROCS");
+}
+
 int main(int argc, char **argv)
 {
     /* dlopen reads LD_LIBRARY_PATH at start: re-exec with the fake first. */
@@ -265,6 +289,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_sysfs_near_cpus),
         cmocka_unit_test(test_cuda_version_sets_client_limit),
         cmocka_unit_test(test_line_round_trip),
+        cmocka_unit_test(test_many_processes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
