@@ -233,7 +233,8 @@ static void take_events(gs_agent_t *a, long long now)
                 take_exited(a, r, kinds[i], pids[i], e);
             }
         }
-        if (a->watch_ask[e] && (a->watch_final || now >= a->watch_asked_ms[e] + WATCH_ASK_EVERY_MS)) {
+        int due = a->watch_final || now >= a->watch_asked_ms[e] + WATCH_ASK_EVERY_MS;
+        if (a->watch_ask[e] && due) {
             confirm(a, e, now);
         }
     }

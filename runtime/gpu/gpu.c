@@ -457,19 +457,21 @@ static int match_entry(const gs_gpu_list_t *list, const char *entry, int *hit)
 
 int gs_gpu_filter_visible(gs_gpu_list_t *list, const char *cvd, gs_error_t *err)
 {
-    gs_gpu_list_t out;
     char *save = NULL;
 
     if (cvd == NULL || list->count == 0) {
         return 0;
     }
-    /* As long as CUDA takes it (56 MIG UUIDs are over 2 KB). */
+    /* As long as CUDA takes it (56 MIG UUIDs are over 2 KB); the list on
+     * the heap (its processes make it most of a MiB). */
     char *buf = strdup(cvd);
-    if (buf == NULL) {
+    gs_gpu_list_t *o = calloc(1, sizeof(*o));
+    if (buf == NULL || o == NULL) {
+        free(buf);
+        free(o);
         return gs_error_set(err, ENOMEM, "out of memory for CUDA_VISIBLE_DEVICES");
     }
-    memset(&out, 0, sizeof(out));
-    out.cuda_version = list->cuda_version;
+    o->cuda_version = list->cuda_version;
     for (char *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
         int hit[GS_MAX_GPUS];
         while (*tok == ' ') {
@@ -479,25 +481,26 @@ int gs_gpu_filter_visible(gs_gpu_list_t *list, const char *cvd, gs_error_t *err)
             break; /* CUDA stops at the first invalid entry */
         }
         for (int i = 0; i < list->count; i++) {
-            for (int j = 0; hit[i] && j < out.count; j++) {
-                hit[i] = strcmp(out.gpu[j].uuid, list->gpu[i].uuid) != 0;
+            for (int j = 0; hit[i] && j < o->count; j++) {
+                hit[i] = strcmp(o->gpu[j].uuid, list->gpu[i].uuid) != 0;
             }
-            if (hit[i] && out.count < GS_MAX_GPUS) {
-                out.gpu[out.count++] = list->gpu[i];
+            if (hit[i] && o->count < GS_MAX_GPUS) {
+                o->gpu[o->count++] = list->gpu[i];
             }
         }
     }
     free(buf);
-    if (out.count == 0 && list->beyond > 0) {
-        snprintf(out.reason, sizeof(out.reason),
+    if (o->count == 0 && list->beyond > 0) {
+        snprintf(o->reason, sizeof(o->reason),
                  "CUDA_VISIBLE_DEVICES='%.80s%s' names none of the node's first %d GPUs, the "
                  "most gsrun handles (%d more are not used)",
                  cvd, strlen(cvd) > 80 ? "..." : "", GS_MAX_GPUS, list->beyond);
-    } else if (out.count == 0) {
-        snprintf(out.reason, sizeof(out.reason), "CUDA_VISIBLE_DEVICES='%.120s%s' leaves no GPU visible",
+    } else if (o->count == 0) {
+        snprintf(o->reason, sizeof(o->reason), "CUDA_VISIBLE_DEVICES='%.120s%s' leaves no GPU visible",
                  cvd, strlen(cvd) > 120 ? "..." : "");
     }
-    out.beyond = list->beyond;
-    *list = out;
+    o->beyond = list->beyond;
+    *list = *o;
+    free(o);
     return 0;
 }
