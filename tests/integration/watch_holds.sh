@@ -99,6 +99,9 @@ status_field() { # status_field FIELD
     "$GSRUN" status --json 2>/dev/null | tr ',{}' '\n\n\n' |
         sed -n "s/^\"$1\":\"\{0,1\}\([^\"]*\)\"\{0,1\}$/\1/p" | grep -v '^0\{0,1\}$' | head -1
 }
+# env by its path: in the Debian 13 suite (Open MPI 5) a 40-rank job's
+# ranks once got a PATH cut after its first entries (not found: 127).
+ENV=$(command -v env)
 only() { [ -z "${WATCH_ONLY:-}" ] || [[ " $WATCH_ONLY " == *" $1 "* ]]; }
 trap 'cleanup_other; [ -n "$SUID_DIR" ] && rm -rf "$SUID_DIR"' EXIT
 
@@ -236,7 +239,7 @@ diag_rest() { grep -v 'ran on GPU 0 without MPS: its program was started without
 if only 3; then
     for share in job node; do
         n=n$share
-        job $n 1 --mps-share=$share -v -np 40 env -u CUDA_MPS_PIPE_DIRECTORY "$CT" --sleep 30000 \
+        job $n 1 --mps-share=$share -v -np 40 "$ENV" -u CUDA_MPS_PIPE_DIRECTORY "$CT" --sleep 30000 \
             --until "$TEST_TMP/end.$n" --start-when "$TEST_TMP/go.$n"
         # Their contexts made at once, all 40 there before the agent looks.
         wait_for "$OUT.$n" ' start$' 40 20 || diag "$ERR.$n"
@@ -259,7 +262,7 @@ if only 3; then
             as_other 60
             echo "0 plain" >"$FAKE_NVML_CTX_DIR/$!"
         done
-        job o 1 -v -np 2 env -u CUDA_MPS_PIPE_DIRECTORY "$CT" --sleep 30000 --until "$TEST_TMP/end.o"
+        job o 1 -v -np 2 "$ENV" -u CUDA_MPS_PIPE_DIRECTORY "$CT" --sleep 30000 --until "$TEST_TMP/end.o"
         release_when o "$ERR.o" 'ran on GPU 0 without MPS' 2 12
         ended o
         check "3. another user's 40 plain contexts on the GPU: the user's 2 ranks without MPS told ($(told_plain o) of 2)" \
@@ -325,7 +328,7 @@ fi
 #   b. two healthy clients, "Client requested 1 which is not a valid GPU
 #      ID" for each: served 2 of 2 (before: told "found no device").
 if only 5; then
-    job sa 1 -v -np 2 env -u CUDA_MPS_PIPE_DIRECTORY "$CT" --sleep 30000 --until "$TEST_TMP/end.sa" \
+    job sa 1 -v -np 2 "$ENV" -u CUDA_MPS_PIPE_DIRECTORY "$CT" --sleep 30000 --until "$TEST_TMP/end.sa" \
         --start-when "$TEST_TMP/go.sa"
     wait_for "$OUT.sa" ' start$' 2 20 || diag "$OUT.sa" "$ERR.sa"
     log=$(log_now job)
