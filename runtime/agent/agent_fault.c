@@ -63,24 +63,6 @@ static void program(pid_t pid, char *buf, size_t len)
     gs_status_clean(buf);
 }
 
-/* The real uid of a live process, or -1. */
-static long proc_uid(pid_t pid)
-{
-    char path[64], line[256];
-    long uid = -1;
-    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "re");
-    while (f != NULL && uid < 0 && fgets(line, sizeof(line), f) != NULL) {
-        if (sscanf(line, "Uid: %ld", &uid) != 1) {
-            uid = -1;
-        }
-    }
-    if (f != NULL) {
-        fclose(f);
-    }
-    return uid;
-}
-
 /* The local rank pid registered as in a job's status ("<rank>:<pid> ..."),
  * or -1. */
 static int rank_in(const char *pids, pid_t pid)
@@ -167,7 +149,9 @@ void gs_agent_fault_who(const gs_agent_t *a, const pid_t *pids, int n, int named
         for (; j < njobs && r < 0; j++) {
             r = strcmp(jobs[j].job, self) != 0 ? rank_in(jobs[j].pids, pids[i]) : -1;
         }
-        long uid = proc_uid(pids[i]);
+        gs_attach_env_t id = {.uid = -1, .euid = -1};
+        gs_attach_read_uid(pids[i], "/proc", &id);
+        long uid = id.uid;
         if (r >= 0) {
             snprintf(text, sizeof(text), "job %s's rank %d", jobs[j - 1].job, r);
         } else if (uid == (long)getuid()) {
@@ -219,17 +203,6 @@ static int refresh_note(gs_agent_t *a, int g)
     return 1;
 }
 
-/* Whether local rank r's process runs. */
-static int rank_live(const gs_agent_t *a, int r)
-{
-    for (int i = 0; i < a->ranks.nlive; i++) {
-        if (a->ranks.live[i].rank == r) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
 /* The ranks whose context a fault ended that still run (their context's
  * process lives), as "0-1,4" into buf: how many. A rank that went on
  * after the fault in a process of its own, or exited, holds nothing up. */
@@ -240,7 +213,7 @@ int gs_agent_fault_running(const gs_agent_t *a, char *buf, size_t len)
     buf[0] = '\0';
     for (int r = 0; r < a->attach.n; r++) {
         const gs_attach_rank_t *x = &a->attach.r[r];
-        if (x->state != GS_ATTACH_FAULTED || !rank_live(a, r) ||
+        if (x->state != GS_ATTACH_FAULTED || x->gone ||
             (x->ctx_pid > 0 && x->ctx_pid != x->pid &&
              gs_attach_rank_of(&a->attach, x->ctx_pid, "/proc") != r)) {
             continue;

@@ -366,6 +366,9 @@ void gs_agent_watch_registered(gs_agent_t *a, int rank, pid_t pid);
 /* After each wake-up of the serving wait; the ms to its next look, -1. */
 void gs_agent_watch_check(gs_agent_t *a);
 int gs_agent_watch_timeout(const gs_agent_t *a);
+/* Ranks left the table (exited): from now on nobody's (their PIDs may be
+ * reused), and no fault of theirs holds the grace. */
+void gs_agent_watch_dropped(gs_agent_t *a);
 /* The last look at the job's end: the logs' last lines, each line that
  * waits for its daemon's word settled (a rank gone stands by its line). */
 void gs_agent_watch_final(gs_agent_t *a);

@@ -302,6 +302,7 @@ static int serving_timeout(gs_agent_t *a)
 static void serving_dropped(gs_agent_t *a)
 {
     a->last_change = gs_proc_now_ms();
+    gs_agent_watch_dropped(a);
     gs_agent_write_status(a);
 }
 

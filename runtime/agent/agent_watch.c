@@ -67,16 +67,6 @@
 #define WATCH_NVML_AFTER_MS 2000
 #define WATCH_NVML_EVERY_MS 2000
 
-static int live(const gs_agent_t *a, int rank)
-{
-    for (int i = 0; i < a->ranks.nlive; i++) {
-        if (a->ranks.live[i].rank == rank) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
 /* The pipe dir gsrun gave rank r ("" unknown). */
 static const char *pipe_of(const gs_agent_t *a, int r)
 {
@@ -275,39 +265,41 @@ static void ask_nvml(gs_agent_t *a)
         free(l);
         return;
     }
-    int *gpu = calloc((size_t)a->attach.n, sizeof(*gpu));
-    pid_t *ctx = calloc((size_t)a->attach.n, sizeof(*ctx));
+    /* Per rank: a context of its without MPS (and where), else a client's. */
+    struct seen {
+        pid_t plain, client;
+        int gpu;
+    } *seen = calloc((size_t)(a->attach.n > 0 ? a->attach.n : 1), sizeof(*seen));
     for (int r = 0; r < a->attach.n; r++) {
         a->attach.r[r].nctx = a->attach.r[r].nplain = 0;
     }
-    for (int g = 0; g < l->count && gpu != NULL && ctx != NULL; g++) {
+    for (int g = 0; g < l->count && seen != NULL; g++) {
         const gs_gpu_t *d = &l->gpu[g];
         for (int i = 0; i < d->nprocs && i < GS_GPU_PROCS_MAX && d->nmps >= 0; i++) {
             int r = gs_attach_rank_of(&a->attach, d->procs[i], "/proc");
             if (r < 0) {
                 continue;
             }
-            gs_attach_rank_t *x = &a->attach.r[r];
-            x->nctx++;
+            a->attach.r[r].nctx++;
             if (!listed(d->mps, d->nmps, d->procs[i])) {
-                x->nplain++;
-                gpu[r] = d->index;
-                ctx[r] = d->procs[i];
-            } else if (ctx[r] == 0) {
-                ctx[r] = -d->procs[i]; /* a client's, kept unless a plain one comes */
+                a->attach.r[r].nplain++;
+                seen[r].plain = d->procs[i];
+                seen[r].gpu = d->index;
+            } else {
+                seen[r].client = d->procs[i];
             }
         }
     }
-    for (int r = 0; r < a->attach.n && gpu != NULL && ctx != NULL; r++) {
-        gs_attach_rank_t *x = &a->attach.r[r];
-        if (x->nplain > 0) {
-            a->watch_changed |= gs_attach_set(&a->attach, r, GS_ATTACH_PLAIN, ctx[r], gpu[r]);
-        } else if (x->nctx > 0 && gs_attach_set(&a->attach, r, GS_ATTACH_CLIENT, -ctx[r], -1)) {
+    for (int r = 0; r < a->attach.n && seen != NULL; r++) {
+        if (seen[r].plain > 0) {
+            a->watch_changed |=
+                gs_attach_set(&a->attach, r, GS_ATTACH_PLAIN, seen[r].plain, seen[r].gpu);
+        } else if (seen[r].client > 0 &&
+                   gs_attach_set(&a->attach, r, GS_ATTACH_CLIENT, seen[r].client, -1)) {
             a->watch_changed = 1;
         }
     }
-    free(gpu);
-    free(ctx);
+    free(seen);
     free(l);
 }
 
@@ -357,14 +349,22 @@ static void grace(gs_agent_t *a, long long now)
     gs_agent_loop_end(a, a->fault_end_why);
 }
 
-/* Ranks that exited are nobody's from now on (their PIDs may be reused). */
-static void mark_gone(gs_agent_t *a)
+void gs_agent_watch_dropped(gs_agent_t *a)
 {
-    for (int r = 0; r < a->attach.n; r++) {
-        if (a->attach.r[r].pid > 0 && !a->attach.r[r].gone && !live(a, r)) {
-            a->attach.r[r].gone = 1;
+    unsigned char *alive = calloc((size_t)(a->attach.n > 0 ? a->attach.n : 1), 1);
+    if (alive == NULL) {
+        return; /* marked at the next exit */
+    }
+    for (int i = 0; i < a->ranks.nlive; i++) {
+        int r = a->ranks.live[i].rank;
+        if (r >= 0 && r < a->attach.n) {
+            alive[r] = 1;
         }
     }
+    for (int r = 0; r < a->attach.n; r++) {
+        a->attach.r[r].gone |= a->attach.r[r].pid > 0 && !alive[r];
+    }
+    free(alive);
 }
 
 /* The ranks not yet seen: their environment while it can be read, when
@@ -396,7 +396,6 @@ void gs_agent_watch_check(gs_agent_t *a)
     if (!a->watching || a->attach.n == 0) {
         return;
     }
-    mark_gone(a);
     take_events(a, now);
     int clients = 0;
     for (int r = 0; r < a->attach.n; r++) {
