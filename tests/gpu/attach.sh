@@ -139,7 +139,7 @@ check "6. 64 ranks without MPS: $n of 64 told (the first at $(first_ms n64 'with
     eval "[ '$n' = 64 ] && [ '$(cat "$T/n64.rc")' = 0 ]" || tail -5 "$T/n64.err" | sed 's/^/# /'
 check "  ... the summary: $(grep -o 'served [^;]*; [^;(]*' "$T/n64.err" | head -1)" \
     grep -q "served 0 of 64 ranks as MPS clients; 64 ran on the GPU without MPS" "$T/n64.err"
-check "  ... the shared MPS's GPU answer read ($(grep -c 'could not tell the GPUs' "$T/n64.err") lines saying it could not)" \
+check "  ... the shared MPS's GPU answer read ($(grep -c 'could not tell the GPUs' "$T/n64.err") lines saying it could not: $(grep -o 'could not tell the GPUs.*' "$T/n64.err" | head -1))" \
     eval "! grep -q 'could not tell the GPUs' '$T/n64.err'"
 "$G" stop >/dev/null 2>&1
 clean
