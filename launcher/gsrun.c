@@ -240,7 +240,8 @@ static int run_job(const gs_opts_t *o, char *launcher, char **cmd, const char *a
         die(GS_EXIT_SETUP, err.text);
     }
     int fault_end = 0;
-    gs_print_reports(job_dir, o->cfg.verbose, &fault_end);
+    gs_print_reports(job_dir, o->cfg.verbose,
+                     WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), &fault_end);
     if (o->cfg.verbose >= 2) {
         fprintf(stderr, "gsrun: timeline (ms after gsrun started): mpirun started %lld, mpirun "
                         "exited %lld, node agents done %lld\n",

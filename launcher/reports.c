@@ -15,6 +15,7 @@
 
 #include "runtime/core/proc.h"
 #include "runtime/files/rundir.h"
+#include "runtime/files/status_end.h"
 #include "runtime/core/limits.h"
 
 static void on_alarm(int sig)
@@ -75,7 +76,7 @@ void gs_wait_for_agents(const char *job_dir, int timeout_ms)
     }
 }
 
-int gs_print_reports(const char *job_dir, int verbose, int *fault_end)
+int gs_print_reports(const char *job_dir, int verbose, int job_status, int *fault_end)
 {
     DIR *d = opendir(job_dir);
     struct dirent *e;
@@ -109,7 +110,9 @@ int gs_print_reports(const char *job_dir, int verbose, int *fault_end)
         problems += p;
         while ((verbose || p > 0) && fgets(line, sizeof(line), f) != NULL) {
             if (verbose || strncmp(line, "problem: ", 9) == 0) {
-                fprintf(stderr, "gsrun: %s", line);
+                char told[1300];
+                gs_status_end_fill(line, job_status, told, sizeof(told));
+                fprintf(stderr, "gsrun: %s", told);
             }
         }
         fclose(f);

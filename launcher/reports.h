@@ -17,8 +17,10 @@
 void gs_wait_for_agents(const char *job_dir, int timeout_ms);
 
 /* Prints the agents' reports: always with -v, otherwise those with
- * problems. Returns the number of problems; *fault_end (may be NULL) 1
- * when an agent ended the job after a GPU fault (--mps-fault-grace). */
-int gs_print_reports(const char *job_dir, int verbose, int *fault_end);
+ * problems; their words on how the job ended say job_status (mpirun's
+ * exit status, 128+N for signal N; -1 unknown: status_end.h). Returns the
+ * number of problems; *fault_end (may be NULL) 1 when an agent ended the
+ * job after a GPU fault (--mps-fault-grace). */
+int gs_print_reports(const char *job_dir, int verbose, int job_status, int *fault_end);
 
 #endif

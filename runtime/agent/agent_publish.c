@@ -139,6 +139,35 @@ void gs_agent_confirm_servers_from(gs_agent_t *a, int first)
     }
 }
 
+/* A borrowed server's PIDs for the line of its GPU: the shared agent lists
+ * a new server's PIDs a little after it serves, so those the lease did not
+ * have are read from its status now; what is still not listed is said so
+ * (the line is read at the job's end: "starting" would not be true then). */
+static void borrowed_pids(gs_agent_t *a, int g, char *buf, size_t len)
+{
+    const gs_mps_daemon_t *d = &a->daemons.daemon[g];
+    int daemon = (int)d->daemon_pid, server = (int)d->server_pid[0];
+    const char *core = a->daemons.pinned[g];
+    gs_status_t *ss = daemon > 0 && server > 0 ? NULL : calloc(1, sizeof(*ss));
+    gs_error_t err;
+    int s = a->share_server[g];
+    if (ss != NULL && gs_status_read(a->share_dir, ss, &err) == 0 && s >= 0 && s < ss->nservers) {
+        daemon = daemon > 0 ? daemon : ss->server[s].daemon_pid;
+        server = server > 0 ? server : ss->server[s].server_pid;
+        core = core[0] ? core : ss->server[s].core;
+    }
+    if (daemon <= 0) {
+        snprintf(buf, len, "its control daemon's and server's PIDs not listed when the ranks came");
+    } else if (server <= 0) {
+        snprintf(buf, len, "control daemon %d on %s, server PID not listed when the ranks came",
+                 daemon, core[0] ? core : "no core");
+    } else {
+        snprintf(buf, len, "control daemon %d on %s, server %d", daemon, core[0] ? core : "no core",
+                 server);
+    }
+    free(ss);
+}
+
 void gs_agent_confirm_servers(gs_agent_t *a, int job_long)
 {
     if (job_long) {
@@ -152,23 +181,12 @@ void gs_agent_confirm_servers(gs_agent_t *a, int job_long)
         char who[48];
         gs_daemons_label(&a->daemons, g, who, sizeof(who));
         if (a->daemons.borrowed) {
-            /* The shared agent lists a new server's PIDs later: until
-             * then there is nothing to name. */
-            char pids[200] = "starting";
-            if (d->daemon_pid > 0) {
-                snprintf(pids, sizeof(pids), "control daemon %d on %s, server ", (int)d->daemon_pid,
-                         a->daemons.pinned[g][0] ? a->daemons.pinned[g] : "no core");
-                size_t l = strlen(pids);
-                if (d->server_pid[0] > 0) {
-                    snprintf(pids + l, sizeof(pids) - l, "%d", (int)d->server_pid[0]);
-                } else {
-                    snprintf(pids + l, sizeof(pids) - l, "starting");
-                }
-            }
+            char pids[200];
+            borrowed_pids(a, g, pids, sizeof(pids));
             gs_report_add(&a->report, 0,
                           "%s (%s, %s): the user's shared MPS server %d (%s), %d rank%s at %s%%",
-                          who, a->servers.gpu[g].name, d->uuid, a->share_server[g], pids,
-                          s->nranks, s->nranks == 1 ? "" : "s", pct);
+                          who, a->servers.gpu[g].name, d->uuid, a->share_server[g], pids, s->nranks,
+                          s->nranks == 1 ? "" : "s", pct);
             continue;
         }
         if (a->o->cfg.prestart) {
@@ -211,8 +229,8 @@ static void jobs_text(const gs_agent_t *a, int g, char *buf, size_t len)
             clients += l->server[e] == g ? l->clients[e] : 0;
         }
         if (clients > 0) {
-            int w = snprintf(buf + used, len - used, "%s%s:%d", used > 0 ? " " : "", l->job,
-                             clients);
+            int w =
+                snprintf(buf + used, len - used, "%s%s:%d", used > 0 ? " " : "", l->job, clients);
             used += w > 0 ? (size_t)w : 0;
         }
     }

@@ -38,8 +38,6 @@
 #include "runtime/core/proc.h"
 #include "runtime/files/status.h"
 
-/* Look often while ranks start (their environment is readable only until
- * CUDA starts in them), then once a second while any is still unseen. */
 /* A control daemon is asked for its clients at most this often (a log
  * line said a rank's state), each ask bounded; one that did not answer is
  * asked again after the back-off, NVML telling the ranks meanwhile. */
@@ -255,9 +253,90 @@ static int listed(const int *pids, int n, int pid)
     return 0;
 }
 
+/* Per rank, what one NVML look saw: a context of its without MPS (and
+ * where), else an MPS client's. */
+struct nvml_seen {
+    pid_t plain, client;
+    int gpu;
+};
+
+/* The entry whose pipe dir gsrun gave rank r, and the one (another of
+ * gsrun's) whose pipe dir its program was started with: -1 each none. */
+static void entries_of(const gs_agent_t *a, int r, int *given, int *named)
+{
+    const gs_attach_env_t *e = &a->attach.r[r].env;
+    *given = gs_placer_gpu(&a->placer, r);
+    *given = *given >= 0 && *given < a->daemons.n && *given < GS_MAX_GPUS ? *given : -1;
+    *named = -1;
+    for (int k = 0; k < a->daemons.n && k < GS_MAX_GPUS && e->has_pipe && *named < 0; k++) {
+        *named = k != *given && strcmp(a->daemons.daemon[k].pipe_dir, e->pipe) == 0 ? k : -1;
+    }
+}
+
+/* Entry e's daemon's clients for this look: asked once (each ask bounded,
+ * one that did not answer backed off as confirm()'s); NULL unknown. */
+static const gs_mps_word_t *word_of(gs_agent_t *a, int e, gs_mps_word_t **words,
+                                    unsigned char *asked, long long now)
+{
+    gs_error_t err;
+    if (e < 0 || asked[e]) {
+        return e >= 0 ? words[e] : NULL;
+    }
+    asked[e] = 1;
+    if (now < a->watch_asked_ms[e]) {
+        return NULL; /* backed off: asked again at a later look */
+    }
+    words[e] = malloc(sizeof(*words[e]));
+    a->watch_asked_ms[e] = now;
+    if (words[e] != NULL &&
+        gs_mps_ask_word(&a->daemons.daemon[e], a->daemons.control, 0, WATCH_ASK_MS, words[e],
+                        &err) != 0) {
+        free(words[e]);
+        words[e] = NULL;
+        a->watch_asked_ms[e] = now + WATCH_ASK_BACKOFF_MS;
+    }
+    return words[e];
+}
+
+/* NVML lists the context of each rank in seen[] with a client among MPS's,
+ * but not whose server's: a rank is gsrun's client only when a control
+ * daemon gsrun gave it lists it (one ask per entry per look), a client of
+ * a server gsrun did not give it when they all answered without it, and
+ * left as it was (asked at a later look) while one did not answer. */
+static void judge_clients(gs_agent_t *a, const struct nvml_seen *seen, long long now)
+{
+    gs_mps_word_t *words[GS_MAX_GPUS] = {NULL};
+    unsigned char asked[GS_MAX_GPUS] = {0};
+    for (int r = 0; r < a->attach.n; r++) {
+        gs_attach_rank_t *x = &a->attach.r[r];
+        if (seen[r].plain > 0 || seen[r].client <= 0 || x->state == GS_ATTACH_CLIENT) {
+            continue;
+        }
+        int e[2], known = 1, by = -1;
+        entries_of(a, r, &e[0], &e[1]);
+        for (int k = 0; k < 2 && by < 0; k++) {
+            const gs_mps_word_t *w = word_of(a, e[k], words, asked, now);
+            known &= e[k] < 0 || w != NULL;
+            by = w != NULL && gs_mps_word_lists(w, seen[r].client) ? e[k] : -1;
+        }
+        if (by >= 0 && gs_attach_set(&a->attach, r, GS_ATTACH_CLIENT, seen[r].client, -1)) {
+            x->entry = by;
+            a->watch_changed = 1;
+        } else if (by < 0 && known && e[0] >= 0 &&
+                   gs_attach_rank_of(&a->attach, seen[r].client, "/proc") == r) {
+            /* (a context whose process ended since NVML's look is no word) */
+            a->watch_changed |= gs_attach_set(&a->attach, r, GS_ATTACH_OTHER, seen[r].client, -1);
+        }
+    }
+    for (int e = 0; e < GS_MAX_GPUS; e++) {
+        free(words[e]);
+    }
+}
+
 /* Contexts NVML lists now, each counted for the rank whose process tree
  * holds it: a rank with any context without MPS is told so (with how many
- * of its contexts), one whose every context is a client is a client. */
+ * of its contexts), one whose every context is a client is a client of
+ * whose daemon lists it (judge_clients). */
 static void ask_nvml(gs_agent_t *a)
 {
     gs_gpu_list_t *l = calloc(1, sizeof(*l));
@@ -265,11 +344,7 @@ static void ask_nvml(gs_agent_t *a)
         free(l);
         return;
     }
-    /* Per rank: a context of its without MPS (and where), else a client's. */
-    struct seen {
-        pid_t plain, client;
-        int gpu;
-    } *seen = calloc((size_t)(a->attach.n > 0 ? a->attach.n : 1), sizeof(*seen));
+    struct nvml_seen *seen = calloc((size_t)(a->attach.n > 0 ? a->attach.n : 1), sizeof(*seen));
     for (int r = 0; r < a->attach.n; r++) {
         a->attach.r[r].nctx = a->attach.r[r].nplain = 0;
     }
@@ -294,10 +369,10 @@ static void ask_nvml(gs_agent_t *a)
         if (seen[r].plain > 0) {
             a->watch_changed |=
                 gs_attach_set(&a->attach, r, GS_ATTACH_PLAIN, seen[r].plain, seen[r].gpu);
-        } else if (seen[r].client > 0 &&
-                   gs_attach_set(&a->attach, r, GS_ATTACH_CLIENT, seen[r].client, -1)) {
-            a->watch_changed = 1;
         }
+    }
+    if (seen != NULL) {
+        judge_clients(a, seen, gs_proc_now_ms());
     }
     free(seen);
     free(l);
@@ -308,11 +383,16 @@ static void tell_new(gs_agent_t *a)
 {
     for (int r = 0; r < a->attach.n; r++) {
         gs_attach_rank_t *x = &a->attach.r[r];
-        if (x->told || (x->state != GS_ATTACH_PLAIN && x->state != GS_ATTACH_NODEVICE)) {
+        if (x->told || (x->state != GS_ATTACH_PLAIN && x->state != GS_ATTACH_NODEVICE &&
+                        x->state != GS_ATTACH_OTHER)) {
             continue;
         }
         char line[1600];
-        if (x->ctx_pid > 0) { /* the context's own process: a wrapper may have changed user */
+        if (x->ctx_pid > 0 && x->state == GS_ATTACH_OTHER) {
+            /* The pipe dir the context's own process saw (a wrapper's
+             * child's): kept as read early where it cannot be read now. */
+            gs_attach_read_env(x->ctx_pid, "/proc", pipe_of(a, r), &x->env);
+        } else if (x->ctx_pid > 0) { /* its own process: a wrapper may have changed user */
             gs_attach_read_uid(x->ctx_pid, "/proc", &x->env);
         }
         gs_attach_explain(x, r, pipe_of(a, r), "0", line, sizeof(line));
@@ -466,40 +546,4 @@ int gs_agent_watch_timeout(const gs_agent_t *a)
         t = t < 0 || end < t ? end : t;
     }
     return t > 1 << 30 ? 1 << 30 : (int)t;
-}
-
-void gs_agent_watch_summary(const gs_agent_t *a, char *buf, size_t len)
-{
-    int c[GS_ATTACH_NSTATES];
-    char list[128];
-    size_t used = 0;
-    gs_attach_counts(&a->attach, c);
-    buf[0] = '\0';
-    if (!a->watching) {
-        snprintf(buf, len, "served %d of %d ranks", a->ranks.registered, a->local_size);
-        return;
-    }
-    int seen = c[GS_ATTACH_CLIENT] + c[GS_ATTACH_PLAIN] + c[GS_ATTACH_NODEVICE] +
-               c[GS_ATTACH_FAULTED];
-    if (seen == 0) {
-        snprintf(buf, len,
-                 "no rank of the %d used the GPU (MPS saw no client, NVML no context of theirs): "
-                 "its MPS had no client (a program without CUDA runs as well with --mps=off)",
-                 a->ranks.registered);
-        return;
-    }
-    used += (size_t)snprintf(buf, len, "served %d of %d ranks as MPS clients",
-                             c[GS_ATTACH_CLIENT] + c[GS_ATTACH_FAULTED], a->local_size);
-    static const char *what[GS_ATTACH_NSTATES] = {"never used the GPU", NULL,
-                                                  "ran on the GPU without MPS",
-                                                  "found no device", "lost their context to a "
-                                                                     "GPU fault"};
-    for (int s = 0; s < GS_ATTACH_NSTATES && used < len; s++) {
-        if (what[s] == NULL || c[s] == 0) {
-            continue;
-        }
-        gs_attach_ranks_in(&a->attach, s, list, sizeof(list));
-        used += (size_t)snprintf(buf + used, len - used, "; %d %s (rank%s %s)", c[s], what[s],
-                                 c[s] > 1 ? "s" : "", list);
-    }
 }

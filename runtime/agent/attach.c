@@ -129,9 +129,12 @@ int gs_attach_set(gs_attach_t *t, int i, int state, pid_t ctx_pid, int gpu)
     }
     gs_attach_rank_t *r = &t->r[i];
     /* A fault ends the context for good; a context without MPS was the
-     * rank's whatever its others are. Anything else is what is seen now. */
+     * rank's whatever its others are; blocked is a rank's wait for its
+     * first context, never what one it has became. Anything else is what
+     * is seen now. */
     if (r->state == state || r->state == GS_ATTACH_FAULTED ||
-        (r->state == GS_ATTACH_PLAIN && state != GS_ATTACH_FAULTED)) {
+        (r->state == GS_ATTACH_PLAIN && state != GS_ATTACH_FAULTED) ||
+        (state == GS_ATTACH_BLOCKED && r->state != GS_ATTACH_UNSEEN)) {
         return 0;
     }
     r->state = state;
@@ -262,6 +265,40 @@ static void clean(const char *in, char *out, size_t len)
     out[k] = '\0';
 }
 
+/* OTHER: which server its program was pointed at, as far as its
+ * environment tells (the daemons gsrun gave it do not list it). */
+static void explain_other(const gs_attach_env_t *e, const char *who, const char *pipe, char *buf,
+                          size_t len)
+{
+    char val[200], saw[300];
+    static const char *const fix =
+        "that server's share and limits apply to it, not gsrun's, and gsrun does not count it "
+        "as served: leave CUDA_MPS_PIPE_DIRECTORY as gsrun sets it (or run with --mps=off to "
+        "use that MPS alone)";
+    clean(e->pipe, val, sizeof(val));
+    if (!e->taken) {
+        snprintf(saw, sizeof(saw), "its program's environment could not be read (gsrun gave it %s)",
+                 pipe);
+    } else if (!e->has_pipe) {
+        snprintf(saw, sizeof(saw),
+                 "its program was started without CUDA_MPS_PIPE_DIRECTORY (so CUDA took "
+                 "/tmp/nvidia-mps, a system MPS), not the %s gsrun gave it",
+                 pipe);
+    } else if (strcmp(e->pipe, pipe) != 0) {
+        snprintf(saw, sizeof(saw),
+                 "its program saw CUDA_MPS_PIPE_DIRECTORY=%s (a wrapper's or a hand-started "
+                 "daemon's), not the %s gsrun gave it",
+                 val, pipe);
+    } else {
+        snprintf(saw, sizeof(saw),
+                 "its program saw gsrun's CUDA_MPS_PIPE_DIRECTORY=%s, yet that server's control "
+                 "daemon does not list it (a process of its own with another?)",
+                 val);
+    }
+    snprintf(buf, len, "%s is an MPS client of a server gsrun did not give it: %s; %s", who, saw,
+             fix);
+}
+
 void gs_attach_explain(const gs_attach_rank_t *r, int rank, const char *pipe, const char *cvd,
                        char *buf, size_t len)
 {
@@ -270,6 +307,10 @@ void gs_attach_explain(const gs_attach_rank_t *r, int rank, const char *pipe, co
     pid_t p = r->ctx_pid > 0 ? r->ctx_pid : r->pid;
     snprintf(who, sizeof(who), "rank %d (%s%spid %d)", rank, e->prog, e->prog[0] ? ", " : "",
              (int)p);
+    if (r->state == GS_ATTACH_OTHER) {
+        explain_other(e, who, pipe, buf, len);
+        return;
+    }
     if (r->state == GS_ATTACH_NODEVICE) {
         clean(e->cvd, val, sizeof(val));
         if (e->taken && e->has_cvd && strcmp(e->cvd, cvd) != 0) {
@@ -369,14 +410,24 @@ void gs_attach_counts(const gs_attach_t *t, int counts[GS_ATTACH_NSTATES])
 
 void gs_attach_ranks_in(const gs_attach_t *t, int s, char *buf, size_t len)
 {
+    unsigned char *pick = calloc((size_t)(t->n > 0 ? t->n : 1), 1);
+    for (int i = 0; i < t->n && pick != NULL; i++) {
+        pick[i] = t->r[i].state == s;
+    }
+    gs_attach_ranks_where(t, pick, buf, len);
+    free(pick);
+}
+
+void gs_attach_ranks_where(const gs_attach_t *t, const unsigned char *pick, char *buf, size_t len)
+{
     size_t used = 0;
     buf[0] = '\0';
-    for (int i = 0; i < t->n && used + 24 < len; i++) {
-        if (t->r[i].pid <= 0 || t->r[i].state != s) {
+    for (int i = 0; i < t->n && pick != NULL && used + 24 < len; i++) {
+        if (t->r[i].pid <= 0 || !pick[i]) {
             continue;
         }
         int j = i;
-        while (j + 1 < t->n && t->r[j + 1].pid > 0 && t->r[j + 1].state == s) {
+        while (j + 1 < t->n && t->r[j + 1].pid > 0 && pick[j + 1]) {
             j++;
         }
         int w = j > i ? snprintf(buf + used, len - used, "%s%d-%d", used ? "," : "", i, j)
@@ -388,8 +439,8 @@ void gs_attach_ranks_in(const gs_attach_t *t, int s, char *buf, size_t len)
 
 const char *gs_attach_name(int s)
 {
-    static const char *names[GS_ATTACH_NSTATES] = {"unseen", "client", "no-mps", "no-device",
-                                                   "faulted"};
+    static const char *names[GS_ATTACH_NSTATES] = {"unseen",  "client", "no-mps",  "no-device",
+                                                   "faulted", "other",  "blocked"};
     return s >= 0 && s < GS_ATTACH_NSTATES ? names[s] : "?";
 }
 

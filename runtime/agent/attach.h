@@ -24,6 +24,14 @@ typedef enum {
     GS_ATTACH_PLAIN,      /* a context on a GPU without MPS */
     GS_ATTACH_NODEVICE,   /* its CUDA found no device (CUDA_VISIBLE_DEVICES) */
     GS_ATTACH_FAULTED,    /* a GPU fault ended its context */
+    /* An MPS client (NVML's MPS listing holds its context) that no control
+     * daemon gsrun gave it lists: a client of an MPS server gsrun did not
+     * give it (a wrapper's own CUDA_MPS_PIPE_DIRECTORY, a hand-started
+     * daemon). NVML does not say whose server a client is: the daemons do. */
+    GS_ATTACH_OTHER,
+    /* blocked on a wedged MPS daemon or server (agent_stuck.c): no context
+     * yet, its CUDA waiting for one that does not answer */
+    GS_ATTACH_BLOCKED,
     GS_ATTACH_NSTATES
 } gs_attach_state_t;
 
@@ -92,7 +100,9 @@ int gs_attach_rank_named(const gs_attach_t *t, pid_t pid, const char *proc_root)
 /* A new state for rank r seen in ctx_pid (gpu for PLAIN) as the driver
  * shows it now (NVML, the control daemon); 1 when it changed. A fault (its
  * server's daemon said FAULT) stays; a context without MPS stays (NVML
- * listed it: the rank had one); the rest follow what is seen. */
+ * listed it: the rank had one); BLOCKED is taken only by a rank without a
+ * context yet (UNSEEN), and leaves for whatever is seen of it later; the
+ * rest follow what is seen. */
 int gs_attach_set(gs_attach_t *t, int r, int state, pid_t ctx_pid, int gpu);
 /* Reads what process pid was started with into e (kept when it cannot be
  * read now); expected_pipe: the pipe dir gsrun gave it (its visibility is
@@ -106,7 +116,7 @@ void gs_attach_read_uid(pid_t pid, const char *proc_root, gs_attach_env_t *e);
  * (/proc/PID/maps), or the process made itself unreadable to its user as
  * CUDA does once it starts. 0 when neither, or gone. */
 int gs_attach_cuda_started(pid_t pid, const char *proc_root);
-/* The line for rank r's state (PLAIN or NODEVICE), with its cause read
+/* The line for rank r's state (PLAIN, NODEVICE or OTHER), with its cause read
  * from its environment and what to do; pipe and cvd: what gsrun set. */
 void gs_attach_explain(const gs_attach_rank_t *r, int rank, const char *pipe, const char *cvd,
                        char *buf, size_t len);
@@ -114,6 +124,8 @@ void gs_attach_explain(const gs_attach_rank_t *r, int rank, const char *pipe, co
 void gs_attach_counts(const gs_attach_t *t, int counts[GS_ATTACH_NSTATES]);
 /* "0-1,4" of the ranks in state s (at most len). */
 void gs_attach_ranks_in(const gs_attach_t *t, int s, char *buf, size_t len);
+/* The same of the registered ranks i with pick[i] (t->n of them). */
+void gs_attach_ranks_where(const gs_attach_t *t, const unsigned char *pick, char *buf, size_t len);
 /* Server entry e's ranks (rank_entry[r]: rank r's entry, n ranks) for
  * `gsrun status`: "4/4", or with the others named "3/4 2:no-mps". */
 void gs_attach_status(const gs_attach_t *t, const int *rank_entry, int n, int e, char *buf,

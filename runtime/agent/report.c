@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "runtime/files/preflight.h" /* GS_OWNER_FILE */
+#include "runtime/files/status_end.h"
 #include "runtime/core/proc.h"
 
 void gs_report_init(gs_report_t *r, const char *node_name, int verbose, long long t0_ms)
@@ -123,9 +124,13 @@ static void write_lines(const gs_report_t *r)
     while (*p != '\0') {
         size_t n = strcspn(p, "\n");
         if (r->verbose || strncmp(p, "problem: ", 9) == 0) {
-            char line[1100];
-            int len = snprintf(line, sizeof(line), "gsrun: %.*s\n", (int)(n < 1000 ? n : 1000), p);
-            if (write(r->fd, line, (size_t)len) < 0) {
+            char raw[1100], line[1300];
+            /* No launcher here to say how the job ended: its marks filled
+             * for a status unknown (status_end.h). */
+            snprintf(raw, sizeof(raw), "gsrun: %.*s\n", (int)(n < 1000 ? n : 1000), p);
+            gs_status_end_fill(raw, -1, line, sizeof(line));
+            size_t len = strlen(line);
+            if (write(r->fd, line, len) < 0) {
                 return; /* the launcher is gone: nobody to tell */
             }
         }

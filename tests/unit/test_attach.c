@@ -114,6 +114,50 @@ static void test_states(void **state)
     gs_attach_free(&t);
 }
 
+/* A client of a server gsrun did not give it (OTHER) and a rank blocked
+ * on a wedged MPS (BLOCKED): counted and named apart, never as served. */
+static void test_other_blocked(void **state)
+{
+    gs_attach_t t;
+    char buf[128];
+    (void)state;
+    assert_int_equal(gs_attach_init(&t, 5), 0);
+    for (int r = 0; r < 5; r++) {
+        gs_attach_registered(&t, r, 200 + r, -1, 0);
+    }
+    assert_int_equal(gs_attach_set(&t, 0, GS_ATTACH_OTHER, 200, -1), 1);
+    assert_int_equal(gs_attach_set(&t, 0, GS_ATTACH_OTHER, 200, -1), 0);
+    /* Blocked only while it has no context; then what is seen. */
+    assert_int_equal(gs_attach_set(&t, 1, GS_ATTACH_BLOCKED, 201, -1), 1);
+    assert_int_equal(gs_attach_set(&t, 1, GS_ATTACH_BLOCKED, 201, -1), 0);
+    assert_int_equal(gs_attach_set(&t, 2, GS_ATTACH_BLOCKED, 202, -1), 1);
+    assert_int_equal(gs_attach_set(&t, 2, GS_ATTACH_CLIENT, 202, -1), 1);
+    assert_int_equal(gs_attach_set(&t, 2, GS_ATTACH_BLOCKED, 202, -1), 0); /* has a context */
+    assert_int_equal(t.r[2].state, GS_ATTACH_CLIENT);
+    assert_int_equal(gs_attach_set(&t, 3, GS_ATTACH_BLOCKED, 203, -1), 1);
+    assert_int_equal(gs_attach_set(&t, 3, GS_ATTACH_PLAIN, 203, 0), 1);
+    assert_int_equal(gs_attach_set(&t, 0, GS_ATTACH_BLOCKED, 200, -1), 0); /* a client elsewhere */
+    /* A client elsewhere that its daemon lists later is gsrun's. */
+    assert_int_equal(gs_attach_set(&t, 4, GS_ATTACH_OTHER, 204, -1), 1);
+    assert_int_equal(gs_attach_set(&t, 4, GS_ATTACH_CLIENT, 204, -1), 1);
+    int c[GS_ATTACH_NSTATES];
+    gs_attach_counts(&t, c);
+    assert_int_equal(c[GS_ATTACH_OTHER], 1);
+    assert_int_equal(c[GS_ATTACH_BLOCKED], 1);
+    assert_int_equal(c[GS_ATTACH_CLIENT], 2);
+    assert_int_equal(c[GS_ATTACH_PLAIN], 1);
+    int entry[5] = {0, 0, 0, 0, 0};
+    gs_attach_status(&t, entry, 5, 0, buf, sizeof(buf));
+    assert_string_equal(buf, "2/5 0:other 1:blocked 3:no-mps");
+    assert_string_equal(gs_attach_name(GS_ATTACH_OTHER), "other");
+    assert_string_equal(gs_attach_name(GS_ATTACH_BLOCKED), "blocked");
+    assert_string_equal(gs_attach_name(GS_ATTACH_NSTATES), "?");
+    unsigned char pick[5] = {1, 1, 0, 1, 0};
+    gs_attach_ranks_where(&t, pick, buf, sizeof(buf));
+    assert_string_equal(buf, "0-1,3");
+    gs_attach_free(&t);
+}
+
 static void test_ranges(void **state)
 {
     gs_attach_t t;
@@ -211,6 +255,12 @@ static void test_causes(void **state)
     assert_non_null(strstr(line, "rank 3 (prog?, pid 700) ran on GPU 1 without MPS: its program "
                                  "was started without CUDA_MPS_PIPE_DIRECTORY (gsrun set "
                                  "/tmp/gsrun-1/g0"));
+    /* A client of another server: the pipe dir its program saw named. */
+    r.state = GS_ATTACH_OTHER;
+    gs_attach_explain(&r, 3, pipe, "0", line, sizeof(line));
+    assert_non_null(strstr(line, "rank 3 (prog?, pid 700) is an MPS client of a server gsrun did "
+                                 "not give it: its program was started without "
+                                 "CUDA_MPS_PIPE_DIRECTORY (so CUDA took /tmp/nvidia-mps"));
     /* Changed. */
     static const char env2[] = "CUDA_MPS_PIPE_DIRECTORY=/else\x07where\0";
     proc(701, 1, env2, sizeof(env2) - 1, NULL);
@@ -222,6 +272,16 @@ static void test_causes(void **state)
     gs_attach_explain(&r, 0, pipe, "0", line, sizeof(line));
     assert_non_null(strstr(line, "on a GPU without MPS: its program was started with "
                                  "CUDA_MPS_PIPE_DIRECTORY=/else?where, not the /tmp/gsrun-1/g0"));
+    r.state = GS_ATTACH_OTHER;
+    gs_attach_explain(&r, 0, pipe, "0", line, sizeof(line));
+    assert_non_null(strstr(line, "a server gsrun did not give it: its program saw "
+                                 "CUDA_MPS_PIPE_DIRECTORY=/else?where (a wrapper's or a "
+                                 "hand-started daemon's), not the /tmp/gsrun-1/g0 gsrun gave it; "
+                                 "that server's share"));
+    r.env.taken = 0;
+    gs_attach_explain(&r, 0, pipe, "0", line, sizeof(line));
+    assert_non_null(strstr(line, "its program's environment could not be read (gsrun gave it "
+                                 "/tmp/gsrun-1/g0)"));
     /* Right, but hidden where it runs (a container). */
     static const char env3[] = "CUDA_MPS_PIPE_DIRECTORY=/tmp/gsrun-1/g0\0";
     proc(702, 1, env3, sizeof(env3) - 1, NULL);
@@ -350,7 +410,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_states),       cmocka_unit_test(test_ranges),
         cmocka_unit_test(test_rank_of),      cmocka_unit_test(test_causes),
-        cmocka_unit_test(test_identity),
+        cmocka_unit_test(test_identity),     cmocka_unit_test(test_other_blocked),
         cmocka_unit_test(test_cuda_started),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "runtime/files/status.h"
+#include "runtime/files/status_end.h"
 
 static gs_status_t sample(void)
 {
@@ -157,12 +158,39 @@ static void test_text(void **state)
                                  "(PU 7), server 61, 100%, pipe /t/g1, ranks 2:"));
 }
 
+/* The words of an agent's report that hang on how the job ended
+ * (status_end.c): mpirun's status, else unknown. */
+static void test_end(void **state)
+{
+    char out[400];
+    (void)state;
+    const char *line = "no rank of the 4 used the GPU: they exited" GS_END_MARK_ADVICE
+                       "; x{y}";
+    gs_status_end_fill(line, 127, out, sizeof(out));
+    assert_string_equal(out, "no rank of the 4 used the GPU: they exited (the job ended with "
+                             "status 127: see its output); x{y}");
+    gs_status_end_fill(line, 0, out, sizeof(out));
+    assert_string_equal(out, "no rank of the 4 used the GPU: they exited (the job ended with "
+                             "status 0: a program without CUDA runs as well with --mps=off); "
+                             "x{y}");
+    gs_status_end_fill(line, -1, out, sizeof(out));
+    assert_non_null(strstr(out, "exited (if the job ended well, a program without CUDA runs as "
+                                "well with --mps=off); x{y}"));
+    gs_status_end_fill("a" GS_END_MARK_STATUS "b", 0, out, sizeof(out));
+    assert_string_equal(out, "ab");
+    gs_status_end_fill("a" GS_END_MARK_STATUS "b", 137, out, sizeof(out));
+    assert_string_equal(out, "a (the job ended with status 137: see its output)b");
+    gs_status_end_fill("a" GS_END_MARK_STATUS "b", 137, out, 10); /* cut to fit */
+    assert_string_equal(out, "a (the jo");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip),
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_text),
+        cmocka_unit_test(test_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
