@@ -320,7 +320,7 @@ static void on_fault(gs_agent_t *a, int g)
         return;
     }
     long long t0 = gs_proc_now_ms();
-    if (gs_daemons_refill(ds, &a->servers, g, &err) != 0) {
+    if (gs_daemons_refill(ds, &a->servers, g, 0, &err) != 0) {
         gs_report_add(&a->report, 1, "%s: no fresh MPS server after the fault: %s", label,
                       err.text);
     } else {

@@ -64,6 +64,7 @@ typedef struct {
     int want_clients[GS_MAX_GPUS];
     int starting; /* the server begun for entry n (agent_share_place.c), -1 none */
     int waiting;  /* not answered yet: no line but the answer goes to fd */
+    char wedged[400]; /* a wedged server replaced for it: told after the answer */
 } gs_agent_lease_t;
 
 /* Jobs whose "gpus" wait for a fresh listing (more are refused: they list
@@ -168,6 +169,13 @@ typedef struct {
     long long watch_asked_ms[GS_MAX_GPUS];
     long long fault_at_ms; /* a GPU fault ended a rank's context (the grace runs) */
     char fault_end_why[400];
+    /* MPS that does not answer (agent_stuck.c, agent_share_wedge.c): when
+     * each entry's daemon is probed next while ranks wait on it, how many
+     * wedged daemons it has had ended, and (the shared agent) when it last
+     * answered. */
+    long long stuck_next_ms[GS_MAX_GPUS];
+    int stuck_ended[GS_MAX_GPUS];
+    long long share_answered_ms[GS_MAX_GPUS];
 
     gs_ledger_t ledger; /* the user's placement record of the node: this job's entry */
     int pack_moved;     /* early: the packing moved the early daemons' GPUs */
@@ -321,6 +329,23 @@ void gs_agent_share_close(gs_agent_t *a);
  * "renew S": a fresh server took its place (its dirs in the shared state). */
 #define GS_AGENT_SHARE_FAULT "fault"
 #define GS_AGENT_SHARE_RENEW "renew"
+/* "wedged S": a job's ranks wait on shared server S, which does not answer
+ * them (agent_stuck.c): the shared agent probes it itself. "wedged <text>"
+ * the other way: a wedged server was replaced for the job (its line). */
+#define GS_AGENT_SHARE_WEDGED "wedged"
+/* agent_share_wedge.c: whether shared server s may be handed out: 1 when
+ * it answered (asked at most every second), or was wedged and a fresh one
+ * took its place in its dirs (told then says so, for the job); 0 when it
+ * was wedged and no fresh one could start (its jobs are told it is lost). */
+int gs_agent_share_sound(gs_agent_t *a, int s, int force, char *told, size_t len);
+/* A job said its ranks wait on shared server s: probed at once. */
+void gs_agent_share_on_wedged(gs_agent_t *a, int lease, const char *line);
+/* agent_stuck.c, a job's agent: ranks whose CUDA started a while ago and
+ * that are no client yet: their daemon probed (bounded), and when it is
+ * wedged the ranks are told, and it is replaced (the job's own) or its
+ * shared agent asked to (a lease). The ms to its next look, -1 none. */
+void gs_agent_stuck_check(gs_agent_t *a);
+int gs_agent_stuck_timeout(const gs_agent_t *a);
 /* Tells each job leasing a server whose control daemon has died, once
  * ("lost S how" on its lease), and updates the status. */
 void gs_agent_share_tell_lost(gs_agent_t *a);

@@ -109,6 +109,10 @@ void gs_agent_lease_ready(gs_agent_t *a, const struct pollfd *p, int n)
             if (strncmp(line, GS_AGENT_SHARE_FAULT " ", strlen(GS_AGENT_SHARE_FAULT) + 1) == 0 ||
                 strncmp(line, GS_AGENT_SHARE_RENEW " ", strlen(GS_AGENT_SHARE_RENEW) + 1) == 0) {
                 gs_agent_fault_told(a, line);
+            } else if (strncmp(line, GS_AGENT_SHARE_WEDGED " ",
+                               strlen(GS_AGENT_SHARE_WEDGED) + 1) == 0) {
+                /* A wedged server the shared agent replaced for this job. */
+                gs_report_tell(&a->report, "%s", line + strlen(GS_AGENT_SHARE_WEDGED) + 1);
             } else {
                 on_lost(a, line);
             }

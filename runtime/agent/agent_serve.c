@@ -292,9 +292,12 @@ static int serving_timeout(gs_agent_t *a)
     if (t_report >= 0 && (timeout < 0 || t_report < timeout)) {
         timeout = t_report;
     }
-    int t_watch = gs_agent_watch_timeout(a);
+    int t_watch = gs_agent_watch_timeout(a), t_stuck = gs_agent_stuck_timeout(a);
     if (t_watch >= 0 && (timeout < 0 || t_watch < timeout)) {
         timeout = t_watch;
+    }
+    if (t_stuck >= 0 && (timeout < 0 || t_stuck < timeout)) {
+        timeout = t_stuck;
     }
     return timeout > 1 << 30 ? 1 << 30 : (int)timeout;
 }
@@ -310,6 +313,7 @@ static void serving_check(gs_agent_t *a)
 {
     gs_ranks_t *t = &a->ranks;
     gs_agent_watch_check(a);
+    gs_agent_stuck_check(a);
     if (gs_placer_pending(&a->placer) && gs_proc_now_ms() >= a->placer.deadline_ms) {
         gs_report_add(&a->report, 1, "%d of %d ranks registered in %d s; placing those",
                       t->registered, a->local_size, a->o->cfg.timeout_s);

@@ -350,12 +350,21 @@ void gs_agent_share_ready(gs_agent_t *a, const struct pollfd *p, int n)
     int changed = 0;
     /* Backwards: dropping moves the last lease into the slot. */
     for (int i = n - 1; i >= 0; i--) {
-        char c;
-        if ((p[i].revents & (POLLIN | POLLHUP | POLLERR)) &&
-            (!(p[i].revents & POLLIN) || read(a->leases[i].fd, &c, 1) <= 0)) {
-            drop(a, i);
-            changed = 1;
+        char buf[256];
+        ssize_t r = 0;
+        if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR))) {
+            continue;
         }
+        if ((p[i].revents & POLLIN) && (r = read(a->leases[i].fd, buf, sizeof(buf) - 1)) > 0) {
+            buf[r] = '\0'; /* a job's lines: "wedged S", each one short write */
+            for (char *line = buf, *nl; (nl = strchr(line, '\n')) != NULL; line = nl + 1) {
+                *nl = '\0';
+                gs_agent_share_on_wedged(a, i, line);
+            }
+            continue;
+        }
+        drop(a, i);
+        changed = 1;
     }
     if (changed) {
         gs_agent_write_status(a);

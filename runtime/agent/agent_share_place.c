@@ -96,6 +96,7 @@ static void server_ready(gs_agent_t *a, int e)
 {
     a->plan.nservers = a->plan.nused = e + 1;
     a->share_confirm_ms[e] = gs_proc_now_ms() + SHARE_CONFIRM_MS;
+    a->share_answered_ms[e] = gs_proc_now_ms();
     gs_agent_publish_on(a);
     int none[GS_MAX_GPUS] = {0};
     gs_placer_free(&a->placer); /* no ranks: lists the servers for `gsrun status` */
@@ -145,6 +146,8 @@ static int advance(gs_agent_t *a, gs_agent_lease_t *l, gs_error_t *err)
             }
             l->starting = s;
             return 0;
+        } else if (!gs_agent_share_sound(a, s, 0, l->wedged, sizeof(l->wedged))) {
+            continue; /* wedged, and no fresh one in its place: placed anew */
         }
         l->server[e] = s;
         l->clients[e] = l->want_clients[e];
@@ -157,6 +160,9 @@ static int advance(gs_agent_t *a, gs_agent_lease_t *l, gs_error_t *err)
     if (gs_protocol_leased_format(line, sizeof(line), l->n, l->server) != 0 ||
         write(l->fd, line, strlen(line)) < 0) {
         /* Its agent is gone: the lease ends at the next wake-up (the hang-up). */
+    }
+    if (l->wedged[0] != '\0') { /* after the answer: the job tells it during its run */
+        dprintf(l->fd, GS_AGENT_SHARE_WEDGED " %s\n", l->wedged);
     }
     return 1;
 }

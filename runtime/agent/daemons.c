@@ -13,7 +13,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/core/limits.h"
 #include "runtime/core/proc.h"
 #include "runtime/files/rundir.h"
 #include "runtime/gpu/affinity.h"
@@ -241,7 +240,10 @@ static int serve_one(gs_daemons_t *ds, int g, long long deadline, gs_error_t *er
     gs_mps_daemon_t *d = &ds->daemon[g];
     int rc = 0;
     if (ds->prestart) {
-        rc = gs_mps_start_server(d, ds->control, getuid(), deadline, err);
+        /* A control command, answered at once by a daemon that serves. */
+        long long answer = gs_proc_now_ms() + GS_MPS_ANSWER_MS;
+        rc = gs_mps_start_server(d, ds->control, getuid(), answer < deadline ? answer : deadline,
+                                 err);
     } else {
         d->ready_ms = gs_proc_now_ms(); /* the first client starts the server */
     }
@@ -324,9 +326,9 @@ int gs_daemons_begun(gs_daemons_t *ds, long long deadline_ms, gs_error_t *err)
 
 int gs_daemons_start_servers(gs_daemons_t *ds, int count, gs_error_t *err)
 {
-    long long deadline = gs_proc_now_ms() + (long long)ds->timeout_s * 1000;
     for (int g = 0; g < count && g < ds->n; g++) {
-        int rc = gs_mps_start_server(&ds->daemon[g], ds->control, getuid(), deadline, err);
+        long long answer = gs_proc_now_ms() + GS_MPS_ANSWER_MS; /* a control command */
+        int rc = gs_mps_start_server(&ds->daemon[g], ds->control, getuid(), answer, err);
         if (rc != 0) {
             name_gpu(ds, err, g, ds->daemon[g].uuid);
             gs_daemons_stop_from(ds, 0, NULL, NULL);
@@ -343,7 +345,7 @@ void gs_daemons_record_servers(gs_daemons_t *ds, int g)
     if (d->daemon_pid <= 0 || ds->borrowed) {
         return; /* gone, and reported so; or the shared agent's */
     }
-    if (gs_mps_record_servers(d, ds->control, GS_DAEMON_QUIT_TIMEOUT_MS, &err) != 0) {
+    if (gs_mps_record_servers(d, ds->control, GS_MPS_ANSWER_MS, &err) != 0) {
         char who[48];
         gs_daemons_label(ds, g, who, sizeof(who));
         gs_report_add(ds->report, 1, "%s (%s): %s", who, d->uuid, err.text);
@@ -415,10 +417,8 @@ void gs_daemons_avoid(gs_daemons_t *ds, const gs_gpu_list_t *gpus, const cpu_set
         if (CPU_COUNT(&both) != 0 || CPU_EQUAL(&to, &ds->cpus[g])) {
             char who[48];
             gs_daemons_label(ds, g, who, sizeof(who));
-            gs_report_add(ds->report, 0,
-                          "%s: MPS daemon stays on %s (shared with a rank: no "
-                          "free core near the GPU)",
-                          who, ds->pinned[g]);
+            gs_report_add(ds->report, 0, "%s: MPS daemon stays on %s (shared with a rank: no "
+                          "free core near the GPU)", who, ds->pinned[g]);
             continue;
         }
         gs_affinity_move(ds->daemon[g].daemon_pid, &to);
@@ -427,10 +427,8 @@ void gs_daemons_avoid(gs_daemons_t *ds, const gs_gpu_list_t *gpus, const cpu_set
         }
         char who[48];
         gs_daemons_label(ds, g, who, sizeof(who));
-        gs_report_add(ds->report, 0,
-                      "%s: MPS daemon and server moved from %s to %s (a rank "
-                      "is bound there)",
-                      who, ds->pinned[g], desc);
+        gs_report_add(ds->report, 0, "%s: MPS daemon and server moved from %s to %s (a rank "
+                      "is bound there)", who, ds->pinned[g], desc);
         ds->cpus[g] = to;
         snprintf(ds->pinned[g], sizeof(ds->pinned[g]), "%s", desc);
     }
@@ -509,11 +507,12 @@ int gs_daemons_retire(gs_daemons_t *ds, int g)
     return 0;
 }
 
-int gs_daemons_refill(gs_daemons_t *ds, const gs_gpu_list_t *gpus, int g, gs_error_t *err)
+int gs_daemons_refill(gs_daemons_t *ds, const gs_gpu_list_t *gpus, int g, int same_dirs,
+                      gs_error_t *err)
 {
     long long deadline = gs_proc_now_ms() + (long long)ds->timeout_s * 1000;
     gs_mps_daemon_t *d = &ds->daemon[g];
-    ds->gen[g]++;
+    ds->gen[g] += !same_dirs;
     int rc = spawn_one(ds, &gpus->gpu[g], g, err);
     rc = rc == 0 ? gs_mps_wait_socket(d, deadline, err) : rc;
     if (rc != 0) {

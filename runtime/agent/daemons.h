@@ -18,6 +18,7 @@
 #include "runtime/gpu/gpu.h"
 #include "runtime/gpu/mps.h"
 #include "runtime/gpu/mps_health.h"
+#include "runtime/gpu/mps_probe.h"
 
 /* Bounded wait for a daemon's quit, before SIGTERM and SIGKILL. */
 #define GS_DAEMON_QUIT_TIMEOUT_MS 5000
@@ -107,8 +108,12 @@ int gs_daemons_follow(gs_daemons_t *ds, int *ev);
  * already (the entry keeps its faulted daemon). */
 int gs_daemons_retire(gs_daemons_t *ds, int g);
 /* A fresh daemon (and, with prestart, its server) for entry g, which has
- * none, in dirs of a new name: its GPU is gpus->gpu[g]. */
-int gs_daemons_refill(gs_daemons_t *ds, const gs_gpu_list_t *gpus, int g, gs_error_t *err);
+ * none, in dirs of a new name (after a fault: the retired one may still
+ * hold clients in its own), or with same_dirs in the entry's own (after a
+ * wedged one was ended: the ranks given its pipe dir that have not started
+ * CUDA yet reach the fresh one): its GPU is gpus->gpu[g]. */
+int gs_daemons_refill(gs_daemons_t *ds, const gs_gpu_list_t *gpus, int g, int same_dirs,
+                      gs_error_t *err);
 /* The retired daemon that served entry g last and still runs, or NULL. */
 const gs_mps_daemon_t *gs_daemons_retired_of(const gs_daemons_t *ds, int g,
                                               const gs_mps_health_t **health);

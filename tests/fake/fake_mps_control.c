@@ -24,6 +24,9 @@
  *                                ms (the real daemon's silence while its new
  *                                server sets up its GPU context: ~250 ms on an
  *                                H100)
+ *   FAKE_MPS_MUTE_FILE=FILE      while FILE.<its PID> exists, take every connection
+ *                                (command or client) and never reply: a
+ *                                wedged daemon that runs (not stopped)
  *   FAKE_MPS_RECORD=FILE         append one line per daemon start: pid, GPU,
  *                                pipe dir, CPU affinity, inherited MPS vars
  *   FAKE_MPS_MAX_CLIENTS=N       clients one daemon takes at once (default 48,
@@ -40,7 +43,10 @@
  * (cudaErrorDevicesUnavailable). The server's lines are the real ones
  * (driver 580, on an H200): "Client {PID: P, Context ID: 1} connected",
  * "Status of client {PID: P, Context ID: 1} is ACTIVE", and at its end
- * "Client process P disconnected". A client whose CUDA_VISIBLE_DEVICES
+ * "Client process P disconnected". While its server is stopped (SIGSTOP) a
+ * client gets no answer (held open, as a real client waits in CUDA's start
+ * on a server that does not answer); a daemon stopped answers nothing.
+ * A client whose CUDA_VISIBLE_DEVICES
  * names a device other than the server's one (0 or its UUID) is answered
  * "nodevice", after the real client's lines ("[T Client P] Client
  * requested 1 which is not a valid GPU ID in the MPS visible set of
@@ -257,6 +263,22 @@ static void start_server(void)
     }
 }
 
+/* Whether process pid is stopped (SIGSTOP): a real server stopped so
+ * answers no client, which waits in CUDA's start as long as it runs. */
+static int stopped(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    size_t n = f != NULL ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f != NULL) {
+        fclose(f);
+    }
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    return p != NULL && (p[2] == 'T' || p[2] == 't');
+}
+
 /* Until when the daemon answers nothing (FAKE_MPS_SERVER_SETUP_MS). */
 static long long silent_until;
 
@@ -275,6 +297,12 @@ static int handle(int fd)
     }
     buf[n] = '\0';
     buf[strcspn(buf, "\r\n")] = '\0';
+    const char *mute = getenv("FAKE_MPS_MUTE_FILE");
+    char muted[4200];
+    snprintf(muted, sizeof(muted), "%s.%d", mute != NULL ? mute : "", (int)getpid());
+    if (mute != NULL && access(muted, F_OK) == 0) {
+        return -1; /* wedged: takes the connection, never replies */
+    }
     logline("control.log", "User command: %s", buf);
     if (strcmp(buf, "quit") == 0) {
         quit = getenv("FAKE_MPS_HANG_ON_QUIT") ? 0 : 1;
@@ -297,6 +325,9 @@ static int handle(int fd)
         }
     } else if (strncmp(buf, "client ", 7) == 0) {
         int max = atoi(env_or("FAKE_MPS_MAX_CLIENTS", "48"));
+        if (nservers > 0 && stopped(servers[0])) {
+            return -1; /* its server answers nothing: the client waits, held open */
+        }
         if (in_fault || quitting) {
             serverline("Server teardown in progress. Refusing to accept new client {PID: %d, "
                        "Context ID: %d}",

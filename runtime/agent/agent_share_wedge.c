@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* --mps-share=node, the shared agent: a server that does not answer is
+ * never handed to a job. Before a lease gets a warm server its control
+ * daemon is probed (mps_probe.h: its processes' state, get_server_list
+ * bounded by GS_MPS_ANSWER_MS), at most once a second; a job whose ranks
+ * wait on one says so on its lease and it is probed at once. A wedged one
+ * (stopped, or no answer within the bound) is ended and a fresh daemon and
+ * server start in its dirs: the ranks of its jobs that have not started
+ * CUDA yet reach the fresh one, and the jobs take its PIDs ("renew"). */
+#include "gs_autoconf.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "runtime/agent/agent_int.h"
+#include "runtime/core/proc.h"
+
+/* A server that answered this recently is handed out on its processes'
+ * state alone (none stopped): a burst of short jobs costs one control
+ * command a second, not one a job. */
+#define SHARE_PROBE_FRESH_MS 1000
+
+/* Tells every answered lease on server s the line. */
+static void tell_leases(gs_agent_t *a, int s, const char *line)
+{
+    for (int i = 0; i < a->nleases; i++) {
+        const gs_agent_lease_t *l = &a->leases[i];
+        for (int e = 0; e < l->n && !l->waiting; e++) {
+            if (l->server[e] == s) {
+                dprintf(l->fd, "%s", line); /* short: one write the job reads whole */
+                break;
+            }
+        }
+    }
+}
+
+/* Ends wedged server s and starts a fresh one in its dirs: 0, or -1 when
+ * none could start (the entry then is a dead server: its jobs hear "lost"). */
+static int replace(gs_agent_t *a, int s, const char *why, char *told, size_t len)
+{
+    gs_daemons_t *ds = &a->daemons;
+    gs_mps_daemon_t *d = &ds->daemon[s];
+    char who[48], line[64];
+    gs_error_t err;
+    long long t0 = gs_proc_now_ms();
+    pid_t old = d->daemon_pid;
+
+    gs_daemons_label(ds, s, who, sizeof(who));
+    gs_mps_end_wedged(d);
+    a->stuck_ended[s]++;
+    int rc = gs_daemons_refill(ds, &a->servers, s, 1, &err);
+    if (rc == 0) {
+        a->share_answered_ms[s] = gs_proc_now_ms();
+        snprintf(told, len,
+                 "%s (%s): the user's shared MPS server was wedged: %s; gsrun's node service "
+                 "ended it and started a fresh one (control daemon %d) in %lld ms",
+                 who, d->uuid, why, (int)d->daemon_pid, gs_proc_now_ms() - t0);
+        gs_report_add(&a->report, 1, "%s", told);
+        gs_agent_publish_on(a);
+        snprintf(line, sizeof(line), GS_AGENT_SHARE_RENEW " %d\n", s);
+        tell_leases(a, s, line);
+    } else {
+        snprintf(told, len,
+                 "%s: the user's shared MPS server was wedged: %s; gsrun's node service ended "
+                 "it (control daemon %d), and a fresh one could not start: %s",
+                 who, why, (int)old, err.text);
+        gs_report_add(&a->report, 1, "%s", told);
+        d->daemon_reaped = 1; /* its jobs are told it is lost (gs_agent_share_tell_lost) */
+        d->daemon_status = SIGKILL;
+    }
+    gs_agent_write_status(a);
+    return rc;
+}
+
+int gs_agent_share_sound(gs_agent_t *a, int s, int force, char *told, size_t len)
+{
+    gs_daemons_t *ds = &a->daemons;
+    char why[300];
+    long long now = gs_proc_now_ms();
+    int fresh = !force && a->share_answered_ms[s] > 0 &&
+                now - a->share_answered_ms[s] < SHARE_PROBE_FRESH_MS;
+    int rc = gs_mps_probe(&ds->daemon[s], ds->control, fresh ? 0 : GS_MPS_ANSWER_MS, why,
+                          sizeof(why));
+    if (rc == GS_MPS_PROBE_OK) {
+        a->share_answered_ms[s] = fresh ? a->share_answered_ms[s] : gs_proc_now_ms();
+        return 1;
+    }
+    if (rc == GS_MPS_PROBE_GONE) {
+        return 0; /* its death is told by the reaping (gs_daemons_reaped) */
+    }
+    return replace(a, s, why, told, len) == 0;
+}
+
+void gs_agent_share_on_wedged(gs_agent_t *a, int lease, const char *line)
+{
+    const gs_agent_lease_t *l = &a->leases[lease];
+    char told[400] = "", who[48];
+    int s = -1;
+    if (sscanf(line, GS_AGENT_SHARE_WEDGED " %d", &s) != 1) {
+        return;
+    }
+    for (int e = 0; e < l->n; e++) {
+        if (l->server[e] == s && s >= 0 && s < a->daemons.n) {
+            gs_daemons_label(&a->daemons, s, who, sizeof(who));
+            if (gs_agent_share_sound(a, s, 1, told, sizeof(told)) && told[0] == '\0') {
+                gs_report_add(&a->report, 0, "job %s said its ranks wait on %s, which answers",
+                              l->job, who);
+            }
+            return;
+        }
+    }
+}

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* A job's ranks that wait on MPS: found, told, and their daemon replaced.
+ *
+ * No CUDA variable bounds a client's wait for its control daemon or
+ * server: one that is wedged (stopped, or accepting and never replying)
+ * holds each rank that starts CUDA on it for as long as the rank runs, and
+ * without this the job hangs silently (measured on an H200: both ranks
+ * blocked in CUDA's start until killed at 40 s). So a rank whose CUDA
+ * started STUCK_AFTER_MS ago and is no client yet (neither its server's
+ * daemon nor NVML has it) has its daemon probed (mps_probe.h: stopped
+ * processes, get_server_list bounded by GS_MPS_ANSWER_MS). A daemon that
+ * answers leaves the rank alone (a slow start is no fault). A wedged one:
+ *   - the ranks waiting on it are told in one line, with the daemon or
+ *     server, its PID, how long they waited and what gsrun did, and
+ *     counted blocked until they become something else;
+ *   - the job's own daemon is ended (SIGKILL: it answered nothing within
+ *     the bound) and a fresh one starts in its dirs, where the ranks given
+ *     its pipe dir that start CUDA from now on find it; the ranks already
+ *     waiting see their connection close (CUDA reports an MPS error);
+ *   - a shared one is the user's node service's to replace: the lease
+ *     says "wedged S", the service probes it itself and replaces it. */
+#include "gs_autoconf.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/agent/agent_int.h"
+#include "runtime/core/proc.h"
+
+/* A context comes 0.2-1 s after CUDA's start on an idle H200 (seconds with
+ * dozens starting at once): a rank is looked at after this long, and its
+ * daemon probed at most this often while ranks wait on it. */
+#define STUCK_AFTER_MS 1500
+#define STUCK_PROBE_EVERY_MS 3000
+
+/* Entry e's ranks whose CUDA started STUCK_AFTER_MS ago without a context
+ * seen: how many, their list ("0,3"), the longest wait. */
+static int waiting_on(const gs_agent_t *a, int e, long long now, char *list, size_t len,
+                      long long *longest)
+{
+    int n = 0;
+    size_t used = 0;
+    list[0] = '\0';
+    *longest = 0;
+    for (int r = 0; r < a->attach.n; r++) {
+        const gs_attach_rank_t *x = &a->attach.r[r];
+        long long waited = now - x->cuda_ms;
+        if (x->pid <= 0 || x->gone || x->cuda_ms <= 0 || waited < STUCK_AFTER_MS ||
+            (x->state != GS_ATTACH_UNSEEN && x->state != GS_ATTACH_BLOCKED) ||
+            gs_placer_gpu(&a->placer, r) != e) {
+            continue;
+        }
+        n++;
+        *longest = waited > *longest ? waited : *longest;
+        if (used < len) {
+            used += (size_t)snprintf(list + used, len - used, "%s%d", n > 1 ? "," : "", r);
+        }
+    }
+    return n;
+}
+
+/* The wedged daemon of entry e dealt with: what gsrun did, into did. */
+static void act(gs_agent_t *a, int e, int n, const char *ranks, char *did, size_t len)
+{
+    gs_daemons_t *ds = &a->daemons;
+    gs_error_t err;
+    long long t0 = gs_proc_now_ms();
+    if (ds->borrowed) {
+        if (a->share_fd >= 0 && a->share_server[e] >= 0) {
+            dprintf(a->share_fd, GS_AGENT_SHARE_WEDGED " %d\n", a->share_server[e]);
+        }
+        snprintf(did, len, "the user's node service was told to end it and start a fresh one; "
+                 "rank%s %s cannot start CUDA on it", n > 1 ? "s" : "", ranks);
+        return;
+    }
+    gs_mps_end_wedged(&ds->daemon[e]);
+    a->stuck_ended[e]++;
+    if (gs_daemons_refill(ds, &a->servers, e, 1, &err) == 0) {
+        snprintf(did, len,
+                 "gsrun ended it and started a fresh one (control daemon %d) in %lld ms: ranks "
+                 "that start CUDA from now on get it; rank%s %s, already waiting, see%s an MPS "
+                 "error",
+                 (int)ds->daemon[e].daemon_pid, gs_proc_now_ms() - t0, n > 1 ? "s" : "", ranks,
+                 n > 1 ? "" : "s");
+        gs_agent_publish_on(a);
+    } else {
+        snprintf(did, len, "gsrun ended it; a fresh one could not start (%s): the job's ranks on "
+                 "it run without MPS", err.text);
+    }
+}
+
+void gs_agent_stuck_check(gs_agent_t *a)
+{
+    gs_daemons_t *ds = &a->daemons;
+    long long now = gs_proc_now_ms(), longest;
+    char ranks[160], why[300], did[400], who[48];
+    if (!a->watching) {
+        return;
+    }
+    for (int e = 0; e < ds->n && e < GS_MAX_GPUS; e++) {
+        if (now < a->stuck_next_ms[e]) {
+            continue;
+        }
+        int n = waiting_on(a, e, now, ranks, sizeof(ranks), &longest);
+        if (n == 0) {
+            continue;
+        }
+        a->stuck_next_ms[e] = now + STUCK_PROBE_EVERY_MS;
+        if (gs_mps_probe(&ds->daemon[e], ds->control, GS_MPS_ANSWER_MS, why, sizeof(why)) !=
+            GS_MPS_PROBE_WEDGED) {
+            continue; /* it answers (a slow start), or it died: told by its reaping */
+        }
+        for (int r = 0; r < a->attach.n; r++) {
+            const gs_attach_rank_t *x = &a->attach.r[r];
+            if (x->pid > 0 && !x->gone && x->cuda_ms > 0 && x->state == GS_ATTACH_UNSEEN &&
+                gs_placer_gpu(&a->placer, r) == e) {
+                gs_attach_set(&a->attach, r, GS_ATTACH_BLOCKED, x->pid, -1);
+            }
+        }
+        gs_daemons_label(ds, e, who, sizeof(who));
+        act(a, e, n, ranks, did, sizeof(did));
+        gs_report_tell(&a->report,
+                       "%s: rank%s %s waited %.1f s for %s CUDA context on %s MPS, which is "
+                       "wedged: %s; %s",
+                       who, n > 1 ? "s" : "", ranks, (double)longest / 1000.0,
+                       n > 1 ? "their" : "its", ds->borrowed ? "the user's shared" : "the job's",
+                       why, did);
+        gs_agent_write_status(a);
+    }
+}
+
+int gs_agent_stuck_timeout(const gs_agent_t *a)
+{
+    long long now = gs_proc_now_ms(), t = -1;
+    if (!a->watching) {
+        return -1;
+    }
+    for (int r = 0; r < a->attach.n; r++) {
+        const gs_attach_rank_t *x = &a->attach.r[r];
+        int e = gs_placer_gpu(&a->placer, r);
+        if (x->pid <= 0 || x->gone || x->cuda_ms <= 0 || x->state != GS_ATTACH_UNSEEN || e < 0 ||
+            e >= GS_MAX_GPUS) {
+            continue;
+        }
+        long long at = x->cuda_ms + STUCK_AFTER_MS;
+        at = at > a->stuck_next_ms[e] ? at : a->stuck_next_ms[e];
+        at = at > now ? at - now : 0;
+        t = t < 0 || at < t ? at : t;
+    }
+    return t > 1 << 30 ? 1 << 30 : (int)t;
+}
