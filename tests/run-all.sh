@@ -76,6 +76,12 @@ if [ $rc -eq 0 ] && [ "${GSRUN_SKIP_DISTCHECK:-0}" != 1 ]; then
     fi
     [ $rc -eq 0 ] && echo "make distcheck: passed"
 fi
+# The failures once more, last: a CI that keeps only the end of this output
+# still names them.
+{
+    grep -hE "^(FAIL|ERROR|XPASS):" check.out ompi5.out 2>/dev/null
+    grep -hE "^not ok" packaging.out 2>/dev/null
+} | tail -40 | sed 's/^/failed: /'
 sh "$top/tests/summary.sh" .
 s=$?
 [ $rc -eq 0 ] && [ $s -eq 0 ]
