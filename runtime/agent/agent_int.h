@@ -175,6 +175,7 @@ typedef struct {
      * answered. */
     long long stuck_next_ms[GS_MAX_GPUS];
     int stuck_ended[GS_MAX_GPUS];
+    char stuck_note[GS_MAX_GPUS][320]; /* the last wedge, for `gsrun status` */
     long long share_answered_ms[GS_MAX_GPUS];
 
     gs_ledger_t ledger; /* the user's placement record of the node: this job's entry */

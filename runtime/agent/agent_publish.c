@@ -299,6 +299,7 @@ void gs_agent_write_status(const gs_agent_t *a)
         }
         if (g < GS_MAX_GPUS) {
             snprintf(x->fault, sizeof(x->fault), "%s", a->fault_note[g]);
+            snprintf(x->wedged, sizeof(x->wedged), "%s", a->stuck_note[g]);
         }
         if (p->rank_gpu != NULL) {
             gs_placer_ranks_text(p, g, x->ranks, sizeof(x->ranks));

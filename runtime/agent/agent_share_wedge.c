@@ -47,11 +47,15 @@ static int replace(gs_agent_t *a, int s, const char *why, char *told, size_t len
     pid_t old = d->daemon_pid;
 
     gs_daemons_label(ds, s, who, sizeof(who));
+    snprintf(a->stuck_note[s], sizeof(a->stuck_note[s]), "%s; ended", why);
     gs_mps_end_wedged(d);
     a->stuck_ended[s]++;
     int rc = gs_daemons_refill(ds, &a->servers, s, 1, &err);
     if (rc == 0) {
         a->share_answered_ms[s] = gs_proc_now_ms();
+        snprintf(a->stuck_note[s], sizeof(a->stuck_note[s]),
+                 "%.200s; replaced by control daemon %d (%d wedged so far)", why,
+                 (int)d->daemon_pid, a->stuck_ended[s]);
         snprintf(told, len,
                  "%s (%s): the user's shared MPS server was wedged: %s; gsrun's node service "
                  "ended it and started a fresh one (control daemon %d) in %lld ms",
@@ -66,7 +70,7 @@ static int replace(gs_agent_t *a, int s, const char *why, char *told, size_t len
                  "it (control daemon %d), and a fresh one could not start: %s",
                  who, why, (int)old, err.text);
         gs_report_add(&a->report, 1, "%s", told);
-        d->daemon_reaped = 1; /* its jobs are told it is lost (gs_agent_share_tell_lost) */
+        d->daemon_reaped = 1; /* its jobs are told it is lost, as of a daemon that died */
         d->daemon_status = SIGKILL;
     }
     gs_agent_write_status(a);

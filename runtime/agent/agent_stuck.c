@@ -119,6 +119,11 @@ void gs_agent_stuck_check(gs_agent_t *a)
         }
         gs_daemons_label(ds, e, who, sizeof(who));
         act(a, e, n, ranks, did, sizeof(did));
+        const char *done = ds->borrowed                  ? "the node service told"
+                           : ds->daemon[e].daemon_pid > 0 ? "replaced in its dirs"
+                                                          : "ended, none in its place";
+        snprintf(a->stuck_note[e], sizeof(a->stuck_note[e]), "%.200s, while rank%s %.60s waited; %s",
+                 why, n > 1 ? "s" : "", ranks, done);
         gs_report_tell(&a->report,
                        "%s: rank%s %s waited %.1f s for %s CUDA context on %s MPS, which is "
                        "wedged: %s; %s",

@@ -102,6 +102,7 @@ const gs_rec_field_t gs_status_server_fields[] = {
     SRV("node_gpu", GS_REC_INT, F | J, node_gpu),
     SRV("jobs", GS_REC_STR, F | J, jobs),
     SRV("fault", GS_REC_STR, F | J | GS_REC_NULL_EMPTY, fault),
+    SRV("wedged", GS_REC_STR, F | J | GS_REC_NULL_EMPTY, wedged),
     SRV("clients", GS_REC_STR, F | J | GS_REC_NULL_EMPTY, clients),
     GS_REC_END,
 };

@@ -36,6 +36,8 @@ typedef struct {
     char fault[512];    /* its server hit a GPU fault: when, and who MPS ended or who
                          * still holds the faulted server; "" none */
     int node_gpu;       /* the GPU's index on the node, as nvidia-smi shows it (NVML's) */
+    char wedged[320];   /* its MPS did not answer (stopped, or no answer within the
+                         * bound): which process, and what gsrun did; "" never */
     char clients[160];  /* its ranks that MPS lists as its clients: "4/4", the others by
                          * rank and state ("3/4 2:no-mps"); "" not known */
 } gs_status_server_t;

@@ -71,6 +71,9 @@ void gs_status_print_text(FILE *f, const gs_status_t *s, int n, long long now_ms
                 if (x->fault[0] != '\0') {
                     fprintf(f, "    FAULT: %s\n", x->fault);
                 }
+                if (x->wedged[0] != '\0') {
+                    fprintf(f, "    WEDGED: %s\n", x->wedged);
+                }
             }
             continue;
         }
@@ -113,6 +116,9 @@ void gs_status_print_text(FILE *f, const gs_status_t *s, int n, long long now_ms
             fputc('\n', f);
             if (x->fault[0] != '\0') {
                 fprintf(f, "    FAULT: %s\n", x->fault);
+            }
+            if (x->wedged[0] != '\0') {
+                fprintf(f, "    WEDGED: %s\n", x->wedged);
             }
         }
     }

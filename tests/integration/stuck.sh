@@ -84,8 +84,11 @@ shared_case() {
     # processes' state alone (one command a second in a burst of jobs):
     # past that the lease asks it (case 3b: within it).
     [ "$how" = mute ] && sleep 1.2
-    job "next$n" --mps-share=node -np 2 "$CT" --sleep 300
+    job "next$n" --mps-share=node --mps-linger=60 -np 2 "$CT" --sleep 300
     rm -f "$MUTE".*
+    "$GSRUN" status >"$OUT.status$n" 2>&1
+    "$GSRUN" status --json >"$OUT.json$n" 2>&1
+    "$GSRUN" stop >/dev/null 2>&1
     local told
     told=$(grep -m1 "wedged" "$ERR.next$n")
     check "$what: the next job: status $(rc_of "next$n") (0) in $(ms_of "next$n") ms (under 10000), $(served "next$n") of 2 ranks MPS clients" \
@@ -100,6 +103,9 @@ shared_case() {
         eval 'grep -q "$want" "$ERR.next$n" && grep -q "started a fresh one (control daemon [0-9]*)" "$ERR.next$n"' ||
         diag "$ERR.next$n"
     check "$what: ... the wedged process ($victim) is gone" wait_gone "$victim" 5
+    check "$what: ... gsrun status shows the wedge: $(grep -m1 WEDGED "$OUT.status$n" | cut -c1-120)" \
+        eval 'grep -q "WEDGED: .*$want.*replaced by control daemon [0-9]* (1 wedged so far)" "$OUT.status$n" &&
+              grep -q "\"wedged\":\".*$want" "$OUT.json$n"' || diag "$OUT.status$n" "$OUT.json$n"
     local a
     a=$(shared_agent)
     [ -n "$a" ] && for _ in $(seq 100); do [ -e "/proc/$a" ] || break; sleep 0.05; done
