@@ -36,11 +36,9 @@
 
 #include "runtime/agent/agent_int.h"
 #include "runtime/core/proc.h"
-#include "runtime/files/status.h"
 
-/* A control daemon is asked for its clients at most this often (a log
- * line said a rank's state), each ask bounded; one that did not answer is
- * asked again after the back-off, NVML telling the ranks meanwhile. */
+/* A control daemon is asked for its clients at most this often (a log line said a rank's
+ * state), each ask bounded; one that did not answer is asked again after the back-off. */
 #define WATCH_ASK_EVERY_MS 100
 #define WATCH_ASK_MS 1000
 #define WATCH_ASK_BACKOFF_MS 2000
@@ -57,9 +55,9 @@
  * often while ranks run. */
 #define WATCH_RECHECK_AFTER_MS 2000
 #define WATCH_RECHECK_EVERY_MS 10000
-#define WATCH_EARLY_MS 100
+#define WATCH_EARLY_MS 100 /* while ranks start (their environ is readable until CUDA starts) */
 #define WATCH_EARLY_FOR_MS 3000
-#define WATCH_SLOW_MS 1000
+#define WATCH_SLOW_MS 1000 /* then while any is unseen */
 /* A rank is looked for in NVML's listings once CUDA has run in it this
  * long without a client's line, and NVML is asked at most this often. */
 #define WATCH_NVML_AFTER_MS 2000
@@ -454,7 +452,8 @@ static int look_unseen(gs_agent_t *a, long long now, int *early)
     int unseen_old = 0;
     for (int r = 0; r < a->attach.n; r++) {
         gs_attach_rank_t *x = &a->attach.r[r];
-        if (x->pid <= 0 || x->state != GS_ATTACH_UNSEEN || x->gone) {
+        if (x->pid <= 0 || x->gone || /* a blocked rank: what it becomes is told */
+            (x->state != GS_ATTACH_UNSEEN && x->state != GS_ATTACH_BLOCKED)) {
             continue;
         }
         if (now - x->since_ms < WATCH_EARLY_FOR_MS && x->cuda_ms == 0) {
@@ -491,9 +490,10 @@ void gs_agent_watch_check(gs_agent_t *a)
             a->nvml_due_ms = now + WATCH_NVML_EVERY_MS;
         }
         int unseen = 0;
-        for (int r = 0; r < a->attach.n; r++) {
-            unseen |= a->attach.r[r].pid > 0 && a->attach.r[r].state == GS_ATTACH_UNSEEN &&
-                      !a->attach.r[r].gone;
+        for (int r = 0, st; r < a->attach.n; r++) {
+            st = a->attach.r[r].state;
+            unseen |= a->attach.r[r].pid > 0 && !a->attach.r[r].gone &&
+                      (st == GS_ATTACH_UNSEEN || st == GS_ATTACH_BLOCKED);
         }
         a->watch_due_ms = early ? now + WATCH_EARLY_MS : unseen ? now + WATCH_SLOW_MS : 0;
     }

@@ -11,8 +11,9 @@
 #      client), the stopped ones are gone;
 #   2. the shared servers stopped: the same;
 #   3. the job's own control daemon (--mps-share=job) stopped while its
-#      ranks work before CUDA: the waiting ranks told within 5 s of their
-#      CUDA's start, a fresh daemon started, the job ends by itself;
+#      ranks work before CUDA (1.5 s): the waiting ranks told within 5 s of
+#      the job's start, a fresh daemon started, the job ends by itself, the
+#      ranks counted as what they became;
 #   4. ranks pointed by a wrapper at an MPS server started by hand (its own
 #      CUDA_MPS_PIPE_DIRECTORY): told, never counted served by gsrun;
 #   5. ranks that exit 127 before any CUDA: no "--mps=off" advice.
@@ -112,8 +113,8 @@ for what in daemon server; do
     clean
 done
 
-# 3. The job's own daemon stopped while its ranks work before CUDA (3 s).
-run own -v --mps-share=job -np 2 sh -c 'sleep 3; exec "$0" "$@"' "$P" --sleep 500
+# 3. The job's own daemon stopped while its ranks work before CUDA (1.5 s).
+run own -v --mps-share=job -np 2 sh -c 'sleep 1.5; exec "$0" "$@"' "$P" --sleep 500
 own=""
 for _ in $(seq 100); do
     own=$(children_named gsrun-agent)
@@ -123,14 +124,15 @@ done
 [ -n "$own" ] && kill -STOP $own
 waitrc own
 told=$(first_ms own "wedged")
-check "the job's own daemon ($own) stopped before its ranks' CUDA (3000 ms): told at ${told:-never} ms (under 8000), ended by itself at $(end_of own) ms, status $(rc_of own)" \
-    eval '[ -n "$own" ] && [ -n "$told" ] && [ "$told" -lt 8000 ] && [ "$(end_of own)" -lt 60000 ]' || show own
+check "the job's own daemon ($own) stopped before its ranks' CUDA (1500 ms): told at ${told:-never} ms (under 5000), ended by itself at $(end_of own) ms, status $(rc_of own)" \
+    eval '[ -n "$own" ] && [ -n "$told" ] && [ "$told" -lt 5000 ] && [ "$(end_of own)" -lt 60000 ]' || show own
 check "  ... a fresh daemon started, the stopped one gone" \
     eval 'grep -q "started a fresh one (control daemon [0-9]*)" "$T/own.err" && all_gone $own' || show own
 check "  ... its end does not call the ranks served or without CUDA" \
     eval '! grep -q "served [1-9]" "$T/own.err" && ! grep -q "mps=off" "$T/own.err"' || show own
 grep -m1 "wedged" "$T/own.err" | cut -c1-400 | sed 's/^/#   /'
 grep "rank" "$T/own.err" | tail -3 | cut -c1-300 | sed 's/^/#   /'
+head -4 "$T/own.out" | cut -c1-200 | sed 's/^/#   rank output: /'
 clean
 
 # 4. A server started by hand, its pipe dir exported by a wrapper.
