@@ -16,7 +16,8 @@
  *   - the job's own daemon is ended (SIGKILL: it answered nothing within
  *     the bound) and a fresh one starts in its dirs, where the ranks given
  *     its pipe dir that start CUDA from now on find it; the ranks already
- *     waiting see their connection close (CUDA reports an MPS error);
+ *     waiting see their connection close: on an H200 (driver 580) their
+ *     CUDA then ran without MPS, and they are told so by the watch;
  *   - a shared one is the user's node service's to replace: the lease
  *     says "wedged S", the service probes it itself and replaces it. */
 #include "gs_autoconf.h"
@@ -78,8 +79,8 @@ static void act(gs_agent_t *a, int e, int n, const char *ranks, char *did, size_
     if (gs_daemons_refill(ds, &a->servers, e, 1, &err) == 0) {
         snprintf(did, len,
                  "gsrun ended it and started a fresh one (control daemon %d) in %lld ms: ranks "
-                 "that start CUDA from now on get it; rank%s %s, already waiting, see%s an MPS "
-                 "error",
+                 "that start CUDA from now on get it; rank%s %s, already waiting, lose%s that "
+                 "wait (CUDA then fails, or runs without MPS) and each is told as what it becomes",
                  (int)ds->daemon[e].daemon_pid, gs_proc_now_ms() - t0, n > 1 ? "s" : "", ranks,
                  n > 1 ? "" : "s");
         gs_agent_publish_on(a);

@@ -270,6 +270,9 @@ int main(int argc, char **argv)
         if (sscanf(reply, "ok %d %d", &n, &g) == 2) {
             ctx_file(g, "mps");
         }
+    } else if (fd == -2) {
+        ctx_file(plain_gpu(), "plain"); /* its daemon closed on it: CUDA without MPS */
+        fd = -1;
     }
     int refused = fd < 0 && strcmp(reply, "none") != 0 && strcmp(reply, "bare") != 0;
     printf("rank=%s pid=%d uid=%d pipe=%s client=%s%s\n", rank_of(), (int)getpid(), (int)getuid(),

@@ -128,9 +128,15 @@ int main(int argc, char **argv)
         fflush(stdout);
         client = 0;
     }
+    char reply[256];
+    int fd = client ? mps_client(reply, sizeof(reply)) : -1;
+    if (fd == -2) { /* its daemon closed on it unanswered: CUDA runs without MPS */
+        ctx_file(plain_gpu(), "plain");
+        printf("rank=%d client=none\n", rank);
+        fflush(stdout);
+        client = 0;
+    }
     if (client) {
-        char reply[256];
-        int fd = mps_client(reply, sizeof(reply));
         if (fd < 0 && strncmp(reply, "nodevice", 8) == 0) {
             fprintf(stderr, "rank %d: cudaSetDevice: no CUDA-capable device is detected\n", rank);
             fflush(stderr);
