@@ -47,9 +47,13 @@ static void test_roundtrip(void **state)
     (void)state;
     assert_non_null(mkdtemp(dir));
     s = sample();
+    snprintf(s.server[1].wedged, sizeof(s.server[1].wedged),
+             "the MPS control daemon 60 is stopped (state T); replaced by control daemon 70");
     assert_int_equal(gs_status_write(dir, &s, &err), 0);
     memset(&r, 0, sizeof(r));
     assert_int_equal(gs_status_read(dir, &r, &err), 0);
+    assert_string_equal(r.server[1].wedged, s.server[1].wedged);
+    assert_string_equal(r.server[0].wedged, "");
     assert_string_equal(r.mps, "on");
     assert_int_equal(r.agent_pid, 42);
     assert_int_equal(r.launcher_pid, 40);
@@ -105,11 +109,11 @@ static void test_json(void **state)
         "{\"index\":0,\"uuid\":\"GPU-a\",\"name\":\"H200 \\\"x\\\"\",\"server\":0,\"servers\":1,"
         "\"pipe_dir\":\"/t/g0\",\"daemon_pid\":50,"
         "\"server_pid\":51,\"core\":\"core 7 (PU 7)\",\"percentage\":\"100\",\"ranks\":\"0-1\","
-        "\"registered\":2,\"alive\":1,\"node_gpu\":0,\"jobs\":\"\",\"fault\":null,\"clients\":null},"
+        "\"registered\":2,\"alive\":1,\"node_gpu\":0,\"jobs\":\"\",\"fault\":null,\"wedged\":null,\"clients\":null},"
         "{\"index\":1,\"uuid\":\"MIG-b\",\"name\":\"H200 MIG\",\"server\":0,\"servers\":1,"
         "\"pipe_dir\":\"/t/g1\",\"daemon_pid\":60,"
         "\"server_pid\":61,\"core\":\"core 6 (PU 6)\",\"percentage\":null,\"ranks\":\"2\","
-        "\"registered\":1,\"alive\":1,\"node_gpu\":1,\"jobs\":\"\",\"fault\":null,\"clients\":null}]},"
+        "\"registered\":1,\"alive\":1,\"node_gpu\":1,\"jobs\":\"\",\"fault\":null,\"wedged\":null,\"clients\":null}]},"
         "{\"job\":\"gsrun.AbC123\",\"uid\":1000,\"state\":\"stale\",\"mps\":\"on\","
         "\"message\":\"\",\"job_dir\":\"/tmp/gsrun.AbC123\",\"agent_pid\":42,\"launcher_pid\":40,"
         "\"gsrun_pid\":39,\"uptime_s\":2500.000,\"local_size\":3,\"registered\":3,\"alive\":2,"
