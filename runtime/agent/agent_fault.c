@@ -383,6 +383,7 @@ static void retake(gs_agent_t *a, int s)
         snprintf(d->log_dir, sizeof(d->log_dir), "%s", st->server[s].log_dir);
         d->daemon_pid = s < ss->nservers ? ss->server[s].daemon_pid : 0;
         d->server_pid[0] = s < ss->nservers ? ss->server[s].server_pid : 0;
+        d->server_pidfd[0] = -1; /* the shared agent's: never signalled from here */
         d->nservers = d->server_pid[0] > 0;
     }
     free(st);

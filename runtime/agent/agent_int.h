@@ -175,6 +175,10 @@ typedef struct {
      * answered. */
     long long stuck_next_ms[GS_MAX_GPUS];
     int stuck_ended[GS_MAX_GPUS];
+    unsigned char stuck_told[GS_MAX_GPUS]; /* this wedge was told (once until it answers) */
+    unsigned char share_shun[GS_MAX_GPUS]; /* given to no new job: 1 wedged and left running
+                                            * (held by jobs, or replaced twice), 2 ended by
+                                            * gsrun with none in its place */
     char stuck_note[GS_MAX_GPUS][320]; /* the last wedge, for `gsrun status` */
     long long share_answered_ms[GS_MAX_GPUS];
 
@@ -337,8 +341,11 @@ void gs_agent_share_close(gs_agent_t *a);
 /* agent_share_wedge.c: whether shared server s may be handed out: 1 when
  * it answered (asked at most every second), or was wedged and a fresh one
  * took its place in its dirs (told then says so, for the job); 0 when it
- * was wedged and no fresh one could start (its jobs are told it is lost). */
-int gs_agent_share_sound(gs_agent_t *a, int s, int force, char *told, size_t len);
+ * has died, or is wedged and stays (other jobs' ranks hold it, or it was
+ * replaced twice already: given to no new job), or no fresh one could
+ * start (its jobs are told it is lost). mine: clients of s that the
+ * asking job holds (they do not keep it from being replaced). */
+int gs_agent_share_sound(gs_agent_t *a, int s, int force, int mine, char *told, size_t len);
 /* A job said its ranks wait on shared server s: probed at once. */
 void gs_agent_share_on_wedged(gs_agent_t *a, int lease, const char *line);
 /* agent_stuck.c, a job's agent: ranks whose CUDA started a while ago and

@@ -229,6 +229,7 @@ static int take_servers(gs_agent_t *a, const int *server, gs_error_t *err)
         if (s < ss->nservers) {
             d->daemon_pid = ss->server[s].daemon_pid;
             d->server_pid[0] = ss->server[s].server_pid;
+            d->server_pidfd[0] = -1; /* the shared agent's: never signalled from here */
             d->nservers = ss->server[s].server_pid > 0;
             snprintf(a->daemons.pinned[e], sizeof(a->daemons.pinned[e]), "%s",
                      ss->server[s].core);

@@ -77,6 +77,12 @@ static void on_lost(gs_agent_t *a, const char *line)
         char who[48];
         gs_daemons_label(&a->daemons, e, who, sizeof(who));
         a->daemons.daemon[e].daemon_pid = 0;
+        if (strcmp(how, "wedged") == 0) {
+            gs_report_add(&a->report, 1, "%s (%s): the shared MPS server did not answer, the "
+                          "user's node service ended it and no fresh one could start: ranks on "
+                          "this server lost MPS", who, a->daemons.daemon[e].uuid);
+            continue;
+        }
         gs_report_add(&a->report, 1,
                       "%s (%s): the shared MPS control daemon exited while the job ran (%s %d); "
                       "ranks on this server lost MPS",

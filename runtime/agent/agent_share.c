@@ -256,7 +256,9 @@ void gs_agent_share_tell_lost(gs_agent_t *a)
                 if (a->leases[i].server[e] == s) {
                     /* Short: one write the job's agent reads whole. */
                     dprintf(a->leases[i].fd, "%s %d %s %d\n", GS_AGENT_SHARE_LOST, s,
-                            WIFSIGNALED(st) ? "signal" : "status",
+                            a->share_shun[s] == 2 ? "wedged" /* gsrun ended it */
+                            : WIFSIGNALED(st)     ? "signal"
+                                                  : "status",
                             WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
                 }
             }

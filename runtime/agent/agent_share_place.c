@@ -44,7 +44,7 @@ static int fit(const gs_agent_t *a, int g, int n)
 {
     int best = -1, limit = a->plan.clients_per_server;
     for (int s = 0; s < a->daemons.n; s++) {
-        if (s != a->share_starting && a->daemons.gpu_of[s] == g &&
+        if (s != a->share_starting && a->daemons.gpu_of[s] == g && !a->share_shun[s] &&
             a->daemons.daemon[s].daemon_pid > 0 && a->leased[s] + n <= limit &&
             (best < 0 || a->leased[s] > a->leased[best])) {
             best = s;
@@ -146,8 +146,8 @@ static int advance(gs_agent_t *a, gs_agent_lease_t *l, gs_error_t *err)
             }
             l->starting = s;
             return 0;
-        } else if (!gs_agent_share_sound(a, s, 0, l->wedged, sizeof(l->wedged))) {
-            continue; /* wedged, and no fresh one in its place: placed anew */
+        } else if (!gs_agent_share_sound(a, s, 0, 0, l->wedged, sizeof(l->wedged))) {
+            continue; /* dead or wedged, and no fresh one in its place: placed anew */
         }
         l->server[e] = s;
         l->clients[e] = l->want_clients[e];

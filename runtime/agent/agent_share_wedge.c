@@ -62,36 +62,79 @@ static int replace(gs_agent_t *a, int s, const char *why, char *told, size_t len
                  who, d->uuid, why, (int)d->daemon_pid, gs_proc_now_ms() - t0);
         gs_report_add(&a->report, 1, "%s", told);
         gs_agent_publish_on(a);
+        gs_agent_write_status(a); /* the fresh PIDs before the jobs read them */
         snprintf(line, sizeof(line), GS_AGENT_SHARE_RENEW " %d\n", s);
         tell_leases(a, s, line);
-    } else {
-        snprintf(told, len,
-                 "%s: the user's shared MPS server was wedged: %s; gsrun's node service ended "
-                 "it (control daemon %d), and a fresh one could not start: %s",
-                 who, why, (int)old, err.text);
-        gs_report_add(&a->report, 1, "%s", told);
-        d->daemon_reaped = 1; /* its jobs are told it is lost, as of a daemon that died */
-        d->daemon_status = SIGKILL;
+        return 0;
     }
+    snprintf(told, len,
+             "%s: the user's shared MPS server was wedged: %s; gsrun's node service ended "
+             "it (control daemon %d), and a fresh one could not start: %s",
+             who, why, (int)old, err.text);
+    gs_report_add(&a->report, 1, "%s", told);
+    d->daemon_reaped = 1; /* its jobs are told it is lost: "wedged" */
+    d->daemon_status = SIGKILL;
+    a->share_shun[s] = 2;
     gs_agent_write_status(a);
     return rc;
 }
 
-int gs_agent_share_sound(gs_agent_t *a, int s, int force, char *told, size_t len)
+/* Wedged server s that stays (jobs' ranks may be its clients, or it was
+ * replaced twice): given to no new job; when in doubt, gsrun does not kill. */
+static void shun(gs_agent_t *a, int s, const char *why, const char *because, char *told,
+                 size_t len)
 {
-    gs_daemons_t *ds = &a->daemons;
+    char who[48];
+    gs_daemons_label(&a->daemons, s, who, sizeof(who));
+    a->share_shun[s] = 1;
+    snprintf(a->stuck_note[s], sizeof(a->stuck_note[s]), "%.200s; left running (%s)", why,
+             because);
+    snprintf(told, len, "%s: the user's shared MPS server is wedged: %s; gsrun's node service "
+             "leaves it running (%s) and gives new jobs another server", who, why, because);
+    gs_report_add(&a->report, 1, "%s", told);
+    gs_agent_write_status(a);
+}
+
+int gs_agent_share_sound(gs_agent_t *a, int s, int force, int mine, char *told, size_t len)
+{
+    gs_mps_daemon_t *d = &a->daemons.daemon[s];
     char why[300];
     long long now = gs_proc_now_ms();
     int fresh = !force && a->share_answered_ms[s] > 0 &&
                 now - a->share_answered_ms[s] < SHARE_PROBE_FRESH_MS;
-    int rc = gs_mps_probe(&ds->daemon[s], ds->control, fresh ? 0 : GS_MPS_ANSWER_MS, why,
+    if (a->share_shun[s]) {
+        return 0;
+    }
+    int rc = gs_mps_probe(d, a->daemons.control, fresh ? 0 : GS_MPS_ANSWER_MS, why,
                           sizeof(why));
     if (rc == GS_MPS_PROBE_OK) {
         a->share_answered_ms[s] = fresh ? a->share_answered_ms[s] : gs_proc_now_ms();
         return 1;
     }
     if (rc == GS_MPS_PROBE_GONE) {
-        return 0; /* its death is told by the reaping (gs_daemons_reaped) */
+        /* Died, not reaped yet: reaped now, so that no lease picks it again
+         * before the loop hears of it; its jobs are told it is lost. */
+        char who[48];
+        gs_daemons_label(&a->daemons, s, who, sizeof(who));
+        gs_mps_daemon_exited(d); /* reaps it, its status kept */
+        gs_report_add(&a->report, 1, "%s: the shared MPS control daemon %d has exited", who,
+                      (int)d->daemon_pid);
+        d->daemon_reaped = 1;
+        d->daemon_pid = 0;
+        gs_agent_write_status(a);
+        return 0;
+    }
+    if (a->leased[s] > mine) {
+        char because[96];
+        snprintf(because, sizeof(because), "%d rank%s of other jobs lease it: ending it would end "
+                 "their contexts", a->leased[s] - mine, a->leased[s] - mine == 1 ? "" : "s");
+        shun(a, s, why, because, told, len);
+        return 0;
+    }
+    if (a->stuck_ended[s] >= 2) {
+        shun(a, s, why, "replaced twice already: the GPU itself may be stuck (nvidia-smi)", told,
+             len);
+        return 0;
     }
     return replace(a, s, why, told, len) == 0;
 }
@@ -100,18 +143,19 @@ void gs_agent_share_on_wedged(gs_agent_t *a, int lease, const char *line)
 {
     const gs_agent_lease_t *l = &a->leases[lease];
     char told[400] = "", who[48];
-    int s = -1;
-    if (sscanf(line, GS_AGENT_SHARE_WEDGED " %d", &s) != 1) {
+    int s = -1, mine = 0;
+    if (sscanf(line, GS_AGENT_SHARE_WEDGED " %d", &s) != 1 || s < 0 || s >= a->daemons.n) {
         return;
     }
     for (int e = 0; e < l->n; e++) {
-        if (l->server[e] == s && s >= 0 && s < a->daemons.n) {
-            gs_daemons_label(&a->daemons, s, who, sizeof(who));
-            if (gs_agent_share_sound(a, s, 1, told, sizeof(told)) && told[0] == '\0') {
-                gs_report_add(&a->report, 0, "job %s said its ranks wait on %s, which answers",
-                              l->job, who);
-            }
-            return;
-        }
+        mine += l->server[e] == s ? l->clients[e] : 0;
+    }
+    if (mine == 0) {
+        return; /* not one of its servers */
+    }
+    gs_daemons_label(&a->daemons, s, who, sizeof(who));
+    if (gs_agent_share_sound(a, s, 1, mine, told, sizeof(told)) && told[0] == '\0') {
+        gs_report_add(&a->report, 0, "job %s said its ranks wait on %s, which answers", l->job,
+                      who);
     }
 }

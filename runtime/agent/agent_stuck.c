@@ -19,7 +19,10 @@
  *     waiting see their connection close: on an H200 (driver 580) their
  *     CUDA then ran without MPS, and they are told so by the watch;
  *   - a shared one is the user's node service's to replace: the lease
- *     says "wedged S", the service probes it itself and replaces it. */
+ *     says "wedged S", the service probes it itself and replaces it;
+ *   - when in doubt gsrun does not kill: a daemon whose server holds ranks'
+ *     contexts (or other jobs' leases), or one replaced twice already,
+ *     stays, and is told. Each wedge is told once, until it answers. */
 #include "gs_autoconf.h"
 
 #include <stdio.h>
@@ -60,34 +63,68 @@ static int waiting_on(const gs_agent_t *a, int e, long long now, char *list, siz
     return n;
 }
 
-/* The wedged daemon of entry e dealt with: what gsrun did, into did. */
+/* Entry e's ranks that are its MPS clients now: how many, and their list. */
+static int clients_on(const gs_agent_t *a, int e, char *list, size_t len)
+{
+    int n = 0;
+    size_t used = 0;
+    list[0] = '\0';
+    for (int r = 0; r < a->attach.n; r++) {
+        const gs_attach_rank_t *x = &a->attach.r[r];
+        if (x->state == GS_ATTACH_CLIENT && !x->gone && gs_placer_gpu(&a->placer, r) == e) {
+            n++;
+            if (used < len) {
+                used += (size_t)snprintf(list + used, len - used, "%s%d", n > 1 ? "," : "", r);
+            }
+        }
+    }
+    return n;
+}
+
+/* The wedged daemon of entry e dealt with: what gsrun did, into did. When
+ * in doubt it does not kill: a daemon whose server holds ranks' contexts
+ * stays (ending it would end them), as does one replaced twice already. */
 static void act(gs_agent_t *a, int e, int n, const char *ranks, char *did, size_t len)
 {
     gs_daemons_t *ds = &a->daemons;
     gs_error_t err;
+    char clients[160];
+    const char *s = n > 1 ? "s" : "", *lose = n > 1 ? "lose" : "loses";
     long long t0 = gs_proc_now_ms();
-    if (ds->borrowed) {
-        if (a->share_fd >= 0 && a->share_server[e] >= 0) {
-            dprintf(a->share_fd, GS_AGENT_SHARE_WEDGED " %d\n", a->share_server[e]);
-        }
-        snprintf(did, len, "the user's node service was told to end it and start a fresh one; "
-                 "rank%s %s cannot start CUDA on it", n > 1 ? "s" : "", ranks);
-        return;
-    }
-    gs_mps_end_wedged(&ds->daemon[e]);
-    a->stuck_ended[e]++;
-    if (gs_daemons_refill(ds, &a->servers, e, 1, &err) == 0) {
-        snprintf(did, len,
-                 "gsrun ended it and started a fresh one (control daemon %d) in %lld ms: ranks "
-                 "that start CUDA from now on get it; rank%s %s, already waiting, lose%s that "
-                 "wait (CUDA then fails, or runs without MPS) and each is told as what it becomes",
-                 (int)ds->daemon[e].daemon_pid, gs_proc_now_ms() - t0, n > 1 ? "s" : "", ranks,
-                 n > 1 ? "" : "s");
-        gs_agent_publish_on(a);
+    int c = clients_on(a, e, clients, sizeof(clients));
+    if (c > 0) {
+        snprintf(did, len, "gsrun leaves it running: rank%s %s %s its clients (ending it would "
+                 "end their contexts); rank%s %s cannot start CUDA on it until it answers",
+                 c > 1 ? "s" : "", clients, c > 1 ? "are" : "is", s, ranks);
+    } else if (a->stuck_ended[e] >= 2) {
+        snprintf(did, len, "gsrun leaves it: it ended this GPU's wedged MPS twice already (the "
+                 "GPU itself may be stuck: see nvidia-smi)");
+    } else if (ds->borrowed) {
+        int asked = a->share_fd >= 0 && a->share_server[e] >= 0 &&
+                    dprintf(a->share_fd, GS_AGENT_SHARE_WEDGED " %d\n", a->share_server[e]) > 0;
+        snprintf(did, len, "%s; rank%s %s, already waiting, %s that wait once it is ended (CUDA "
+                 "then fails, or runs without MPS) and each is told as what it becomes",
+                 asked ? "the user's node service was asked to end it and start a fresh one"
+                       : "no node service runs to replace it (it has ended)",
+                 s, ranks, lose);
     } else {
-        snprintf(did, len, "gsrun ended it; a fresh one could not start (%s): the job's ranks on "
-                 "it run without MPS", err.text);
+        gs_mps_end_wedged(&ds->daemon[e]);
+        a->stuck_ended[e]++;
+        if (gs_daemons_refill(ds, &a->servers, e, 1, &err) == 0) {
+            snprintf(did, len,
+                     "gsrun ended it and started a fresh one (control daemon %d) in %lld ms: "
+                     "ranks that start CUDA from now on get it; rank%s %s, already waiting, %s "
+                     "that wait (CUDA then fails, or runs without MPS) and each is told as what "
+                     "it becomes",
+                     (int)ds->daemon[e].daemon_pid, gs_proc_now_ms() - t0, s, ranks, lose);
+            gs_agent_publish_on(a);
+        } else {
+            snprintf(did, len, "gsrun ended it; a fresh one could not start (%s): the job's "
+                     "ranks on it run without MPS", err.text);
+        }
     }
+    snprintf(a->stuck_note[e], sizeof(a->stuck_note[e]), "while rank%s %.60s waited: %.240s", s,
+             ranks, did);
 }
 
 void gs_agent_stuck_check(gs_agent_t *a)
@@ -107,24 +144,23 @@ void gs_agent_stuck_check(gs_agent_t *a)
             continue;
         }
         a->stuck_next_ms[e] = now + STUCK_PROBE_EVERY_MS;
-        if (gs_mps_probe(&ds->daemon[e], ds->control, GS_MPS_ANSWER_MS, why, sizeof(why)) !=
-            GS_MPS_PROBE_WEDGED) {
-            continue; /* it answers (a slow start), or it died: told by its reaping */
+        int rc = gs_mps_probe(&ds->daemon[e], ds->control, GS_MPS_ANSWER_MS, why, sizeof(why));
+        if (rc != GS_MPS_PROBE_WEDGED || a->stuck_told[e]) {
+            /* It answers (a slow start), or it died (told by its reaping),
+             * or this wedge was told: once until it answers again. */
+            a->stuck_told[e] &= rc == GS_MPS_PROBE_WEDGED;
+            continue;
         }
         for (int r = 0; r < a->attach.n; r++) {
             const gs_attach_rank_t *x = &a->attach.r[r];
-            if (x->pid > 0 && !x->gone && x->cuda_ms > 0 && x->state == GS_ATTACH_UNSEEN &&
-                gs_placer_gpu(&a->placer, r) == e) {
+            if (x->pid > 0 && !x->gone && x->cuda_ms > 0 && now - x->cuda_ms >= STUCK_AFTER_MS &&
+                x->state == GS_ATTACH_UNSEEN && gs_placer_gpu(&a->placer, r) == e) {
                 gs_attach_set(&a->attach, r, GS_ATTACH_BLOCKED, x->pid, -1);
             }
         }
         gs_daemons_label(ds, e, who, sizeof(who));
         act(a, e, n, ranks, did, sizeof(did));
-        const char *done = ds->borrowed                  ? "the node service told"
-                           : ds->daemon[e].daemon_pid > 0 ? "replaced in its dirs"
-                                                          : "ended, none in its place";
-        snprintf(a->stuck_note[e], sizeof(a->stuck_note[e]), "%.200s, while rank%s %.60s waited; %s",
-                 why, n > 1 ? "s" : "", ranks, done);
+        a->stuck_told[e] = 1;
         gs_report_tell(&a->report,
                        "%s: rank%s %s waited %.1f s for %s CUDA context on %s MPS, which is "
                        "wedged: %s; %s",
@@ -145,7 +181,7 @@ int gs_agent_stuck_timeout(const gs_agent_t *a)
         const gs_attach_rank_t *x = &a->attach.r[r];
         int e = gs_placer_gpu(&a->placer, r);
         if (x->pid <= 0 || x->gone || x->cuda_ms <= 0 || x->state != GS_ATTACH_UNSEEN || e < 0 ||
-            e >= GS_MAX_GPUS) {
+            e >= a->daemons.n || e >= GS_MAX_GPUS) {
             continue;
         }
         long long at = x->cuda_ms + STUCK_AFTER_MS;

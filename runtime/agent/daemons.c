@@ -240,10 +240,9 @@ static int serve_one(gs_daemons_t *ds, int g, long long deadline, gs_error_t *er
     gs_mps_daemon_t *d = &ds->daemon[g];
     int rc = 0;
     if (ds->prestart) {
-        /* A control command, answered at once by a daemon that serves. */
-        long long answer = gs_proc_now_ms() + GS_MPS_ANSWER_MS;
-        rc = gs_mps_start_server(d, ds->control, getuid(), answer < deadline ? answer : deadline,
-                                 err);
+        /* Bounded by the start's own deadline (--mps-timeout): a GPU's
+         * first set-up, without persistence mode, may take seconds. */
+        rc = gs_mps_start_server(d, ds->control, getuid(), deadline, err);
     } else {
         d->ready_ms = gs_proc_now_ms(); /* the first client starts the server */
     }
@@ -326,9 +325,9 @@ int gs_daemons_begun(gs_daemons_t *ds, long long deadline_ms, gs_error_t *err)
 
 int gs_daemons_start_servers(gs_daemons_t *ds, int count, gs_error_t *err)
 {
+    long long deadline = gs_proc_now_ms() + (long long)ds->timeout_s * 1000;
     for (int g = 0; g < count && g < ds->n; g++) {
-        long long answer = gs_proc_now_ms() + GS_MPS_ANSWER_MS; /* a control command */
-        int rc = gs_mps_start_server(&ds->daemon[g], ds->control, getuid(), answer, err);
+        int rc = gs_mps_start_server(&ds->daemon[g], ds->control, getuid(), deadline, err);
         if (rc != 0) {
             name_gpu(ds, err, g, ds->daemon[g].uuid);
             gs_daemons_stop_from(ds, 0, NULL, NULL);

@@ -5,6 +5,7 @@
 #include "runtime/gpu/mps_probe.h"
 
 #include <dirent.h>
+#include <poll.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,7 +14,6 @@
 #include <unistd.h>
 
 #include "runtime/core/proc.h"
-#include "runtime/core/proctree.h"
 
 /* A process that is gone or a zombie: nothing there answers or holds. */
 static int gone(pid_t pid)
@@ -21,6 +21,19 @@ static int gone(pid_t pid)
     char f[64];
     return pid <= 1 || gs_proc_stat_fields(NULL, pid, f, sizeof(f)) != 0 || f[0] == 'Z' ||
            f[0] == 'X';
+}
+
+/* Stopped by a signal (state T) and still so 200 ms later: a job that
+ * Slurm resumes gets SIGCONT process by process, and a tracer's stop (t:
+ * strace, gdb) is nobody's wedge. Rare: only a process seen stopped waits. */
+static int stays_stopped(pid_t pid)
+{
+    char f[64];
+    if (pid <= 1 || gs_proc_stat_fields(NULL, pid, f, sizeof(f)) != 0 || f[0] != 'T') {
+        return 0;
+    }
+    poll(NULL, 0, 200);
+    return gs_proc_stat_fields(NULL, pid, f, sizeof(f)) == 0 && f[0] == 'T';
 }
 
 int gs_mps_probe(gs_mps_daemon_t *d, const char *control, int bound_ms, char *why, size_t len)
@@ -35,18 +48,20 @@ int gs_mps_probe(gs_mps_daemon_t *d, const char *control, int bound_ms, char *wh
         return GS_MPS_PROBE_GONE;
     }
     /* Stopped: it answers nothing until resumed, and nobody resumes it. */
-    if (gs_proctree_stopped(dp)) {
+    if (stays_stopped(dp)) {
         snprintf(why, len, "the MPS control daemon %d is stopped (state T)", (int)dp);
         return GS_MPS_PROBE_WEDGED;
     }
     for (int i = 0; i < d->nservers && i < GS_MPS_MAX_SERVERS; i++) {
-        if (gs_proctree_stopped(d->server_pid[i])) {
+        /* A recorded PID counts only through its pidfd (it may be reused). */
+        if (d->server_pidfd[i] >= 0 && gs_proc_alive(d->server_pid[i], d->server_pidfd[i]) &&
+            stays_stopped(d->server_pid[i])) {
             snprintf(why, len, "MPS server %d (of control daemon %d) is stopped (state T)",
                      (int)d->server_pid[i], (int)dp);
             return GS_MPS_PROBE_WEDGED;
         }
     }
-    if (bound_ms <= 0 && d->nservers > 0) {
+    if (bound_ms <= 0 && d->nservers > 0 && d->server_pidfd[0] >= 0) {
         return GS_MPS_PROBE_OK; /* the processes alone: it answered a moment ago */
     }
     if (bound_ms <= 0) {
@@ -68,7 +83,7 @@ int gs_mps_probe(gs_mps_daemon_t *d, const char *control, int bound_ms, char *wh
     }
     int n = gs_mps_parse_server_list(reply, pids, GS_MPS_MAX_SERVERS);
     for (int i = 0; i < n; i++) {
-        if (gs_proctree_stopped(pids[i])) {
+        if (stays_stopped(pids[i])) {
             snprintf(why, len, "MPS server %d (of control daemon %d) is stopped (state T)",
                      (int)pids[i], (int)dp);
             return GS_MPS_PROBE_WEDGED;
@@ -119,7 +134,9 @@ void gs_mps_end_wedged(gs_mps_daemon_t *d)
         kill_children(dp);
     }
     for (int i = 0; i < d->nservers && i < GS_MPS_MAX_SERVERS; i++) {
-        if (d->server_pid[i] > 1) {
+        if (d->server_pid[i] > 1 && d->server_pidfd[i] >= 0) {
+            /* Through its pidfd only: a bare PID recorded long ago may be
+             * anyone's now (a live server is the daemon's child, above). */
             gs_proc_signal(d->server_pid[i], d->server_pidfd[i], SIGKILL);
         }
         if (d->server_pidfd[i] >= 0) {

@@ -31,7 +31,8 @@ typedef enum {
 
 /* Asks d's control daemon for its servers (get_server_list, bounded by
  * bound_ms) and looks at each process: a daemon or server stopped (state
- * T: it cannot answer) or a daemon that does not answer in time is wedged,
+ * T, still so 200 ms later: it cannot answer) or a daemon that does not
+ * answer in time is wedged,
  * why saying which process and how ("the MPS control daemon 1234 is
  * stopped (state T)"). bound_ms 0: the processes alone (it answered a
  * moment ago), unless its servers are not known yet. */

@@ -19,23 +19,7 @@
 export FAKE_NVML_CTX_DIR=$TEST_TMP/ctx
 mkdir -p "$FAKE_NVML_CTX_DIR"
 
-job() { # job NAME NGPUS args...: in the background (status in $OUT.NAME.rc)
-    local n=$1 g=$2
-    shift 2
-    (
-        gsrun_fake "$g" "$@" >"$OUT.$n" 2>"$ERR.$n"
-        echo $? >"$OUT.$n.rc"
-    ) &
-}
-wait_for() { # wait_for FILE PATTERN COUNT [SECONDS]: until FILE has COUNT lines matching
-    local c i
-    for ((i = 0; i < ${4:-10} * 20; i++)); do
-        c=$(grep -c "$2" "$1" 2>/dev/null)
-        [ "${c:-0}" -ge "$3" ] && return 0
-        sleep 0.05
-    done
-    return 1
-}
+job() { bg_job "$@"; } # job NAME NGPUS args... (lib.sh)
 running() { [ ! -s "$OUT.$1.rc" ]; } # the job has not ended yet
 
 # --- 1. the pipe dir removed by a wrapper ------------------------------------

@@ -15,23 +15,7 @@
 # nothing and are told to no job (7).
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"
 
-job() { # job NAME args...: a job of one GPU in the background (status in $OUT.NAME.rc)
-    local n=$1
-    shift
-    (
-        gsrun_fake 1 "$@" >"$OUT.$n" 2>"$ERR.$n"
-        echo $? >"$OUT.$n.rc"
-    ) &
-}
-wait_for() { # wait_for FILE PATTERN COUNT: until FILE has COUNT lines matching (10 s)
-    for _ in $(seq 200); do
-        local c
-        c=$(grep -c "$2" "$1" 2>/dev/null)
-        [ "${c:-0}" -ge "$3" ] && return 0
-        sleep 0.05
-    done
-    return 1
-}
+job() { local n=$1; shift; bg_job "$n" 1 "$@"; } # job NAME args...: one GPU (lib.sh)
 controls() { # this test's fake control daemons (not their servers or clients)
     local p n=0
     for p in $(pgrep -f -- "$FAKE_CONTROL -f"); do

@@ -159,6 +159,30 @@ check_clean() { # check_clean "context"
     fi
 }
 
+# A gsrun job on the fakes in the background: bg_job NAME NGPUS args...
+# (its output in $OUT.NAME and $ERR.NAME, its status in $OUT.NAME.rc once
+# it has ended).
+bg_job() {
+    local n=$1 g=$2
+    shift 2
+    rm -f "$OUT.$n.rc"
+    (
+        gsrun_fake "$g" "$@" >"$OUT.$n" 2>"$ERR.$n"
+        echo $? >"$OUT.$n.rc"
+    ) &
+}
+# Until FILE has COUNT lines matching PATTERN (SECONDS at most, 10 unless
+# given): wait_for FILE PATTERN COUNT [SECONDS].
+wait_for() {
+    local c i
+    for ((i = 0; i < ${4:-10} * 20; i++)); do
+        c=$(grep -c -- "$2" "$1" 2>/dev/null)
+        [ "${c:-0}" -ge "$3" ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
 # Polls `gsrun status` into FILE until PATTERN shows (5 s at most).
 wait_status() { # wait_status FILE PATTERN
     for _ in $(seq 100); do

@@ -28,24 +28,7 @@ export FAKE_NVML_CTX_DIR=$TEST_TMP/ctx
 mkdir -p "$FAKE_NVML_CTX_DIR"
 HAND=$TEST_TMP/hand # the hand-started daemon's dirs: outside TMPDIR, not gsrun's
 
-job() { # job NAME NGPUS args...: in the background (status in $OUT.NAME.rc)
-    local n=$1 g=$2
-    shift 2
-    rm -f "$OUT.$n.rc"
-    (
-        gsrun_fake "$g" "$@" >"$OUT.$n" 2>"$ERR.$n"
-        echo $? >"$OUT.$n.rc"
-    ) &
-}
-wait_for() { # wait_for FILE PATTERN COUNT [SECONDS]: until FILE has COUNT lines matching
-    local c i
-    for ((i = 0; i < ${4:-10} * 20; i++)); do
-        c=$(grep -c -- "$2" "$1" 2>/dev/null)
-        [ "${c:-0}" -ge "$3" ] && return 0
-        sleep 0.05
-    done
-    return 1
-}
+job() { bg_job "$@"; } # job NAME NGPUS args... (lib.sh)
 ended() { wait_for "$OUT.$1.rc" . 1 "${2:-30}"; } # ended NAME [SECONDS]
 rc_of() { cat "$OUT.$1.rc" 2>/dev/null || echo none; }
 summary() { grep -o 'served [^:]*\|no rank of the [0-9]* used the GPU.*' "$ERR.$1" | head -1; }

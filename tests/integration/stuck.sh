@@ -14,6 +14,9 @@
 #   4. the job's own daemon stopped while its ranks have not started CUDA:
 #      the ranks that wait are told within 5 s of the start, a fresh
 #      daemon replaces it, the job ends with the ranks' own status
+#   4b. the shared daemon wedged while another job's ranks hold its server:
+#      left running (ending it would end their contexts), the next job gets
+#      another server and is told so
 #   5. a healthy job whose ranks start CUDA late is told nothing
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"
 
@@ -26,11 +29,17 @@ MUTE=$TEST_TMP/mute
 export FAKE_MPS_MUTE_FILE=$MUTE
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
+# A job that hangs on MPS is what this test is about: each one is bounded
+# (SIGTERM at 30 s, which gsrun passes on and cleans up after).
+bounded_gsrun() {
+    LD_LIBRARY_PATH=$FAKE_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} FAKE_NVML_GPUS=1 \
+        timeout -k 10 30 "$GSRUN" --mps-control="$FAKE_CONTROL" "$@"
+}
 job() { # job NAME args...: in the foreground; status in $OUT.NAME.rc, ms in $OUT.NAME.ms
     local n=$1 t0
     shift
     t0=$(now_ms)
-    gsrun_fake 1 "$@" >"$OUT.$n" 2>"$ERR.$n"
+    bounded_gsrun "$@" >"$OUT.$n" 2>"$ERR.$n"
     echo $? >"$OUT.$n.rc"
     echo $(($(now_ms) - t0)) >"$OUT.$n.ms"
 }
@@ -144,13 +153,13 @@ check_clean "muted at once"
 REC=$TEST_TMP/rec.own
 t0=$(now_ms)
 (
-    FAKE_MPS_RECORD=$REC gsrun_fake 1 -v --mps-share=job -np 2 "$CT" --start-wait 2000 --sleep 8000 \
+    FAKE_MPS_RECORD=$REC bounded_gsrun -v --mps-share=job -np 2 "$CT" --start-wait 2000 --sleep 8000 \
         >"$OUT.own" 2>"$ERR.own"
     echo $? >"$OUT.own.rc"
 ) &
 jobpid=$!
 own_d=""
-for _ in $(seq 300); do # the ranks run (their CUDA 2 s away): the daemon serves
+for _ in $(seq 1000); do # the ranks run (their CUDA 2 s away): the daemon serves
     [ "$(grep -c " start$" "$OUT.own" 2>/dev/null)" -ge 2 ] &&
         own_d=$(sed -n 's/^start pid=\([0-9]*\) .*/\1/p' "$REC" 2>/dev/null | head -1)
     [ -n "$own_d" ] && break
@@ -176,13 +185,33 @@ check "... the line names the daemon, the ranks and what gsrun did" \
           grep "wedged" "$ERR.own" | grep -qE "ranks? [0-9,]+ waited" &&
           grep "wedged" "$ERR.own" | grep -q "started a fresh one (control daemon [0-9]*)"' ||
     diag "$ERR.own"
-check "... the job ended by itself at $ended_at ms (under 15000), status $(rc_of own) (0: the ranks ran on without MPS, as on the H200)" \
-    eval '[ "$(rc_of own)" = 0 ] && [ "$ended_at" -lt 15000 ]' || diag "$ERR.own" "$OUT.own"
+check "... the job ended by itself at $ended_at ms (under 20000), status $(rc_of own) (0: the ranks ran on without MPS, as on the H200)" \
+    eval '[ "$(rc_of own)" = 0 ] && [ "$ended_at" -lt 20000 ]' || diag "$ERR.own" "$OUT.own"
 check "... the stopped daemon is gone" wait_gone "${own_d:-0}" 5
 check "... the ranks counted as what they became (on the GPU without MPS), not served, not blocked" \
     eval 'grep -qE "served 0 of 2 ranks as MPS clients; 2 ran on the GPU without MPS" "$ERR.own" &&
           ! grep -q "blocked on" "$ERR.own" && ! grep -q "mps=off" "$ERR.own"' || diag "$ERR.own"
 check_clean "the job's own daemon stopped"
+
+# --- 4b: wedged while another job's ranks hold it: left running (when in
+# doubt gsrun does not kill), the next job gets another server.
+(bounded_gsrun --mps-share=node -np 2 "$CT" --sleep 6000 >"$OUT.holder" 2>"$ERR.holder"
+    echo $? >"$OUT.holder.rc") &
+wait_for "$OUT.holder" "client=ok" 2 20
+hd=$(shared_daemon)
+[ -n "$hd" ] && kill -STOP "$hd"
+job other --mps-share=node -np 2 "$CT" --sleep 300
+wait_for "$OUT.holder.rc" . 1 30
+check "wedged under another job's clients: the next job status $(rc_of other) (0), $(served other) of 2 clients, told it was left running" \
+    eval '[ -n "$hd" ] && [ "$(rc_of other)" = 0 ] && [ "$(served other)" = 2 ] &&
+          grep -q "control daemon $hd is stopped (state T); gsrun.s node service leaves it running (2 ranks of other jobs lease it" "$ERR.other"' ||
+    diag "$ERR.other"
+check "... the holding job ran to its end untouched: status $(rc_of holder) (0)" \
+    eval '[ "$(rc_of holder)" = 0 ] && [ "$(served holder)" = 2 ]' || diag "$ERR.holder"
+[ -n "$hd" ] && kill -CONT "$hd" # for the node service's bounded stop, and its quit
+a=$(shared_agent)
+[ -n "$a" ] && for _ in $(seq 200); do [ -e "/proc/$a" ] || break; sleep 0.05; done
+check_clean "wedged under another job's clients"
 
 # --- 5: healthy, a late CUDA start --------------------------------------------
 job late --mps-share=job -np 2 "$CT" --start-wait 2500 --sleep 200

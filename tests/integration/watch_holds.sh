@@ -31,24 +31,7 @@ ROOT=$([ "$(id -u)" = 0 ] && echo yes || echo no)
 OTHER_PIDS=()
 SUID_DIR=""
 
-job() { # job NAME NGPUS args...: in the background (status in $OUT.NAME.rc)
-    local n=$1 g=$2
-    shift 2
-    rm -f "$OUT.$n.rc"
-    (
-        gsrun_fake "$g" "$@" >"$OUT.$n" 2>"$ERR.$n"
-        echo $? >"$OUT.$n.rc"
-    ) &
-}
-wait_for() { # wait_for FILE PATTERN COUNT [SECONDS]: until FILE has COUNT lines matching
-    local c i
-    for ((i = 0; i < ${4:-10} * 20; i++)); do
-        c=$(grep -c -- "$2" "$1" 2>/dev/null)
-        [ "${c:-0}" -ge "$3" ] && return 0
-        sleep 0.05
-    done
-    return 1
-}
+job() { bg_job "$@"; } # job NAME NGPUS args... (lib.sh)
 ended() { wait_for "$OUT.$1.rc" . 1 "${2:-30}"; } # ended NAME [SECONDS]
 # The ranks of job NAME hold their contexts (ct_client --until) until FILE
 # has COUNT lines matching PATTERN (SECONDS at most): on a loaded machine
