@@ -77,17 +77,17 @@ served() { grep -c "client=ok" "$OUT.$1"; }
 # (daemon: SIGSTOP the control daemon; server: SIGSTOP its server; mute:
 # the daemon takes connections and never replies), then the next job.
 shared_case() {
-    local n=$1 what=$2 how=$3 d s victim
+    local n=$1 what=$2 how=$3 sd ss victim # not d: check's own local
     rm -f "$MUTE".*
     job "warm$n" --mps-share=node --mps-linger=60 -np 2 "$CT" --sleep 100
-    d=$(shared_daemon)
-    s=$([ -n "$d" ] && server_of "$d")
-    check "$what: a warm job: status $(rc_of "warm$n") (0), shared daemon ${d:-none}, server ${s:-none}" \
-        [ "$(rc_of "warm$n")" = 0 ] && [ -n "$d" ] && [ -n "$s" ] || { diag "$ERR.warm$n"; return; }
+    sd=$(shared_daemon)
+    ss=$([ -n "$sd" ] && server_of "$sd")
+    check "$what: a warm job: status $(rc_of "warm$n") (0), shared daemon ${sd:-none}, server ${ss:-none}" \
+        eval '[ "$(rc_of "warm$n")" = 0 ] && [ -n "$sd" ] && [ -n "$ss" ]' || { diag "$ERR.warm$n"; return; }
     case $how in
-    daemon) victim=$d; kill -STOP "$d" ;;
-    server) victim=$s; kill -STOP "$s" ;;
-    mute) victim=$d; touch "$MUTE.$d" ;;
+    daemon) victim=$sd; kill -STOP "$sd" ;;
+    server) victim=$ss; kill -STOP "$ss" ;;
+    mute) victim=$sd; touch "$MUTE.$sd" ;;
     esac
     # A server that answered less than a second ago is handed out on its
     # processes' state alone (one command a second in a burst of jobs):
@@ -101,12 +101,12 @@ shared_case() {
     local told
     told=$(grep -m1 "wedged" "$ERR.next$n")
     check "$what: the next job: status $(rc_of "next$n") (0) in $(ms_of "next$n") ms (under 10000), $(served "next$n") of 2 ranks MPS clients" \
-        [ "$(rc_of "next$n")" = 0 ] && [ "$(ms_of "next$n")" -lt 10000 ] && [ "$(served "next$n")" = 2 ] ||
+        eval '[ "$(rc_of "next$n")" = 0 ] && [ "$(ms_of "next$n")" -lt 10000 ] && [ "$(served "next$n")" = 2 ]' ||
         diag "$ERR.next$n" "$OUT.next$n"
     case $how in
-    daemon) want="control daemon $d is stopped" ;;
-    server) want="MPS server $s (of control daemon $d) is stopped" ;;
-    mute) want="control daemon $d did not answer get_server_list within 2000 ms" ;;
+    daemon) want="control daemon $sd is stopped" ;;
+    server) want="MPS server $ss (of control daemon $sd) is stopped" ;;
+    mute) want="control daemon $sd did not answer get_server_list within 2000 ms" ;;
     esac
     check "$what: ... told during the job: ${told:-nothing}" \
         eval 'grep -q "$want" "$ERR.next$n" && grep -q "started a fresh one (control daemon [0-9]*)" "$ERR.next$n"' ||
