@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* gsrun status [--json]: the gsrun jobs on this node, read from the files
- * their agents keep (runtime/files/status.c); nothing is asked of the agents. */
+/* gsrun status [--format=text|json|prometheus]: the gsrun jobs on this
+ * node, read from the files their agents keep (runtime/files/status.c);
+ * nothing is asked of the agents. */
 #include "gs_autoconf.h"
 
 #include <stdio.h>
@@ -33,30 +34,100 @@ static int gpu_of(const char *uuid)
     return -1;
 }
 
+enum { FORMAT_TEXT, FORMAT_JSON, FORMAT_PROMETHEUS };
+
+static void usage(void)
+{
+    printf("Usage: gsrun status [--format=text|json|prometheus] [--json]\n"
+           "Lists the gsrun jobs on this node that run in $TMPDIR (unset: /dev/shm), and\n"
+           "batch jobs, Slurm steps and `gsrun exec` jobs in " GS_ROOT_RUNDIR ",\n"
+           "$TMPDIR/gsrun-<uid> and /tmp/gsrun-<uid>: the\n"
+           "caller's, or every user's for root (the caller's first); then names the\n"
+           "caller's shared MPS that jobs with another TMPDIR started (by its process).\n"
+           "  --format=text          for people (the default)\n"
+           "  --format=json, --json  for tools: gsrun(1) documents the fields\n"
+           "  --format=prometheus    gauges in the Prometheus text format for\n"
+           "                         node_exporter's textfile collector (doc/metrics.md);\n"
+           "                         nothing else is printed\n");
+}
+
+/* The options: -1 to go on with *format set, else the exit status. */
+static int parse_args(int argc, char **argv, int *format)
+{
+    static const char *const names[] = {"text", "json", "prometheus"};
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        if (strcmp(argv[i], "--json") == 0) {
+            *format = FORMAT_JSON;
+            continue;
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            usage();
+            return 0;
+        } else if (strncmp(argv[i], "--format=", 9) == 0) {
+            v = argv[i] + 9;
+        } else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
+            v = argv[++i];
+        } else if (strcmp(argv[i], "--format") == 0) {
+            fprintf(stderr, "gsrun status: --format needs a value: text, json or prometheus; "
+                            "see gsrun status --help\n");
+            return GS_EXIT_USAGE;
+        } else {
+            fprintf(stderr,
+                    "gsrun status: unknown argument '%s'; usage: gsrun status "
+                    "[--format=text|json|prometheus] [--json]\n",
+                    argv[i]);
+            return GS_EXIT_USAGE;
+        }
+        int k = 0;
+        while (k < 3 && strcmp(v, names[k]) != 0) {
+            k++;
+        }
+        if (k == 3) {
+            fprintf(stderr,
+                    "gsrun status: unknown output format '%s' (--format); the formats "
+                    "are text, json and prometheus; see gsrun status --help\n",
+                    v);
+            return GS_EXIT_USAGE;
+        }
+        *format = k;
+    }
+    return -1;
+}
+
+/* The user's shared MPS agents found by their processes, whose files are
+ * outside the dirs listed (where): how to list each. */
+static void print_elsewhere(const gs_status_t *elsewhere, int ne, const char *where)
+{
+    for (int i = 0; i < ne; i++) {
+        const gs_status_t *e = &elsewhere[i];
+        char tmpdir[256];
+        snprintf(tmpdir, sizeof(tmpdir), "%s", e->job_dir);
+        char *base = strrchr(tmpdir, '/'); /* <TMPDIR>/gsrun-<uid>[.k]/mps-share */
+        if (base != NULL) {
+            *base = '\0';
+            base = strrchr(tmpdir, '/');
+        }
+        if (base != NULL) {
+            *base = '\0';
+        }
+        printf("gsrun status: also the shared MPS of uid %d (agent %d, up %.0f s, %d job%s) with "
+               "its files in %s, outside %s: `TMPDIR=%s gsrun status` lists it\n",
+               e->uid, e->agent_pid, gs_status_uptime_s(e, gs_proc_wall_ms()), e->alive,
+               e->alive == 1 ? "" : "s", e->job_dir, where, tmpdir);
+    }
+}
+
 int gs_status_main(int argc, char **argv)
 {
     static gs_status_t jobs[GS_STATUS_MAX_JOBS];
     char node[64];
-    int json = 0;
+    int format = FORMAT_TEXT;
+    int rc = parse_args(argc, argv, &format);
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            printf("Usage: gsrun status [--json]\n"
-                   "Lists the gsrun jobs on this node that run in $TMPDIR (unset: /dev/shm), and\n"
-                   "batch jobs, Slurm steps and `gsrun exec` jobs in " GS_ROOT_RUNDIR ",\n"
-                   "$TMPDIR/gsrun-<uid> and /tmp/gsrun-<uid>: the\n"
-                   "caller's, or every user's for root (the caller's first); then names the\n"
-                   "caller's shared MPS that jobs with another TMPDIR started (by its process).\n"
-                   "See gsrun(1) for the JSON fields.\n");
-            return 0;
-        } else {
-            fprintf(stderr, "gsrun status: unknown argument '%s'; usage: gsrun status [--json]\n",
-                    argv[i]);
-            return GS_EXIT_USAGE;
-        }
+    if (rc >= 0) {
+        return rc;
     }
+    int json = format == FORMAT_JSON;
     gs_rundir_node_name(node, sizeof(node));
     /* Per-job dirs in TMPDIR; batch jobs' and Slurm steps' in root's base
      * and in the caller's own base (in /dev/shm, and in /tmp where
@@ -85,7 +156,9 @@ int gs_status_main(int argc, char **argv)
     gs_status_clean(where);
     static gs_ledger_summary_t placed;
     char place[GS_PATH_MAX];
-    int have_place = gs_ledger_find(node, place, sizeof(place)) &&
+    /* Prometheus gets the jobs only: the placement record is the user's
+     * view, and a metrics file has no room for notes. */
+    int have_place = format != FORMAT_PROMETHEUS && gs_ledger_find(node, place, sizeof(place)) &&
                      gs_ledger_summarize(place, &placed) > 0;
     gs_status_clean_placement(&placed);
     gs_error_t ignored;
@@ -103,8 +176,11 @@ int gs_status_main(int argc, char **argv)
     /* The user's shared MPS started by jobs with another TMPDIR: said
      * apart, not listed as if it were in this one. */
     static gs_status_t elsewhere[8];
-    int ne = json ? 0 : gs_status_scan_shared(geteuid() == 0, jobs, n, elsewhere, 8);
-    if (json) {
+    int ne =
+        format != FORMAT_TEXT ? 0 : gs_status_scan_shared(geteuid() == 0, jobs, n, elsewhere, 8);
+    if (format == FORMAT_PROMETHEUS) {
+        gs_status_print_prometheus(stdout, jobs, n);
+    } else if (json) {
         gs_status_print_json_placed(stdout, node, jobs, n, gs_proc_wall_ms(),
                                     have_place ? &placed : NULL, gpu_of);
     } else if (n == 0) {
@@ -126,22 +202,6 @@ int gs_status_main(int argc, char **argv)
             gs_status_print_placement(stdout, &placed, place, gpu_of);
         }
     }
-    for (int i = 0; i < ne; i++) {
-        const gs_status_t *e = &elsewhere[i];
-        char tmpdir[256];
-        snprintf(tmpdir, sizeof(tmpdir), "%s", e->job_dir);
-        char *base = strrchr(tmpdir, '/'); /* <TMPDIR>/gsrun-<uid>[.k]/mps-share */
-        if (base != NULL) {
-            *base = '\0';
-            base = strrchr(tmpdir, '/');
-        }
-        if (base != NULL) {
-            *base = '\0';
-        }
-        printf("gsrun status: also the shared MPS of uid %d (agent %d, up %.0f s, %d job%s) with "
-               "its files in %s, outside %s: `TMPDIR=%s gsrun status` lists it\n",
-               e->uid, e->agent_pid, gs_status_uptime_s(e, gs_proc_wall_ms()), e->alive,
-               e->alive == 1 ? "" : "s", e->job_dir, where, tmpdir);
-    }
+    print_elsewhere(elsewhere, ne, where);
     return fflush(stdout) == 0 ? 0 : 1;
 }

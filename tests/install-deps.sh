@@ -8,13 +8,15 @@
 #   tests/install-deps.sh         all that the whole test suite uses besides
 #                                 (tests/run-all.sh): PMIx, hwloc, cmocka,
 #                                 Slurm's daemons, MPICH, the packaging tools,
-#                                 Charliecloud and podman.
+#                                 Charliecloud, podman, and promtool and
+#                                 node_exporter (tests/integration/status_prom.sh).
 set -e
 pkgs="build-essential autoconf automake pkg-config libopenmpi-dev openmpi-bin"
 if [ "${1:-}" != build ]; then
     pkgs="$pkgs libpmix-dev libhwloc-dev hwloc libcmocka-dev iproute2 procps util-linux debootstrap
       slurmctld slurmd slurm-client libslurm-dev
-      dpkg-dev debhelper lintian rpm lmod mpich libmpich-dev charliecloud-runtime podman"
+      dpkg-dev debhelper lintian rpm lmod mpich libmpich-dev charliecloud-runtime podman
+      prometheus prometheus-node-exporter"
 fi
 missing=""
 for p in $pkgs; do

@@ -109,5 +109,9 @@ void gs_status_print_json_placed(FILE *f, const char *node, const gs_status_t *s
                                  int (*gpu_of)(const char *uuid));
 void gs_status_print_json(FILE *f, const char *node, const gs_status_t *s, int n,
                           long long now_ms);
+/* Gauges in the Prometheus text format 0.0.4 for node_exporter's textfile
+ * collector (doc/metrics.md): stale and starting jobs are left out, and so
+ * is every sample whose value is not known. */
+void gs_status_print_prometheus(FILE *f, const gs_status_t *s, int n);
 
 #endif
