@@ -3,7 +3,7 @@
 // runs under MPS and how many SMs it may use, and checks a computed result.
 //
 //   mps_probe [--expect-mps] [--expect-sms S] [--n N] [--iters K] [--fault R] [--sleep MS]
-//             [--alloc-mb M] [--mem] [--stuck MS]
+//             [--alloc-mb M] [--mem] [--stuck MS] [--hold-mb M]
 //
 // Each rank fills a vector on the GPU, runs K kernels of a small grid over
 // it and checks the sum on the host. --expect-mps fails a rank that is not
@@ -19,7 +19,9 @@
 // that long after its work. --mem: once every rank holds its context (a
 // barrier), rank 0 prints the device's free and total memory as its
 // context sees them (under MPS: the whole GPU's), for the context cost per
-// client: "mps_probe: N contexts: free_mib=F total_mib=T".
+// client: "mps_probe: N contexts: free_mib=F total_mib=T". --hold-mb M: each
+// rank holds M x (rank + 1) MiB more (written) through its --sleep, for the
+// per-rank memory checks (tests/gpu/memory.sh).
 #include <mpi.h>
 #include <cuda_runtime.h>
 #include <cstdio>
@@ -45,7 +47,7 @@ __global__ void axpy(float *x, int n, float a)
 int main(int argc, char **argv)
 {
     int rank = 0, size = 1, n = 1 << 20, iters = 100, expect_mps = 0;
-    int expected_sms = -1, fault_rank = -1, sleep_ms = 0, alloc_mb = 0, mem = 0;
+    int expected_sms = -1, fault_rank = -1, sleep_ms = 0, alloc_mb = 0, mem = 0, hold_mb = 0;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -63,6 +65,8 @@ int main(int argc, char **argv)
             cuda_check_stuck_ms = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--mem")) {
             mem = 1;
+        } else if (!strcmp(argv[i], "--hold-mb") && i + 1 < argc) {
+            hold_mb = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--alloc-mb") && i + 1 < argc) {
             alloc_mb = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--n") && i + 1 < argc) {
@@ -144,8 +148,20 @@ int main(int argc, char **argv)
         }
         MPI_Barrier(MPI_COMM_WORLD); // and still exists while rank 0 looks
     }
+    void *held = nullptr;
+    if (hold_mb > 0) {
+        size_t bytes = (size_t)hold_mb * (size_t)(rank + 1) << 20;
+        CHECK(cudaMalloc(&held, bytes));
+        CHECK(cudaMemset(held, 1, bytes)); // written: resident, not only reserved
+        CHECK(cudaDeviceSynchronize());
+        printf("rank %d: holds %zu MiB\n", rank, bytes >> 20);
+        fflush(stdout);
+    }
     if (sleep_ms > 0) {
         usleep((useconds_t)sleep_ms * 1000);
+    }
+    if (held != nullptr) {
+        cudaFree(held);
     }
     int all_ok = 0;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);

@@ -18,12 +18,12 @@
 #   7  agent: report ranks placer      11 agent: agent_loop agent_fault
 #            lister attach                 agent_share_wedge
 #                                       12 agent: agent_share agent_lease
-#   8  agent: guard                     13 agent: agent_watch agent_watch_end
-#                                          agent_stuck
-#   9  agent: daemons                   14 agent: agent_serve
-#   10 agent: agent_setup agent_publish 15 agent: agent (agent.c: the states)
-#            agent_pack                 16 agent: agent_main (gsrun-agent)
-#            agent_fault_word
+#   8  agent: guard                     13 agent: agent_memory
+#   9  agent: daemons                   14 agent: agent_watch agent_watch_end
+#   10 agent: agent_setup agent_publish    agent_stuck
+#            agent_pack                 15 agent: agent_serve
+#            agent_fault_word           16 agent: agent (agent.c: the states)
+#                                       17 agent: agent_main (gsrun-agent)
 #   pmix/               uses runtime/core only
 #   launcher/ ompi/ slurm/ (front ends) use runtime/ (not the agent) and pmix/,
 #                       never each other (launcher/ is gsrun's own)
@@ -63,16 +63,17 @@ layer_of() { # part -> layer
     agent_setup | agent_publish | agent_pack | agent_fault_word | agent_int) echo 10 ;;
     agent_loop | agent_fault | agent_share_wedge) echo 11 ;;
     agent_share | agent_lease) echo 12 ;;
-    agent_watch | agent_watch_end | agent_stuck) echo 13 ;;
-    agent_serve) echo 14 ;;
-    agent) echo 15 ;;
-    agent_main) echo 16 ;;
+    agent_memory) echo 13 ;;
+    agent_watch | agent_watch_end | agent_stuck) echo 14 ;;
+    agent_serve) echo 15 ;;
+    agent) echo 16 ;;
+    agent_main) echo 17 ;;
     pmix) echo 1 ;;
     launcher | ompi | slurm) echo 20 ;;
     *) echo 99 ;;
     esac
 }
-in_agent() { [ "$(layer_of "$1")" -ge 7 ] && [ "$(layer_of "$1")" -le 16 ]; }
+in_agent() { [ "$(layer_of "$1")" -ge 7 ] && [ "$(layer_of "$1")" -le 17 ]; }
 
 # The public names each runtime folder's modules and each agent part
 # define: gs_<module>_*, GS_<MODULE>_* (from the file names), and for the
@@ -94,7 +95,7 @@ names_of() {
     attach) re='|gs_attach_[a-z_]+|GS_ATTACH_[A-Z_]+' ;;
     guard) re='|gs_guard_[a-z_]+' ;;
     daemons) re='|gs_daemons_[a-z_]+|GS_DAEMON_[A-Z_]+' ;;
-    agent_setup | agent_publish | agent_pack | agent_fault_word | agent_loop | agent_fault | agent_share_wedge | agent_share | agent_lease | agent_watch | agent_watch_end | agent_stuck | agent_serve | agent | agent_main)
+    agent_setup | agent_publish | agent_pack | agent_fault_word | agent_loop | agent_fault | agent_share_wedge | agent_share | agent_lease | agent_memory | agent_watch | agent_watch_end | agent_stuck | agent_serve | agent | agent_main)
         for m in $(grep -hoE '^[a-z][a-z_ *]*\bgs_agent_[a-z_]+\(' "$S/runtime/agent/$p.c" |
             grep -oE 'gs_agent_[a-z_]+'); do
             re="$re|$m"
@@ -122,7 +123,7 @@ if [ -z "$stray" ]; then
 else
     not_ok "runtime files outside the layer folders: $stray"
 fi
-parts="core wire gpu plan files rank batch report ranks placer lister attach guard daemons agent_setup agent_publish agent_pack agent_fault_word agent_loop agent_fault agent_share_wedge agent_share agent_lease agent_watch agent_watch_end agent_stuck agent_serve agent agent_main"
+parts="core wire gpu plan files rank batch report ranks placer lister attach guard daemons agent_setup agent_publish agent_pack agent_fault_word agent_loop agent_fault agent_share_wedge agent_share agent_lease agent_memory agent_watch agent_watch_end agent_stuck agent_serve agent agent_main"
 declare -A RE
 for p in $parts; do RE[$p]=$(names_of "$p"); done
 

@@ -167,6 +167,10 @@ typedef struct {
     unsigned char watch_ask[GS_MAX_GPUS];
     int watch_final; /* the job's end: nothing is asked again later */
     long long watch_asked_ms[GS_MAX_GPUS];
+    /* The ranks' GPU memory (agent_memory.c): the next look, and each
+     * entry's server process's own memory at the last (-1 unknown). */
+    long long memory_due_ms;
+    long long server_mib[GS_MAX_GPUS];
     long long fault_at_ms; /* a GPU fault ended a rank's context (the grace runs) */
     char fault_end_why[400];
     /* MPS that does not answer (agent_stuck.c, agent_share_wedge.c): when
@@ -409,6 +413,21 @@ void gs_agent_watch_final(gs_agent_t *a);
  * 2)", or that no rank used the GPU (-v: what was wrong was told while the
  * job ran). */
 void gs_agent_watch_summary(const gs_agent_t *a, char *buf, size_t len);
+/* agent_memory.c: each rank's GPU memory from NVML's listing (only read:
+ * no state is taken from it), looked at this often while a rank has
+ * started CUDA, and summed up at the job's end. */
+#define GS_AGENT_MEMORY_EVERY_MS 1000
+/* The node's GPUs and their processes now: the node service's listing where
+ * the job leases its servers, else this agent's own NVML (kept started). */
+int gs_agent_memory_listing(gs_agent_t *a, gs_gpu_list_t *l);
+/* The ranks' and the servers' memory from listing l. */
+void gs_agent_memory_take(gs_agent_t *a, const gs_gpu_list_t *l);
+/* A look when one is due; the ms to the next one (-1 none). */
+void gs_agent_memory_look(gs_agent_t *a, long long now);
+int gs_agent_memory_timeout(const gs_agent_t *a, long long now);
+/* Each GPU's ranks' peak memory, a line each into the report: with -v, and
+ * always where the largest came within 10 % of --mps-memory-limit. */
+void gs_agent_memory_summary(gs_agent_t *a);
 /* agent_lease_gpus.c: the node's GPUs as the user's node service (the
  * shared agent) lists them now, with their processes; 0, or -errno. */
 int gs_agent_share_listing(gs_agent_t *a, gs_gpu_list_t *l);

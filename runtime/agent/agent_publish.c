@@ -236,6 +236,55 @@ static void jobs_text(const gs_agent_t *a, int g, char *buf, size_t len)
     }
 }
 
+/* Each rank's line (its MPS state and GPU memory as the driver shows them),
+ * and each server's clients and their memory in all (unknown when one
+ * client's is). Without the watch (no MPS), the registered ranks only. */
+static int rank_live(const gs_agent_t *a, int rank)
+{
+    for (int i = 0; i < a->ranks.nlive; i++) {
+        if (a->ranks.live[i].rank == rank) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void rank_rows(const gs_agent_t *a, gs_status_t *s)
+{
+    unsigned char unknown[GS_MAX_GPUS] = {0};
+    s->memory_every_ms = a->watching ? GS_AGENT_MEMORY_EVERY_MS : 0;
+    for (int g = 0; g < s->nservers; g++) {
+        s->server[g].server_mib = g < GS_MAX_GPUS && a->watching ? a->server_mib[g] : -1;
+        s->server[g].clients_mib = 0;
+    }
+    int n = a->watching ? a->attach.n : a->ranks.registered;
+    for (int i = 0; i < n && s->nranks < GS_STATUS_MAX_RANKS; i++) {
+        gs_status_rank_t *o = &s->rank[s->nranks];
+        const gs_attach_rank_t *x = a->watching ? &a->attach.r[i] : NULL;
+        o->rank = x != NULL ? i : a->ranks.seen != NULL ? a->ranks.seen[i].rank : -1;
+        o->pid = x != NULL ? (int)x->pid : (int)a->ranks.seen[i].pid;
+        if (o->rank < 0) {
+            continue;
+        }
+        s->nranks++;
+        o->entry = gs_placer_gpu(&a->placer, o->rank);
+        o->entry = o->entry < s->nservers && o->entry < GS_MAX_GPUS ? o->entry : -1;
+        snprintf(o->state, sizeof(o->state), "%s",
+                 x != NULL ? gs_attach_name(x->state) : "unwatched");
+        o->alive = x != NULL ? x->pid > 0 && !x->gone : rank_live(a, o->rank);
+        o->memory_mib = x != NULL ? x->mib : -1;
+        o->peak_mib = x != NULL ? x->peak_mib : -1;
+        if (x != NULL && o->entry >= 0 && x->state == GS_ATTACH_CLIENT && o->alive) {
+            s->server[o->entry].nclients++;
+            s->server[o->entry].clients_mib += x->mib > 0 ? x->mib : 0;
+            unknown[o->entry] |= x->mib < 0;
+        }
+    }
+    for (int g = 0; g < s->nservers; g++) {
+        s->server[g].clients_mib = !a->watching || unknown[g] ? -1 : s->server[g].clients_mib;
+    }
+}
+
 /* Rewritten on every change, never read back by the agent. A failure only
  * costs the status display. */
 void gs_agent_write_status(const gs_agent_t *a)
@@ -316,6 +365,7 @@ void gs_agent_write_status(const gs_agent_t *a)
             }
         }
     }
+    rank_rows(a, s);
     gs_status_write(a->node_dir, s, &err);
     free(s);
 }

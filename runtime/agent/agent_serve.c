@@ -365,6 +365,7 @@ void gs_agent_serve(gs_agent_t *a)
                   : a->daemons.n > 0  ? "stopping MPS"
                                       : "done",
                   why);
+    gs_agent_memory_summary(a);
     if (a->daemons.borrowed && a->share_linger_s > 0) {
         /* Said, not hidden: the user's MPS outlives the job on purpose. */
         char opt[64];

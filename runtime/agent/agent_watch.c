@@ -77,6 +77,10 @@ int gs_agent_watch_start(gs_agent_t *a)
     a->fault_at_ms = 0;
     a->recheck_ms = 0;
     a->watch_final = 0;
+    a->memory_due_ms = 0;
+    for (int e = 0; e < GS_MAX_GPUS; e++) {
+        a->server_mib[e] = -1;
+    }
     memset(a->watch_ask, 0, sizeof(a->watch_ask));
     a->watching = a->plan.use_mps && a->daemons.n > 0;
     return gs_attach_init(&a->attach, a->local_size);
@@ -226,21 +230,6 @@ static void take_events(gs_agent_t *a, long long now)
     }
 }
 
-/* NVML's listing of the node's GPUs now: the node service's where the job
- * leases its servers, else this agent's own NVML (kept started). */
-static int list_gpus(gs_agent_t *a, gs_gpu_list_t *l)
-{
-    gs_error_t err;
-    if (a->daemons.borrowed && !a->watch_own_nvml) {
-        if (gs_agent_share_listing(a, l) == 0) {
-            return 0;
-        }
-        a->watch_own_nvml = 1; /* the service did not answer: not asked again (2 s each) */
-    }
-    gs_gpu_hold();
-    return gs_gpu_discover(l, &err);
-}
-
 static int listed(const int *pids, int n, int pid)
 {
     for (int i = 0; i < n && i < GS_GPU_PROCS_MAX; i++) {
@@ -338,10 +327,12 @@ static void judge_clients(gs_agent_t *a, const struct nvml_seen *seen, long long
 static void ask_nvml(gs_agent_t *a)
 {
     gs_gpu_list_t *l = calloc(1, sizeof(*l));
-    if (l == NULL || list_gpus(a, l) != 0) {
+    if (l == NULL || gs_agent_memory_listing(a, l) != 0) {
         free(l);
         return;
     }
+    gs_agent_memory_take(a, l); /* this look counts as the memory's */
+    a->memory_due_ms = gs_proc_now_ms() + GS_AGENT_MEMORY_EVERY_MS;
     struct nvml_seen *seen = calloc((size_t)(a->attach.n > 0 ? a->attach.n : 1), sizeof(*seen));
     for (int r = 0; r < a->attach.n; r++) {
         a->attach.r[r].nctx = a->attach.r[r].nplain = 0;
@@ -505,6 +496,7 @@ void gs_agent_watch_check(gs_agent_t *a)
         }
         a->recheck_ms = now + WATCH_RECHECK_EVERY_MS;
     }
+    gs_agent_memory_look(a, now);
     tell_new(a);
     grace(a, now);
     if (a->watch_changed) {
@@ -539,6 +531,8 @@ int gs_agent_watch_timeout(const gs_agent_t *a)
         long long at = a->recheck_ms > now ? a->recheck_ms - now : 0;
         t = t < 0 || at < t ? at : t;
     }
+    long long m = gs_agent_memory_timeout(a, now);
+    t = m >= 0 && (t < 0 || m < t) ? m : t;
     if (a->fault_at_ms > 0 && a->o->cfg.fault_grace_s > 0 && a->ranks.nlive > 0) {
         /* Woken at the grace's end, when it looks again. */
         long long end = a->fault_at_ms + (long long)a->o->cfg.fault_grace_s * 1000 - now;

@@ -22,6 +22,7 @@ int gs_attach_init(gs_attach_t *t, int n)
     for (int i = 0; i < t->n && t->r != NULL; i++) {
         t->r[i].entry = -1;
         t->r[i].gpu = -1;
+        t->r[i].mib = t->r[i].peak_mib = -1;
     }
     if (t->n > 0 && t->r == NULL) {
         t->n = 0;
@@ -47,6 +48,7 @@ void gs_attach_registered(gs_attach_t *t, int rank, pid_t pid, int entry, long l
     r->pid = pid;
     r->entry = entry;
     r->gpu = -1;
+    r->mib = r->peak_mib = -1;
     r->since_ms = now_ms;
     r->env.uid = r->env.euid = -1;
 }

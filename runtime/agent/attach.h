@@ -71,6 +71,10 @@ typedef struct {
     int hint_left;      /* the log then said that process's context ended */
     int gone;           /* exited */
     long long since_ms; /* registration (monotonic) */
+    /* Its processes' GPU memory (MiB) at NVML's last look, and the largest
+     * of the looks while it ran; -1 where NVML could not tell (not looked
+     * yet, a driver without the MPS listing). */
+    long long mib, peak_mib;
     gs_attach_env_t env;
 } gs_attach_rank_t;
 

@@ -141,6 +141,10 @@ void gs_rec_json(FILE *f, const gs_rec_field_t *rows, const void *rec, const voi
         first = 0;
         if (r->json_fn != NULL) {
             r->json_fn(f, rec, ctx);
+        } else if ((r->flags & GS_REC_NULL_NEG) &&
+                   (r->type == GS_REC_INT ? *CAT(rec, r, int) < 0
+                                          : r->type == GS_REC_LLONG && *CAT(rec, r, long long) < 0)) {
+            fputs("null", f);
         } else if (r->type == GS_REC_INT) {
             fprintf(f, "%d", *CAT(rec, r, int));
         } else if (r->type == GS_REC_LLONG) {

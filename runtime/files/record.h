@@ -27,6 +27,7 @@ enum {
     GS_REC_OPTIONAL = 1 << 2, /* written only when set (not 0, not "") */
     GS_REC_POSITIVE = 1 << 3, /* read: at least 1 */
     GS_REC_NULL_EMPTY = 1 << 4, /* JSON: "" is null */
+    GS_REC_NULL_NEG = 1 << 5,   /* JSON: a number below 0 is null (not known) */
 };
 
 typedef struct gs_rec_field {

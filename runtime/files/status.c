@@ -60,6 +60,7 @@ const gs_rec_field_t gs_status_fields[] = {
     JOB("memory_limit_mb", GS_REC_LLONG, F | J, memory_limit_mb),
     JOB("shared", GS_REC_STR, F | J, shared),
     JOB("pids", GS_REC_STR, F | J, pids),
+    JOB("memory_every_ms", GS_REC_LLONG, F | J, memory_every_ms),
     GS_REC_END,
 };
 
@@ -104,6 +105,54 @@ const gs_rec_field_t gs_status_server_fields[] = {
     SRV("fault", GS_REC_STR, F | J | GS_REC_NULL_EMPTY, fault),
     SRV("wedged", GS_REC_STR, F | J | GS_REC_NULL_EMPTY, wedged),
     SRV("clients", GS_REC_STR, F | J | GS_REC_NULL_EMPTY, clients),
+    SRV("mps_clients", GS_REC_INT, F | J, nclients),
+    SRV("server_memory_mib", GS_REC_LLONG, F | J | GS_REC_NULL_NEG, server_mib),
+    SRV("clients_memory_mib", GS_REC_LLONG, F | J | GS_REC_NULL_NEG, clients_mib),
+    GS_REC_END,
+};
+
+static void json_alive(FILE *f, const void *rec, const void *ctx)
+{
+    (void)ctx;
+    fputs(((const gs_status_rank_t *)rec)->alive ? "true" : "false", f);
+}
+
+/* The rank's GPU and server as the "gpus" array names them (ctx: the
+ * job's status): -1 where it has none. */
+static void json_rank_gpu(FILE *f, const void *rec, const void *ctx)
+{
+    const gs_status_rank_t *r = rec;
+    const gs_status_t *s = ctx;
+    fprintf(f, "%d", r->entry >= 0 && r->entry < s->nservers ? s->server[r->entry].node_gpu : -1);
+}
+
+static void json_rank_uuid(FILE *f, const void *rec, const void *ctx)
+{
+    const gs_status_rank_t *r = rec;
+    const gs_status_t *s = ctx;
+    if (r->entry >= 0 && r->entry < s->nservers) {
+        gs_rec_json_str(f, s->server[r->entry].uuid);
+    } else {
+        fputs("null", f);
+    }
+}
+
+#define RANK(name, type, flags, field)                                                             \
+    {name, NULL, type, (flags), offsetof(gs_status_rank_t, field),                                 \
+     sizeof(((gs_status_rank_t *)0)->field), NULL, NULL, NULL}
+
+/* Each rank's: "rank.<i>.key value", an object of the "ranks" array. */
+const gs_rec_field_t gs_status_rank_fields[] = {
+    RANK("rank", GS_REC_INT, F | J, rank),
+    RANK("pid", GS_REC_INT, F | J, pid),
+    RANK("entry", GS_REC_INT, F | J, entry),
+    {"gpu", NULL, GS_REC_CUSTOM, J, 0, 0, NULL, NULL, json_rank_gpu},
+    {"gpu_uuid", NULL, GS_REC_CUSTOM, J, 0, 0, NULL, NULL, json_rank_uuid},
+    RANK("state", GS_REC_STR, F | J, state),
+    {"alive", NULL, GS_REC_INT, F | J, offsetof(gs_status_rank_t, alive), 0, NULL, NULL,
+     json_alive},
+    RANK("memory_mib", GS_REC_LLONG, F | J | GS_REC_NULL_NEG, memory_mib),
+    RANK("peak_memory_mib", GS_REC_LLONG, F | J | GS_REC_NULL_NEG, peak_mib),
     GS_REC_END,
 };
 
@@ -116,8 +165,9 @@ double gs_status_uptime_s(const gs_status_t *s, long long now_ms)
                                                       : 0.0;
 }
 
-/* The file's size at most: 64 servers of 14 lines each, their strings full. */
-#define GS_STATUS_MAX (256 * 1024)
+/* The file's size at most: 64 servers of 22 lines each, their strings
+ * full, and 1024 ranks of 7 lines. */
+#define GS_STATUS_MAX (512 * 1024)
 
 int gs_status_write(const char *node_dir, const gs_status_t *s, gs_error_t *err)
 {
@@ -135,6 +185,10 @@ int gs_status_write(const char *node_dir, const gs_status_t *s, gs_error_t *err)
         rc = gs_rec_format(gs_status_server_fields, &s->server[g], prefix, buf, GS_STATUS_MAX,
                            &used);
     }
+    for (int r = 0; rc == 0 && r < s->nranks && r < GS_STATUS_MAX_RANKS; r++) {
+        snprintf(prefix, sizeof(prefix), "rank.%d.", r);
+        rc = gs_rec_format(gs_status_rank_fields, &s->rank[r], prefix, buf, GS_STATUS_MAX, &used);
+    }
     rc = rc != 0 ? rc : gs_rec_put(buf, GS_STATUS_MAX, &used, "end\n");
     if (rc != 0) {
         rc = gs_error_set(err, ENOSPC, "the status of '%s' does not fit in its buffer", node_dir);
@@ -145,7 +199,8 @@ int gs_status_write(const char *node_dir, const gs_status_t *s, gs_error_t *err)
     return rc;
 }
 
-/* One line: "gpu.<entry>.<key>" is that entry's, else the job's. Unknown
+/* One line: "gpu.<entry>.<key>" is that entry's, "rank.<i>.<key>" that
+ * rank's, else the job's. Unknown
  * keys and bad values are passed over (a reader of a newer agent's file). */
 static void set_field(gs_status_t *s, const char *key, const char *val)
 {
@@ -156,6 +211,12 @@ static void set_field(gs_status_t *s, const char *key, const char *val)
         }
         s->nservers = g + 1 > s->nservers ? g + 1 : s->nservers;
         gs_rec_parse(gs_status_server_fields, &s->server[g], key + n, val);
+    } else if (sscanf(key, "rank.%d.%n", &g, &n) == 1 && n > 0) {
+        if (g < 0 || g >= GS_STATUS_MAX_RANKS) {
+            return;
+        }
+        s->nranks = g + 1 > s->nranks ? g + 1 : s->nranks;
+        gs_rec_parse(gs_status_rank_fields, &s->rank[g], key + n, val);
     } else {
         gs_rec_parse(gs_status_fields, s, key, val);
     }
@@ -187,6 +248,13 @@ int gs_status_read(const char *node_dir, gs_status_t *s, gs_error_t *err)
     if (fgets(line, sizeof(line), f) == NULL || strcmp(line, "gsrun-status 1\n") != 0) {
         fclose(f);
         return gs_error_set(err, EINVAL, "'%s' is not a gsrun status file", path);
+    }
+    for (int g = 0; g < GS_MAX_GPUS; g++) { /* an older agent's file tells no memory */
+        s->server[g].server_mib = s->server[g].clients_mib = GS_STATUS_MIB_UNKNOWN;
+    }
+    for (int r = 0; r < GS_STATUS_MAX_RANKS; r++) {
+        s->rank[r].memory_mib = s->rank[r].peak_mib = GS_STATUS_MIB_UNKNOWN;
+        s->rank[r].entry = -1;
     }
     long total = 0;
     while (fgets(line, sizeof(line), f) != NULL && (total += (long)strlen(line)) <= GS_STATUS_MAX_BYTES) {
@@ -248,6 +316,9 @@ static void clean_all(gs_status_t *s)
     gs_rec_each_str(gs_status_fields, s, gs_status_clean);
     for (int g = 0; g < s->nservers; g++) {
         gs_rec_each_str(gs_status_server_fields, &s->server[g], gs_status_clean);
+    }
+    for (int r = 0; r < s->nranks; r++) {
+        gs_rec_each_str(gs_status_rank_fields, &s->rank[r], gs_status_clean);
     }
 }
 

@@ -39,8 +39,32 @@ typedef struct {
     char wedged[320];   /* its MPS did not answer (stopped, or no answer within the
                          * bound): which process, and what gsrun did; "" never */
     char clients[160];  /* its ranks that MPS lists as its clients: "4/4", the others by
-                         * rank and state ("3/4 2:no-mps"); "" not known */
+                         * rank and state ("3/4 2:no-mps"); "" not known (deprecated for
+                         * the ranks' objects: kept one release) */
+    int nclients;       /* its ranks that are MPS clients of it now */
+    /* GPU memory (MiB) as NVML gave it at the last look, GS_STATUS_MIB_UNKNOWN when
+     * it could not tell: the server process's own, and its ranks' (alive) in all. */
+    long long server_mib;
+    long long clients_mib;
 } gs_status_server_t;
+
+/* Memory NVML could not tell (no GPU, no look yet, a driver without the MPS
+ * listing): shown as "unknown" (JSON null, no metric), never as 0. */
+#define GS_STATUS_MIB_UNKNOWN (-1LL)
+/* Ranks a status lists (a node's local ranks; past it they are counted only). */
+#define GS_STATUS_MAX_RANKS 1024
+
+/* One rank of the job on this node: "rank.<i>.key value" in the file, an
+ * object of the JSON's "ranks" array. */
+typedef struct {
+    int rank;           /* its local rank */
+    int pid;            /* its registered process, 0 not yet */
+    int entry;          /* its server: the index in server[], -1 none */
+    char state[16];     /* its MPS state as the driver shows it: "client", "no-mps", ... */
+    int alive;
+    long long memory_mib; /* its processes' GPU memory at NVML's last look (MiB) */
+    long long peak_mib;   /* the largest of those looks while it ran */
+} gs_status_rank_t;
 
 typedef struct {
     char job[96];       /* the job dir's name: gsrun.XXXXXX, gsrun.slurm-<job>.<step>
@@ -64,6 +88,9 @@ typedef struct {
                          * names PIDs, other jobs' agents name them as ranks */
     int nservers;       /* entries of server[]: MPS servers, or GPUs without MPS */
     gs_status_server_t server[GS_MAX_GPUS];
+    long long memory_every_ms; /* how often NVML's memory is looked at; 0 never */
+    int nranks;         /* entries of rank[] */
+    gs_status_rank_t rank[GS_STATUS_MAX_RANKS];
     int stale;          /* reader: the agent is gone but its dirs are left */
 } gs_status_t;
 
@@ -72,6 +99,7 @@ typedef struct {
  * field is a row here. */
 extern const gs_rec_field_t gs_status_fields[];
 extern const gs_rec_field_t gs_status_server_fields[];
+extern const gs_rec_field_t gs_status_rank_fields[];
 
 /* Seconds since the agent started, 0 if not known. */
 double gs_status_uptime_s(const gs_status_t *s, long long now_ms);

@@ -28,6 +28,36 @@ static void server_pid(FILE *f, int pid)
     }
 }
 
+/* " 530 MiB" of memory NVML gave, or that it could not tell. */
+static void mib(FILE *f, const char *what, long long m)
+{
+    if (m >= 0) {
+        fprintf(f, "%s%lld MiB", what, m);
+    } else {
+        fprintf(f, "%sunknown", what);
+    }
+}
+
+/* Server entry g's ranks, one line each: its MPS state and its GPU memory
+ * as the driver shows them. */
+static void rank_lines(FILE *f, const gs_status_t *s, int g)
+{
+    for (int i = 0; i < s->nranks; i++) {
+        const gs_status_rank_t *r = &s->rank[i];
+        if (r->entry != g || r->pid <= 0) {
+            continue;
+        }
+        fprintf(f, "    rank %d (pid %d): %s, ", r->rank, r->pid, r->state);
+        if (r->alive) {
+            mib(f, "GPU memory ", r->memory_mib);
+            mib(f, ", peak ", r->peak_mib);
+        } else {
+            mib(f, "exited, peak GPU memory ", r->peak_mib);
+        }
+        fputc('\n', f);
+    }
+}
+
 void gs_status_print_text(FILE *f, const gs_status_t *s, int n, long long now_ms)
 {
     for (int j = 0; j < n; j++, s++) {
@@ -113,7 +143,12 @@ void gs_status_print_text(FILE *f, const gs_status_t *s, int n, long long now_ms
                 /* What MPS says, not what gsrun set: "3/4 2:no-mps". */
                 fprintf(f, ", MPS clients %s", x->clients);
             }
+            if (s->memory_every_ms > 0 && x->daemon_pid > 0) {
+                mib(f, "; GPU memory: server ", x->server_mib);
+                mib(f, ", its clients ", x->clients_mib);
+            }
             fputc('\n', f);
+            rank_lines(f, s, g);
             if (x->fault[0] != '\0') {
                 fprintf(f, "    FAULT: %s\n", x->fault);
             }
@@ -188,6 +223,12 @@ void gs_status_print_json_placed(FILE *f, const char *node, const gs_status_t *s
         for (int g = 0; g < s->nservers; g++) {
             fputs(g ? ",{" : "{", f);
             gs_rec_json(f, gs_status_server_fields, &s->server[g], &g);
+            fputc('}', f);
+        }
+        fputs("],\"ranks\":[", f);
+        for (int r = 0; r < s->nranks; r++) {
+            fputs(r ? ",{" : "{", f);
+            gs_rec_json(f, gs_status_rank_fields, &s->rank[r], s);
             fputc('}', f);
         }
         fputs("]}", f);

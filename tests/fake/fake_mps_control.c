@@ -20,6 +20,8 @@
  *   FAKE_MPS_QUIT_STATUS=N       exit N after quit
  *   FAKE_MPS_DIE_AFTER_MS=N      exit 3 N ms after start (dies mid-job)
  *   FAKE_MPS_SERVER_ERROR=TEXT   write TEXT as an error line to server.log
+ *   FAKE_MPS_SERVER_CTX=1        with FAKE_NVML_CTX_DIR, the server writes its own
+ *                                context there (the fake NVML lists it, 66 MiB)
  *   FAKE_MPS_SERVER_SETUP_MS=N   after start_server, answer no command for N
  *                                ms (the real daemon's silence while its new
  *                                server sets up its GPU context: ~250 ms on an
@@ -235,6 +237,25 @@ static void cleanup_files(void)
     }
 }
 
+/* FAKE_MPS_SERVER_CTX=1 with FAKE_NVML_CTX_DIR: the server's own context,
+ * for the fake NVML to list (compute listing only, 66 MiB, as a real
+ * server's on an H200), on its daemon's GPU. */
+static void server_ctx(void)
+{
+    const char *dir = getenv("FAKE_NVML_CTX_DIR"), *on = getenv("FAKE_MPS_SERVER_CTX");
+    const char *uuid = env_or("CUDA_VISIBLE_DEVICES", ""), *dash = strrchr(uuid, '-');
+    char path[4200];
+    if (dir == NULL || on == NULL || strcmp(on, "1") != 0) {
+        return;
+    }
+    snprintf(path, sizeof(path), "%s/%d", dir, (int)getpid());
+    FILE *f = fopen(path, "w");
+    if (f != NULL) {
+        fprintf(f, "%d server 66\n", dash != NULL ? atoi(dash + 1) : 0);
+        fclose(f);
+    }
+}
+
 static void start_server(void)
 {
     pid_t pid;
@@ -249,6 +270,7 @@ static void start_server(void)
         for (int fd = 3; fd < 1024; fd++) {
             close(fd); /* a client's connection must see EOF */
         }
+        server_ctx();
         for (;;) {
             pause();
         }

@@ -18,6 +18,8 @@
  *                            G:P:M gives its memory M MiB (default: 66 for a process
  *                            named nvidia-cuda-mps*, as a real MPS server holds on
  *                            an H200, else 520; M "na": NVML_VALUE_NOT_AVAILABLE)
+ *   FAKE_NVML_NO_MPS_LISTING=1 the MPS listing answers NOT_SUPPORTED, as a driver
+ *                            older than Volta's MPS listing
  *   FAKE_NVML_USED_MB=M,M    per GPU, its memory in use (default 0)
  *   FAKE_NVML_EXIT_DELAY_MS=N a process that loaded the library takes N ms to exit
  *                            (after its last own step), as on a loaded machine
@@ -36,7 +38,9 @@
  *                            that says "<GPU> mps" (an MPS client: in both the
  *                            compute and the MPS listing, as on driver 580) or
  *                            "<GPU> plain" (a context without MPS: compute
- *                            listing only), listed while process <pid> lives
+ *                            listing only), listed while process <pid> lives;
+ *                            a third word gives its memory in MiB ("na":
+ *                            NVML_VALUE_NOT_AVAILABLE)
  *                            (tests/progs/rank_report --mps-client writes it; a
  *                            test may write one for a process of another user)
  *
@@ -418,7 +422,7 @@ static void ctx_dir(int gpu, int mps_only, found_t *found)
     DIR *dir = d != NULL ? opendir(d) : NULL;
     struct dirent *e;
     while (dir != NULL && (e = readdir(dir)) != NULL) {
-        char path[4096], kind[16] = "";
+        char path[4096], kind[16] = "", mib[24] = "";
         unsigned int pid = (unsigned int)strtoul(e->d_name, NULL, 10);
         int g = -1;
         snprintf(path, sizeof(path), "%s/%s", d, e->d_name);
@@ -426,10 +430,13 @@ static void ctx_dir(int gpu, int mps_only, found_t *found)
         if (f == NULL) {
             continue;
         }
-        int ok = fscanf(f, "%d %15s", &g, kind) == 2;
+        int ok = fscanf(f, "%d %15s %23s", &g, kind, mib) >= 2;
         fclose(f);
         if (ok && g == gpu && (!mps_only || strcmp(kind, "mps") == 0) && lives(pid)) {
-            put_proc(found, pid, default_mib(pid));
+            put_proc(found, pid,
+                     mib[0] == '\0'              ? default_mib(pid)
+                     : strcmp(mib, "na") == 0 ? ~0ULL
+                                              : strtoull(mib, NULL, 10));
         }
     }
     if (dir != NULL) {
@@ -487,6 +494,10 @@ int nvmlDeviceGetComputeRunningProcesses_v3(void *dev, unsigned int *count, proc
 int nvmlDeviceGetMPSComputeRunningProcesses_v3(void *dev, unsigned int *count, proc_info_t *info)
 {
     found_t found = {NULL, 0, 0};
+    const char *none = getenv("FAKE_NVML_NO_MPS_LISTING");
+    if (none != NULL && strcmp(none, "1") == 0) {
+        return NVML_ERROR_NOT_SUPPORTED; /* a driver without it */
+    }
     if ((unsigned long)dev < MIG_BASE) {
         ctx_dir(gpu_of(dev), 1, &found);
     }

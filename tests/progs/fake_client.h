@@ -58,6 +58,10 @@ static inline int mps_client(char *reply, size_t len)
     return fd;
 }
 
+/* The GPU memory (MiB) this process's context is listed with; 0: the fake
+ * NVML's default. */
+static int ctx_mib;
+
 /* The context this process holds, for the fake NVML to list. */
 static inline void ctx_file(int gpu, const char *kind)
 {
@@ -69,7 +73,11 @@ static inline void ctx_file(int gpu, const char *kind)
     snprintf(path, sizeof(path), "%s/%d", dir, (int)getpid());
     FILE *f = fopen(path, "w");
     if (f != NULL) {
-        fprintf(f, "%d %s\n", gpu, kind);
+        if (ctx_mib > 0) {
+            fprintf(f, "%d %s %d\n", gpu, kind, ctx_mib);
+        } else {
+            fprintf(f, "%d %s\n", gpu, kind);
+        }
         fclose(f);
     }
 }

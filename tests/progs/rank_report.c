@@ -22,7 +22,8 @@
  * libcuda.so.1 (the stand-in in tests/fake/cuda, by its path) and, like CUDA, uses MPS only
  * where $CUDA_MPS_PIPE_DIRECTORY/control is there to connect to: else it
  * holds a context without MPS. With FAKE_NVML_CTX_DIR set it writes its
- * context there for the fake NVML to list ("<GPU> mps" or "<GPU> plain").
+ * context there for the fake NVML to list ("<GPU> mps" or "<GPU> plain");
+ * --gpu-mib M: listed with M * (rank + 1) MiB of GPU memory.
  * A CUDA_VISIBLE_DEVICES the server cannot serve fails as CUDA does: "no
  * CUDA-capable device is detected", status 100. */
 #define _GNU_SOURCE /* sched_getaffinity */
@@ -53,7 +54,7 @@ int main(int argc, char **argv)
 {
     int rank, size, exit_rank = -1, exit_code = 0, kill_rank = -1, segv_rank = -1;
     int sleep_ms = 0, check = 0, control_ok = -1, grandchild = 0, barrier = 0, stamp = 0;
-    int client = 0, fault_rank = -1, victim = 0, hold = 0;
+    int client = 0, fault_rank = -1, victim = 0, hold = 0, gpu_mib = 0;
     long long t_main = wall_us(), t_init;
 
     for (int i = 1; i < argc; i++) {
@@ -81,6 +82,8 @@ int main(int argc, char **argv)
             fault_rank = atoi(argv[++i]);
         } else if (strcmp(argv[i], "--mps-victim") == 0) {
             client = hold = victim = 1;
+        } else if (strcmp(argv[i], "--gpu-mib") == 0 && i + 1 < argc) {
+            gpu_mib = atoi(argv[++i]);
         } else if (strcmp(argv[i], "--grandchild") == 0 && i + 1 < argc) {
             grandchild = atoi(argv[++i]);
         }
@@ -105,6 +108,7 @@ int main(int argc, char **argv)
     t_init = wall_us();
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    ctx_mib = gpu_mib * (rank + 1);
     printf("rank=%d size=%d local=%s/%s mps=%s pipe=%s log=%s pct=%s cvd=%s uuid=%s "
            "gpuranks=%s control=%d slurm_gpus=%s jobdir=%s host=%s pid=%d cpus=%s memlimit=%s "
            "prio=%s\n",
