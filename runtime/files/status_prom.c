@@ -137,7 +137,7 @@ static void sample(FILE *f, const family_t *m, const gs_status_t *s, int i, long
 {
     char num[24];
     fprintf(f, "%s{", m->name);
-    label(f, "", "job", s->job);
+    label(f, "", "gsrun_job", s->job);
     snprintf(num, sizeof(num), "%d", s->uid);
     label(f, ",", "uid", num);
     if (m->per == PER_RANK) {

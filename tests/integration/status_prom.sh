@@ -100,7 +100,7 @@ check "gsrun status --format=prometheus exits 0 and says nothing on stderr" eval
 check "  ... --format prometheus (two words) prints the same" cmp -s "$P" "$P.2"
 check "  ... only comments and gsrun_ samples on stdout (no note, no placement text)" \
     eval '[ -s "$P" ] && ! grep -qv "^# \(HELP\|TYPE\) gsrun_\|^gsrun_" "$P"' || diag "$P"
-J="job=\"gsrun.prom01\",uid=\"$uid\""
+J="gsrun_job=\"gsrun.prom01\",uid=\"$uid\""
 check "rank 0's GPU memory: 512 MiB in bytes, with its job, uid, rank and GPU UUID" \
     grep -qxF "gsrun_rank_gpu_memory_bytes{$J,rank=\"0\",gpu_uuid=\"GPU-prom-0\"} 536870912" "$P" || diag "$P"
 check "  ... rank 1's memory is unknown: no sample (never 0); rank 2 has exited: no sample" \
