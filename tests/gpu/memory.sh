@@ -58,6 +58,8 @@ for share in node job; do
     "$G" status >"$T/$share.txt" 2>&1
     echo "# ($share) $(ranks_json "$T/$share.json" | tr '\n' ';')"
     sed -n '/GPU memory/,$p' "$T/$share.txt" | head -6 | sed 's/^/# /'
+    grep -E '^gsrun_(rank_gpu_memory_bytes|mps_server_gpu_memory_bytes|mps_server_clients_gpu_memory_bytes)' \
+        "$T/$share.prom" | sed 's/^/# /'
     mib=($(ranks_json "$T/$share.json" | sort -n | awk '{print $3}'))
     over=$(( ${mib[0]:-0} - 256 ))
     check "1. ($share) rank 0 holds 256 MiB: NVML gives ${mib[0]:-none} MiB (its context: $over MiB, 100-600)" \

@@ -154,10 +154,10 @@ check "status: one job, MPS on, 8 of 8 ranks registered, 8 alive" \
     grep -q "^job gsrun\.[A-Za-z0-9]* (uid $(id -u)): agent [0-9]*, launcher [1-9][0-9]*, gsrun [0-9]*, up [0-9.]* s, MPS on, 8 of 8 ranks registered, 8 alive" "$TEST_TMP/st"
 # (a program without CUDA: MPS lists none of them as its clients)
 check "  ... each GPU: daemon, core, server, share, its ranks" \
-    [ "$(grep -c '^  GPU [0-3] (Fake GPU [0-3], GPU-fa4e.*): daemon [0-9]* on .*, server [0-9]*, 100%, pipe [^ ]*/g[0-3], ranks [0-9,-]*: 2 registered, 2 alive, MPS clients 0/2 [0-9]*:unseen [0-9]*:unseen$' "$TEST_TMP/st")" -eq 4 ]
+    [ "$(grep -c '^  GPU [0-3] (Fake GPU [0-3], GPU-fa4e.*): daemon [0-9]* on .*, server [0-9]*, 100%, pipe [^ ]*/g[0-3], ranks [0-9,-]*: 2 registered, 2 alive, MPS clients 0/2 [0-9]*:unseen [0-9]*:unseen; GPU memory: server unknown, its clients 0 MiB$' "$TEST_TMP/st")" -eq 4 ]
 "$GSRUN" status --json >"$TEST_TMP/json"
 check "status --json: the same job, its GPUs and counts" \
-    grep -q '^{"version":1,"node":"[^"]*","jobs":\[{"job":"gsrun\.[A-Za-z0-9]*","uid":[0-9]*,"state":"running","mps":"on",.*"local_size":8,"registered":8,"alive":8,"memory_limit_mb":0,"shared":"","pids":"[0-9: ]*","gpus":\[{"index":0,"uuid":"GPU-fa4e' "$TEST_TMP/json" || diag "$TEST_TMP/json"
+    grep -q '^{"version":1,"node":"[^"]*","jobs":\[{"job":"gsrun\.[A-Za-z0-9]*","uid":[0-9]*,"state":"running","mps":"on",.*"local_size":8,"registered":8,"alive":8,"memory_limit_mb":0,"shared":"","pids":"[0-9: ]*","memory_every_ms":1000,"gpus":\[{"index":0,"uuid":"GPU-fa4e' "$TEST_TMP/json" || diag "$TEST_TMP/json"
 wait $job
 check "  ... the job still ends with status 0" [ $? -eq 0 ]
 "$GSRUN" status >"$TEST_TMP/st"
@@ -172,7 +172,7 @@ check "status: a job dir whose agent is gone is shown as stale" grep -q "^job gs
 "$GSRUN" status --json | grep -q '"job":"gsrun.Stale1","uid":[0-9]*,"state":"stale"'
 check "  ... and as \"state\":\"stale\" in JSON" [ $? -eq 0 ]
 "$GSRUN" status --bogus >/dev/null 2>"$ERR"
-[ $? -eq 2 ] && grep -q "usage: gsrun status \[--json\]" "$ERR"
+[ $? -eq 2 ] && grep -q "usage: gsrun status \[--format=text|json|prometheus\] \[--json\]" "$ERR"
 check "status --bogus: status 2 with the usage" [ $? -eq 0 ]
 rm -rf "$TMPDIR/gsrun.Stale1"
 check_clean "stale"
