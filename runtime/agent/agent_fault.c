@@ -35,6 +35,7 @@
 #include "runtime/files/rundir.h"
 #include "runtime/files/state.h"
 #include "runtime/files/status.h"
+#include "runtime/wire/lease.h"
 
 /* Jobs read at most for naming other jobs' PIDs. */
 #define WHO_JOBS 64
@@ -240,16 +241,16 @@ static void grace_note(const gs_agent_t *a, char *buf, size_t len)
     }
 }
 
-/* One line to every job leasing shared server g (each line one write). */
-static void tell(gs_agent_t *a, int g, const char *fmt, const char *x, const char *y)
+/* One line (lease.h's, n bytes; nothing when it did not fit) to every job
+ * leasing shared server g, each in one write. */
+static void tell(gs_agent_t *a, int g, const char *line, int n)
 {
-    for (int i = 0; i < a->nleases; i++) {
+    for (int i = 0; i < a->nleases && n > 0; i++) {
         for (int e = 0; e < a->leases[i].n && !a->leases[i].waiting; e++) {
             if (a->leases[i].server[e] == g) {
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-                dprintf(a->leases[i].fd, fmt, g, x, y); /* fmt: one of this file's */
-#pragma GCC diagnostic pop
+                if (write(a->leases[i].fd, line, (size_t)n) < 0) {
+                    /* Its job is gone: the lease ends at its hang-up. */
+                }
                 break;
             }
         }
@@ -276,7 +277,7 @@ static void on_fault(gs_agent_t *a, int g)
 {
     gs_daemons_t *ds = &a->daemons;
     const gs_mps_health_t *h = &ds->health[g];
-    char label[48], who[400], pids[GS_MPS_HEALTH_PIDS * 12], at[32], uuid[96];
+    char label[48], who[400], line[GS_MPS_HEALTH_PIDS * 12 + 64], uuid[96];
     pid_t hit[GS_MPS_HEALTH_PIDS];
     gs_error_t err;
 
@@ -287,12 +288,7 @@ static void on_fault(gs_agent_t *a, int g)
     if (nhit < 0) {
         return;
     }
-    snprintf(at, sizeof(at), "%s", h->at[0] ? h->at : "?");
     gs_agent_fault_who(a, hit, nhit, 0, who, sizeof(who));
-    gs_mps_health_pids(hit, nhit, pids, sizeof(pids));
-    for (char *p = at; *p != '\0'; p++) {
-        *p = *p == ' ' ? 'T' : *p; /* one word on the wire */
-    }
     if (a->mode == GS_MODE_SHARED) {
         gs_report_add(&a->report, 1,
                       "%s (%s): the shared MPS server hit a fatal GPU fault at %s; MPS ended "
@@ -310,7 +306,7 @@ static void on_fault(gs_agent_t *a, int g)
     }
     if (a->mode == GS_MODE_SHARED) {
         /* Told first: a job whose ranks the fault ended is ending now. */
-        tell(a, g, GS_AGENT_SHARE_FAULT " %d %s %s\n", at, pids);
+        tell(a, g, line, gs_lease_fmt_fault(line, sizeof(line), g, h->at, hit, nhit));
     }
     if (gs_daemons_retire(ds, g) != 0) {
         gs_report_add(&a->report, 1,
@@ -332,7 +328,7 @@ static void on_fault(gs_agent_t *a, int g)
     /* The fresh server's dirs before anyone is answered again. */
     gs_agent_publish_on(a);
     if (a->mode == GS_MODE_SHARED) {
-        tell(a, g, GS_AGENT_SHARE_RENEW " %d%s%s\n", "", "");
+        tell(a, g, line, gs_lease_fmt_renew(line, sizeof(line), g));
     }
 }
 
@@ -421,25 +417,15 @@ int gs_agent_fault_untold(gs_agent_t *a)
 static void fault_shared(gs_agent_t *a, const char *line)
 {
     gs_daemons_t *ds = &a->daemons;
-    char who[400], at[32];
+    char who[400];
     pid_t pids[GS_MPS_HEALTH_PIDS];
-    int s, n = 0, at_end = 0, changed = 0;
-    if (!ds->borrowed ||
-        sscanf(line, GS_AGENT_SHARE_FAULT " %d %31s %n", &s, at, &at_end) != 2 || at_end == 0) {
+    gs_lease_fault_t f;
+    int changed = 0;
+    if (!ds->borrowed || gs_lease_parse_fault(line, &f, pids, GS_MPS_HEALTH_PIDS) != 0) {
         return;
     }
-    for (const char *p = line + at_end; n < GS_MPS_HEALTH_PIDS;) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p || v <= 1) {
-            break;
-        }
-        pids[n++] = (pid_t)v;
-        p = end;
-    }
-    for (char *p = at; *p != '\0'; p++) {
-        *p = *p == 'T' ? ' ' : *p;
-    }
+    const int s = f.server, n = f.npids;
+    const char *at = f.at;
     follow_shared(a);
     for (int e = 0; e < ds->n && e < GS_MAX_GPUS; e++) {
         if (a->share_server[e] != s) {
@@ -479,9 +465,8 @@ static void fault_shared(gs_agent_t *a, const char *line)
 void gs_agent_fault_told(gs_agent_t *a, const char *line)
 {
     int s;
-    size_t k = strlen(GS_AGENT_SHARE_RENEW);
-    if (strncmp(line, GS_AGENT_SHARE_RENEW " ", k + 1) == 0) {
-        if (sscanf(line + k + 1, "%d", &s) == 1) {
+    if (gs_lease_kind(line) == GS_LEASE_RENEW) {
+        if (gs_lease_parse_renew(line, &s) == 0) {
             retake(a, s);
             gs_agent_write_status(a);
         }

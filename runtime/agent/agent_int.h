@@ -332,16 +332,8 @@ void gs_agent_share_on_gpus(gs_agent_t *a, gs_agent_conn_t *c);
 void gs_agent_share_check(gs_agent_t *a);
 /* Stops taking leases (its socket goes) before the servers stop. */
 void gs_agent_share_close(gs_agent_t *a);
-/* On a lease: "lost S signal|status N", shared server S's daemon died. */
-#define GS_AGENT_SHARE_LOST "lost"
-/* "fault S <time> <PIDs>": shared server S hit a GPU fault (agent_fault.c);
- * "renew S": a fresh server took its place (its dirs in the shared state). */
-#define GS_AGENT_SHARE_FAULT "fault"
-#define GS_AGENT_SHARE_RENEW "renew"
-/* "wedged S": a job's ranks wait on shared server S, which does not answer
- * them (agent_stuck.c): the shared agent probes it itself. "wedged <text>"
- * the other way: a wedged server was replaced for the job (its line). */
-#define GS_AGENT_SHARE_WEDGED "wedged"
+/* The lines on a lease (lost, fault, renew, wedged) are written and read
+ * by runtime/wire/lease.h only. */
 /* agent_share_wedge.c: whether shared server s may be handed out: 1 when
  * it answered (asked at most every second), or was wedged and a fresh one
  * took its place in its dirs (told then says so, for the job); 0 when it

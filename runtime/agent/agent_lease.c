@@ -26,7 +26,7 @@
 #include "runtime/files/rundir.h"
 #include "runtime/files/share_dir.h"
 #include "runtime/files/status.h"
-#include "runtime/wire/protocol.h"
+#include "runtime/wire/lease.h"
 
 #define RETRY_MS 20           /* between tries to reach a shared agent that comes or goes */
 #define ENDING_WAIT_MS 1000   /* the longest a job waits for an ending one to be gone */
@@ -186,7 +186,7 @@ static int try_lease(gs_agent_t *a, const char *sock, const char *req, int *serv
         return r == -ECANCELED ? told_to_stop(err) : 1; /* else it closed: stopping */
     }
     reply[strcspn(reply, "\n")] = '\0';
-    if (gs_protocol_leased_parse(reply, a->plan.nservers, GS_MAX_GPUS, server) == 0) {
+    if (gs_lease_parse_leased(reply, a->plan.nservers, GS_MAX_GPUS, server) == 0) {
         *fd = c;
         return 0;
     }
@@ -194,8 +194,9 @@ static int try_lease(gs_agent_t *a, const char *sock, const char *req, int *serv
     if (strstr(reply, "is not taken by the agent now") != NULL) {
         return 1; /* between its start and its end */
     }
-    return gs_error_set(err, EPROTO, "the user's shared MPS on this node refused the job: %s",
-                        strncmp(reply, "error ", 6) == 0 ? reply + 6 : reply);
+    const char *why = reply;
+    gs_lease_parse_refusal(reply, &why); /* else the whole line, as it came */
+    return gs_error_set(err, EPROTO, "the user's shared MPS on this node refused the job: %s", why);
 }
 
 /* The leased servers as this job's daemons, from the shared agent's state
@@ -273,7 +274,7 @@ static int ending_too_long(gs_agent_t *a, int held, long long *since, gs_error_t
 int gs_agent_share_join(gs_agent_t *a, gs_error_t *err)
 {
     char dir[560], sock[700], req[GS_LINE_MAX];
-    gs_protocol_lease_t q;
+    gs_lease_req_t q;
     int server[GS_MAX_GPUS], rc, started = 0;
     long long ending_since = 0;
     long long t0 = gs_proc_now_ms(), deadline = gs_proc_now_ms() + (long long)a->o->cfg.timeout_s * 1000;
@@ -304,7 +305,7 @@ int gs_agent_share_join(gs_agent_t *a, gs_error_t *err)
         snprintf(q.uuid[e], sizeof(q.uuid[e]), "%s", a->servers.gpu[e].uuid);
         q.clients[e] = a->plan.server[e].nranks > 0 ? a->plan.server[e].nranks : 1;
     }
-    if (gs_protocol_lease_format(req, sizeof(req), &q) != 0) {
+    if (gs_lease_fmt_lease(req, sizeof(req), &q) < 0) {
         return gs_error_set(err, E2BIG, "the lease of %d servers does not fit a message", q.n);
     }
     a->share_refused_own = 0;

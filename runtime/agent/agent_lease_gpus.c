@@ -17,6 +17,7 @@
 #include "runtime/core/proctree.h"
 #include "runtime/core/unixsock.h"
 #include "runtime/files/share_dir.h"
+#include "runtime/wire/lease.h"
 
 int gs_agent_share_socket(gs_agent_t *a, char *dir, size_t dlen, char *sock, size_t slen,
                           int make, gs_error_t *err)
@@ -55,19 +56,22 @@ int gs_agent_share_listing(gs_agent_t *a, gs_gpu_list_t *l)
     }
     char *buf = malloc(cap);
     long got = buf == NULL ? -ENOMEM
-               : send(c, "gpus\n", 5, MSG_NOSIGNAL) != 5
+               : send(c, GS_LEASE_GPUS_ASK, strlen(GS_LEASE_GPUS_ASK), MSG_NOSIGNAL) !=
+                       (ssize_t)strlen(GS_LEASE_GPUS_ASK)
                    ? -EPIPE
                    : gs_proc_read_all(c, buf, cap, gs_proc_now_ms() + GPUS_ASK_MS);
     close(c);
-    int count, beyond, cuda, at = 0;
+    int count, beyond, cuda;
+    char reason[sizeof(l->reason)];
+    const char *body, *why_not;
     rc = -EPROTO;
-    if (got > 0 && sscanf(buf, "gpus %d %d %d %n", &count, &cuda, &beyond, &at) == 3 && at > 0 &&
-        count >= 0 && count <= GS_MAX_GPUS) {
-        char *line = strchr(buf, '\n');
+    if (got > 0 &&
+        gs_lease_parse_gpus(buf, &count, &cuda, &beyond, reason, sizeof(reason), &body) == 0) {
+        char *line = body != NULL ? buf + (body - buf) : NULL;
         memset(l, 0, sizeof(*l));
         l->cuda_version = cuda;
         l->beyond = beyond;
-        snprintf(l->reason, sizeof(l->reason), "%.*s", (int)strcspn(buf + at, "\n"), buf + at);
+        memcpy(l->reason, reason, sizeof(l->reason));
         rc = 0;
         for (int g = 0; g < count && rc == 0; g++) {
             char *next = line != NULL ? strchr(line + 1, '\n') : NULL;
@@ -89,8 +93,8 @@ int gs_agent_share_listing(gs_agent_t *a, gs_gpu_list_t *l)
     if (rc != 0 && !a->gpus_ask_told) {
         /* Once (the watch asks again while the job runs), with -v. */
         char why[300];
-        if (got > 0 && strncmp(buf, "error ", 6) == 0) {
-            snprintf(why, sizeof(why), "%.*s", (int)strcspn(buf + 6, "\n"), buf + 6);
+        if (got > 0 && gs_lease_parse_refusal(buf, &why_not) == 0) {
+            snprintf(why, sizeof(why), "%.*s", (int)strcspn(why_not, "\n"), why_not);
         } else if (got == -ETIMEDOUT) {
             snprintf(why, sizeof(why), "no answer within %d ms", GPUS_ASK_MS);
         } else {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "runtime/agent/agent_int.h"
+#include "runtime/wire/lease.h"
 
 /* The shared agent ended (killed, or `gsrun stop --now`) before every rank
  * was told its server: sharing is an optimisation, never a reason to lose
@@ -65,9 +66,9 @@ static void own_servers_now(gs_agent_t *a)
  * job's servers that is shared server S. */
 static void on_lost(gs_agent_t *a, const char *line)
 {
-    char how[16];
+    gs_lease_lost_t how;
     int s, code;
-    if (sscanf(line, GS_AGENT_SHARE_LOST " %d %15s %d", &s, how, &code) != 3) {
+    if (gs_lease_parse_lost(line, &s, &how, &code) != 0) {
         return;
     }
     for (int e = 0; e < a->daemons.n; e++) {
@@ -77,7 +78,7 @@ static void on_lost(gs_agent_t *a, const char *line)
         char who[48];
         gs_daemons_label(&a->daemons, e, who, sizeof(who));
         a->daemons.daemon[e].daemon_pid = 0;
-        if (strcmp(how, "wedged") == 0) {
+        if (how == GS_LEASE_LOST_WEDGED) {
             gs_report_add(&a->report, 1, "%s (%s): the shared MPS server did not answer, the "
                           "user's node service ended it and no fresh one could start: ranks on "
                           "this server lost MPS", who, a->daemons.daemon[e].uuid);
@@ -86,7 +87,7 @@ static void on_lost(gs_agent_t *a, const char *line)
         gs_report_add(&a->report, 1,
                       "%s (%s): the shared MPS control daemon exited while the job ran (%s %d); "
                       "ranks on this server lost MPS",
-                      who, a->daemons.daemon[e].uuid, how, code);
+                      who, a->daemons.daemon[e].uuid, gs_lease_lost_word(how), code);
     }
     gs_agent_write_status(a);
 }
@@ -112,13 +113,13 @@ void gs_agent_lease_ready(gs_agent_t *a, const struct pollfd *p, int n)
         buf[got] = '\0';
         for (char *line = buf, *nl; (nl = strchr(line, '\n')) != NULL; line = nl + 1) {
             *nl = '\0';
-            if (strncmp(line, GS_AGENT_SHARE_FAULT " ", strlen(GS_AGENT_SHARE_FAULT) + 1) == 0 ||
-                strncmp(line, GS_AGENT_SHARE_RENEW " ", strlen(GS_AGENT_SHARE_RENEW) + 1) == 0) {
+            gs_lease_kind_t kind = gs_lease_kind(line);
+            const char *text;
+            if (kind == GS_LEASE_FAULT || kind == GS_LEASE_RENEW) {
                 gs_agent_fault_told(a, line);
-            } else if (strncmp(line, GS_AGENT_SHARE_WEDGED " ",
-                               strlen(GS_AGENT_SHARE_WEDGED) + 1) == 0) {
+            } else if (gs_lease_parse_wedged_told(line, &text) == 0) {
                 /* A wedged server the shared agent replaced for this job. */
-                gs_report_tell(&a->report, "%s", line + strlen(GS_AGENT_SHARE_WEDGED) + 1);
+                gs_report_tell(&a->report, "%s", text);
             } else {
                 on_lost(a, line);
             }

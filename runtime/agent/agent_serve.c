@@ -16,6 +16,7 @@
 #include "runtime/core/limits.h"
 #include "runtime/core/proc.h"
 #include "runtime/gpu/affinity.h"
+#include "runtime/wire/lease.h"
 #include "runtime/wire/protocol.h"
 
 #define BIT(s) (1u << (s))
@@ -252,9 +253,10 @@ const gs_agent_msg_t gs_agent_messages[] = {
     {"hello", BIT(GS_AGENT_SERVING), on_hello},
     {"stop", BIT(GS_AGENT_HOLDING), on_stop},
     {"servers", BIT(GS_AGENT_HOLDING), on_servers},
-    {"lease", BIT(GS_AGENT_HOLDING), gs_agent_share_on_lease},
-    {"gpus", BIT(GS_AGENT_HOLDING), gs_agent_share_on_gpus},
-    {"retire", BIT(GS_AGENT_HOLDING), gs_agent_share_on_retire},
+    /* The node service's verbs (lease.h). */
+    {GS_LEASE_VERB_LEASE, BIT(GS_AGENT_HOLDING), gs_agent_share_on_lease},
+    {GS_LEASE_VERB_GPUS, BIT(GS_AGENT_HOLDING), gs_agent_share_on_gpus},
+    {GS_LEASE_VERB_RETIRE, BIT(GS_AGENT_HOLDING), gs_agent_share_on_retire},
     {NULL, 0, NULL},
 };
 

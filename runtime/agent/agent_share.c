@@ -35,7 +35,7 @@
 #include "runtime/files/rundir.h"
 #include "runtime/files/share_dir.h"
 #include "runtime/files/status.h"
-#include "runtime/wire/protocol.h"
+#include "runtime/wire/lease.h"
 
 /* How long a shared agent waits for its first lease: the job that started
  * it asks right after its start. */
@@ -66,23 +66,31 @@ static int abandoned(int fd)
     return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
+/* "error <why>" on fd, in one write, and the connection closed. */
+static void refuse(int fd, const char *why)
+{
+    char line[GS_LINE_MAX];
+    int n = gs_lease_fmt_refusal(line, sizeof(line), why);
+    if (n > 0 && write(fd, line, (size_t)n) < 0) {
+        /* Its asker is gone already. */
+    }
+    close(fd);
+}
+
 void gs_agent_share_on_lease(gs_agent_t *a, gs_agent_conn_t *c)
 {
-    gs_protocol_lease_t q;
+    gs_lease_req_t q;
 
     if (a->mode != GS_MODE_SHARED || c->uid != getuid() ||
-        gs_protocol_lease_parse(c->line, GS_MAX_GPUS, &q) != 0) {
-        dprintf(c->fd, "error malformed lease\n");
-        close(c->fd);
+        gs_lease_parse_lease(c->line, GS_MAX_GPUS, &q) != 0) {
+        refuse(c->fd, "malformed lease");
         return;
     }
     if (!a->plan.use_mps || a->leases == NULL || a->nleases == GS_AGENT_LEASES_MAX ||
         a->retiring) {
-        dprintf(c->fd, "error %s\n",
-                !a->plan.use_mps ? a->plan.reason
-                : a->retiring    ? "it stops (gsrun stop) once its running jobs end"
-                                 : "the node's shared MPS serves as many jobs as it can");
-        close(c->fd);
+        refuse(c->fd, !a->plan.use_mps ? a->plan.reason
+                      : a->retiring    ? "it stops (gsrun stop) once its running jobs end"
+                                       : "the node's shared MPS serves as many jobs as it can");
         return;
     }
     if (abandoned(c->fd)) {
@@ -134,13 +142,12 @@ static void tell_gpus(gs_agent_t *a, int fd)
     char *buf = malloc(cap);
     const gs_gpu_list_t *l = a->listing;
     if (buf == NULL) {
-        dprintf(fd, "error out of memory\n");
-        close(fd);
+        refuse(fd, "out of memory");
         return;
     }
-    n += (size_t)snprintf(buf, cap, "gpus %d %d %d %s\n", l->count, l->cuda_version, l->beyond,
-                          l->count > 0 ? "-" : l->reason);
-    for (int g = 0; g < l->count && n < cap; g++) {
+    int head = gs_lease_fmt_gpus(buf, cap, l->count, l->cuda_version, l->beyond, l->reason);
+    n = head < 0 ? 0 : (size_t)head;
+    for (int g = 0; g < l->count && n > 0 && n < cap; g++) {
         if (gs_gpu_to_line(&l->gpu[g], buf + n, cap - n - 1) != 0) {
             n = 0; /* a device the line cannot carry: the job lists them itself */
             break;
@@ -148,11 +155,21 @@ static void tell_gpus(gs_agent_t *a, int fd)
         n += strlen(buf + n);
         buf[n++] = '\n';
     }
-    if (n == 0 || gs_proc_write_all(fd, buf, n, gs_proc_now_ms() + 2000) != 0) {
-        dprintf(fd, "error the GPUs could not be told\n");
-    }
+    int told = n > 0 && gs_proc_write_all(fd, buf, n, gs_proc_now_ms() + 2000) == 0;
     free(buf);
+    if (!told) {
+        refuse(fd, "the GPUs could not be told");
+        return;
+    }
     close(fd);
+}
+
+/* A listing that has run busy ms: the job lists the GPUs itself. */
+static void refuse_slow(int fd, long long busy)
+{
+    char why[96];
+    snprintf(why, sizeof(why), "its GPU listing has run %lld ms (NVML slow or stuck)", busy);
+    refuse(fd, why);
 }
 
 /* The latest listing into a->listing: 1 if it is fresh enough to tell. */
@@ -176,8 +193,7 @@ static int listing_ready(gs_agent_t *a)
 void gs_agent_share_on_retire(gs_agent_t *a, gs_agent_conn_t *c)
 {
     if (a->mode != GS_MODE_SHARED || c->uid != getuid()) {
-        dprintf(c->fd, "error only the user's shared MPS takes gsrun stop\n");
-        close(c->fd);
+        refuse(c->fd, "only the user's shared MPS takes gsrun stop");
         return;
     }
     a->retiring = 1;
@@ -201,21 +217,18 @@ void gs_agent_share_on_retire(gs_agent_t *a, gs_agent_conn_t *c)
 void gs_agent_share_on_gpus(gs_agent_t *a, gs_agent_conn_t *c)
 {
     if (a->mode != GS_MODE_SHARED || c->uid != getuid()) {
-        dprintf(c->fd, "error the GPUs are told to the user's own jobs only\n");
-        close(c->fd);
+        refuse(c->fd, "the GPUs are told to the user's own jobs only");
         return;
     }
     long long busy;
     if (listing_ready(a)) {
         tell_gpus(a, c->fd);
     } else if ((busy = gs_lister_busy_ms(a->lister)) >= SHARE_LISTING_SLOW_MS) {
-        dprintf(c->fd, "error its GPU listing has run %lld ms (NVML slow or stuck)\n", busy);
-        close(c->fd);
+        refuse_slow(c->fd, busy);
     } else if (a->ngpus_waiting < GS_AGENT_GPUS_WAITING) {
         a->gpus_waiting[a->ngpus_waiting++] = c->fd; /* told by gs_agent_share_check */
     } else {
-        dprintf(c->fd, "error too many jobs wait for the GPUs' listing\n");
-        close(c->fd);
+        refuse(c->fd, "too many jobs wait for the GPUs' listing");
     }
 }
 
@@ -232,9 +245,7 @@ void gs_agent_share_check(gs_agent_t *a)
         a->ngpus_waiting = 0;
     } else if ((busy = gs_lister_busy_ms(a->lister)) >= SHARE_LISTING_SLOW_MS) {
         for (int i = 0; i < a->ngpus_waiting; i++) {
-            dprintf(a->gpus_waiting[i],
-                    "error its GPU listing has run %lld ms (NVML slow or stuck)\n", busy);
-            close(a->gpus_waiting[i]);
+            refuse_slow(a->gpus_waiting[i], busy);
         }
         a->ngpus_waiting = 0;
     }
@@ -255,11 +266,15 @@ void gs_agent_share_tell_lost(gs_agent_t *a)
             for (int e = 0; e < a->leases[i].n && !a->leases[i].waiting; e++) {
                 if (a->leases[i].server[e] == s) {
                     /* Short: one write the job's agent reads whole. */
-                    dprintf(a->leases[i].fd, "%s %d %s %d\n", GS_AGENT_SHARE_LOST, s,
-                            a->share_shun[s] == 2 ? "wedged" /* gsrun ended it */
-                            : WIFSIGNALED(st)     ? "signal"
-                                                  : "status",
-                            WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+                    char line[64];
+                    int w = gs_lease_fmt_lost(line, sizeof(line), s,
+                                              a->share_shun[s] == 2 ? GS_LEASE_LOST_WEDGED
+                                              : WIFSIGNALED(st)     ? GS_LEASE_LOST_SIGNAL
+                                                                    : GS_LEASE_LOST_STATUS,
+                                              WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+                    if (w > 0 && write(a->leases[i].fd, line, (size_t)w) < 0) {
+                        /* Its job is gone: the lease ends at its hang-up. */
+                    }
                 }
             }
         }

@@ -16,7 +16,7 @@
 
 #include "runtime/agent/agent_int.h"
 #include "runtime/core/proc.h"
-#include "runtime/wire/protocol.h"
+#include "runtime/wire/lease.h"
 
 /* How often a start under way is looked at (its socket comes 17-45 ms
  * after the spawn on an H100: every ms of it on the way to MPS ready). */
@@ -112,7 +112,11 @@ void gs_agent_share_refuse(gs_agent_t *a, int i, const char *why)
         a->leased[l->server[e]] -= l->clients[e];
     }
     gs_report_add(&a->report, 1, "job %s: %s", l->job, why);
-    dprintf(l->fd, "error %s\n", why);
+    char line[GS_LINE_MAX];
+    int n = gs_lease_fmt_refusal(line, sizeof(line), why);
+    if (n > 0 && write(l->fd, line, (size_t)n) < 0) {
+        /* Its agent is gone already. */
+    }
     close(l->fd);
     *l = a->leases[--a->nleases];
     if (a->nleases == 0) {
@@ -157,12 +161,14 @@ static int advance(gs_agent_t *a, gs_agent_lease_t *l, gs_error_t *err)
     l->waiting = 0;
     gs_report_add(&a->report, 0, "job %s (agent %d) leased %d server%s", l->job, (int)l->pid, l->n,
                   l->n == 1 ? "" : "s");
-    if (gs_protocol_leased_format(line, sizeof(line), l->n, l->server) != 0 ||
-        write(l->fd, line, strlen(line)) < 0) {
+    int n = gs_lease_fmt_leased(line, sizeof(line), l->n, l->server);
+    if (n < 0 || write(l->fd, line, (size_t)n) < 0) {
         /* Its agent is gone: the lease ends at the next wake-up (the hang-up). */
     }
-    if (l->wedged[0] != '\0') { /* after the answer: the job tells it during its run */
-        dprintf(l->fd, GS_AGENT_SHARE_WEDGED " %s\n", l->wedged);
+    if (l->wedged[0] != '\0' && /* after the answer: the job tells it during its run */
+        (n = gs_lease_fmt_wedged_told(line, sizeof(line), l->wedged)) > 0 &&
+        write(l->fd, line, (size_t)n) < 0) {
+        /* The same. */
     }
     return 1;
 }

@@ -12,23 +12,29 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "runtime/agent/agent_int.h"
 #include "runtime/core/proc.h"
+#include "runtime/wire/lease.h"
 
 /* A server that answered this recently is handed out on its processes'
  * state alone (none stopped): a burst of short jobs costs one control
  * command a second, not one a job. */
 #define SHARE_PROBE_FRESH_MS 1000
 
-/* Tells every answered lease on server s the line. */
-static void tell_leases(gs_agent_t *a, int s, const char *line)
+/* Tells every answered lease on server s the line (n bytes; nothing when
+ * it did not fit). */
+static void tell_leases(gs_agent_t *a, int s, const char *line, int n)
 {
     for (int i = 0; i < a->nleases; i++) {
         const gs_agent_lease_t *l = &a->leases[i];
         for (int e = 0; e < l->n && !l->waiting; e++) {
             if (l->server[e] == s) {
-                dprintf(l->fd, "%s", line); /* short: one write the job reads whole */
+                /* Short: one write the job reads whole. */
+                if (n > 0 && write(l->fd, line, (size_t)n) < 0) {
+                    /* Its job is gone: the lease ends at its hang-up. */
+                }
                 break;
             }
         }
@@ -63,8 +69,7 @@ static int replace(gs_agent_t *a, int s, const char *why, char *told, size_t len
         gs_report_add(&a->report, 1, "%s", told);
         gs_agent_publish_on(a);
         gs_agent_write_status(a); /* the fresh PIDs before the jobs read them */
-        snprintf(line, sizeof(line), GS_AGENT_SHARE_RENEW " %d\n", s);
-        tell_leases(a, s, line);
+        tell_leases(a, s, line, gs_lease_fmt_renew(line, sizeof(line), s));
         return 0;
     }
     snprintf(told, len,
@@ -144,7 +149,7 @@ void gs_agent_share_on_wedged(gs_agent_t *a, int lease, const char *line)
     const gs_agent_lease_t *l = &a->leases[lease];
     char told[400] = "", who[48];
     int s = -1, mine = 0;
-    if (sscanf(line, GS_AGENT_SHARE_WEDGED " %d", &s) != 1 || s < 0 || s >= a->daemons.n) {
+    if (gs_lease_parse_wedged(line, &s) != 0 || s < 0 || s >= a->daemons.n) {
         return;
     }
     for (int e = 0; e < l->n; e++) {

@@ -27,9 +27,11 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "runtime/agent/agent_int.h"
 #include "runtime/core/proc.h"
+#include "runtime/wire/lease.h"
 
 /* A context comes 0.2-1 s after CUDA's start on an idle H200 (seconds with
  * dozens starting at once): a rank is looked at after this long, and its
@@ -100,8 +102,10 @@ static void act(gs_agent_t *a, int e, int n, const char *ranks, char *did, size_
         snprintf(did, len, "gsrun leaves it: it ended this GPU's wedged MPS twice already (the "
                  "GPU itself may be stuck: see nvidia-smi)");
     } else if (ds->borrowed) {
-        int asked = a->share_fd >= 0 && a->share_server[e] >= 0 &&
-                    dprintf(a->share_fd, GS_AGENT_SHARE_WEDGED " %d\n", a->share_server[e]) > 0;
+        char line[32];
+        int w = gs_lease_fmt_wedged(line, sizeof(line), a->share_server[e]);
+        int asked = a->share_fd >= 0 && a->share_server[e] >= 0 && w > 0 &&
+                    write(a->share_fd, line, (size_t)w) > 0;
         snprintf(did, len, "%s; rank%s %s, already waiting, %s that wait once it is ended (CUDA "
                  "then fails, or runs without MPS) and each is told as what it becomes",
                  asked ? "the user's node service was asked to end it and start a fresh one"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* `gsrun stop`: the user's shared agent is told through its socket in the
- * user's private base ("stop" or "retire", runtime/wire/protocol.h); its
+ * user's private base ("stop" or "retire", runtime/wire/lease.h); its
  * report comes back on the connection, which it closes as it exits. */
 #include "gs_autoconf.h"
 
@@ -19,6 +19,7 @@
 #include "runtime/files/rundir.h"
 #include "runtime/files/share_dir.h"
 #include "runtime/files/status.h"
+#include "runtime/wire/lease.h"
 #include "runtime/wire/protocol.h"
 
 /* --now: the servers' quits are bounded (GS_PROTO_QUIT_TIMEOUT_MS each,
@@ -84,7 +85,7 @@ int gs_share_stop(int now, FILE *out, gs_error_t *err)
         return 1;
     }
     pid_t pid = gs_unixsock_peer(fd);
-    const char *ask = now ? GS_PROTO_STOP : GS_PROTO_RETIRE;
+    const char *ask = now ? GS_LEASE_STOP : GS_LEASE_RETIRE;
     rc = gs_proctree_stopped(pid) ? -EAGAIN
              : send(fd, ask, strlen(ask), MSG_NOSIGNAL) == (ssize_t)strlen(ask)
                  ? relay(fd, pid, out, now ? gs_proc_now_ms() + STOP_NOW_MS : 0)

@@ -24,9 +24,6 @@
  * then SIGTERM and SIGKILL); front ends waiting for the agent add to it. */
 #define GS_PROTO_QUIT_TIMEOUT_MS 5000
 #define GS_PROTO_STOP "stop\n"
-/* `gsrun stop` without --now, to the user's shared agent: it ends once the
- * jobs that hold leases have ended, and takes no new lease meanwhile. */
-#define GS_PROTO_RETIRE "retire\n"
 /* The shared agent's dir in the user's private base: <base>/<this>/<node>. */
 #define GS_PROTO_SHARE_DIR "mps-share"
 
@@ -58,26 +55,7 @@ int gs_protocol_size_parse(const char *line, int *local_size, int *launcher_pid)
 int gs_protocol_servers_format(char *buf, size_t len, int n, const int *gpu);
 int gs_protocol_servers_parse(const char *line, int max, int *n, int *gpu);
 
-/* "lease <linger s> <job> <n> <GPU UUID> <clients>...": a job's agent asks
- * the user's shared agent (--mps-share=node) for a server with room for
- * <clients> ranks on each GPU of its plan, in the plan's order; the lease
- * lasts while the connection stays open. <job> names the job for `gsrun
- * status` (no spaces). The answer: "ok <server>..." (each plan entry's
- * server, an index into the shared agent's state), or "error <why>".
- * Formats: 0, or -1 if it does not fit; parses: 0 when 1 <= n <= max,
- * every count 1..2^20, linger 0..2^20, else -1. */
-typedef struct {
-    int linger_s;
-    char job[96];
-    int n;
-    char uuid[GS_MAX_GPUS][96];
-    int clients[GS_MAX_GPUS];
-} gs_protocol_lease_t;
-int gs_protocol_lease_format(char *buf, size_t len, const gs_protocol_lease_t *l);
-int gs_protocol_lease_parse(const char *line, int max, gs_protocol_lease_t *l);
-/* "ok <server>...", the answer: parses n entries each 0..max-1 into server. */
-int gs_protocol_leased_format(char *buf, size_t len, int n, const int *server);
-int gs_protocol_leased_parse(const char *line, int n, int max, int *server);
+/* The lease between a job's agent and the user's node service: lease.h. */
 
 int gs_protocol_ready_format(char *buf, size_t len, int code);
 /* 0 for "listening", else the code of "error <code>" (1 if it names none). */
