@@ -405,6 +405,13 @@ void gs_agent_watch_final(gs_agent_t *a);
  * 2)", or that no rank used the GPU (-v: what was wrong was told while the
  * job ran). */
 void gs_agent_watch_summary(const gs_agent_t *a, char *buf, size_t len);
+/* agent_publish.c: the entry whose server process pid is (one its daemon
+ * named, or the daemon's child: a server the user's node service started
+ * for a lease after the job read its PIDs; MPS's control daemon starts
+ * it), or -1; and each entry's servers' own GPU memory from listing l into
+ * server_mib (l NULL: not known): 1 when a figure changed. */
+int gs_agent_server_entry(const gs_agent_t *a, int pid);
+int gs_agent_servers_memory(gs_agent_t *a, const gs_gpu_list_t *l);
 /* agent_memory.c: each rank's GPU memory from NVML's listing (only read:
  * no state is taken from it), looked at this often while a rank has
  * started CUDA, and summed up at the job's end. */

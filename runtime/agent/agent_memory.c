@@ -21,7 +21,6 @@
 
 #include "runtime/agent/agent_int.h"
 #include "runtime/core/proc.h"
-#include "runtime/core/proctree.h"
 
 int gs_agent_memory_listing(gs_agent_t *a, gs_gpu_list_t *l)
 {
@@ -47,62 +46,78 @@ static int listing_whole(const gs_gpu_list_t *l)
     return l->count > 0;
 }
 
-/* The entry whose server process pid is, or -1: one its daemon named, or
- * the daemon's child (a server the user's node service started for a
- * lease after the job read its PIDs: MPS's control daemon starts it). */
-static int server_entry(const gs_agent_t *a, int pid)
+/* What one listing holds of a rank: its contexts' memory in all (-1: one
+ * NVML could not tell), how many, and its largest MPS client context (the
+ * one CUDA_MPS_PINNED_DEVICE_MEM_LIMIT bounds: per client and device). */
+struct rank_mem {
+    long long sum, top;
+    int n;
+};
+
+static int is_client(const gs_gpu_t *d, int pid)
 {
-    long long parent = -2;
-    for (int e = 0; e < a->daemons.n && e < GS_MAX_GPUS && pid > 1; e++) {
-        const gs_mps_daemon_t *d = &a->daemons.daemon[e];
-        for (int i = 0; i < d->nservers && i < GS_MPS_MAX_SERVERS; i++) {
-            if (d->server_pid[i] == pid) {
-                return e;
-            }
-        }
-        parent = parent == -2 ? gs_proctree_stat_field(pid, 4) : parent;
-        if (d->daemon_pid > 1 && parent == d->daemon_pid) {
-            return e;
+    for (int k = 0; k < d->nmps && k < GS_GPU_PROCS_MAX; k++) {
+        if (d->mps[k] == pid) {
+            return 1;
         }
     }
-    return -1;
+    return 0;
+}
+
+/* The ranks' contexts in listing l into m[] (the servers' own are not
+ * theirs). */
+static void take_listing(gs_agent_t *a, const gs_gpu_list_t *l, struct rank_mem *m)
+{
+    for (int g = 0; g < l->count; g++) {
+        const gs_gpu_t *d = &l->gpu[g];
+        for (int i = 0; i < d->nprocs; i++) {
+            int mib = d->procs_mib[i], r = -1;
+            if (gs_agent_server_entry(a, d->procs[i]) < 0) {
+                r = gs_attach_rank_of(&a->attach, d->procs[i], "/proc");
+            }
+            if (r < 0) {
+                continue;
+            }
+            m[r].n++;
+            m[r].sum = mib == GS_GPU_MIB_UNKNOWN || m[r].sum < 0 ? -1 : m[r].sum + mib;
+            if (mib != GS_GPU_MIB_UNKNOWN && mib > m[r].top && is_client(d, d->procs[i])) {
+                m[r].top = mib;
+            }
+        }
+    }
 }
 
 void gs_agent_memory_take(gs_agent_t *a, const gs_gpu_list_t *l)
 {
     int n = a->attach.n, whole = listing_whole(l);
-    long long *sum = calloc((size_t)(n > 0 ? n : 1), sizeof(*sum));
-    if (sum == NULL) {
+    struct rank_mem *m = calloc((size_t)(n > 0 ? n : 1), sizeof(*m));
+    if (m == NULL) {
         return; /* the figures stay as they were */
     }
-    for (int e = 0; e < GS_MAX_GPUS; e++) {
-        a->server_mib[e] = -1;
+    if (whole) {
+        take_listing(a, l, m);
     }
-    for (int g = 0; g < l->count && whole; g++) {
-        const gs_gpu_t *d = &l->gpu[g];
-        for (int i = 0; i < d->nprocs; i++) {
-            int m = d->procs_mib[i], e = server_entry(a, d->procs[i]);
-            if (e >= 0) {
-                a->server_mib[e] = m == GS_GPU_MIB_UNKNOWN ? -1 : m;
-                continue;
-            }
-            int r = gs_attach_rank_of(&a->attach, d->procs[i], "/proc");
-            if (r >= 0 && sum[r] >= 0) {
-                sum[r] = m == GS_GPU_MIB_UNKNOWN ? -1 : sum[r] + m;
-            }
-        }
+    /* A shared server's own memory is the node service's to tell (its
+     * status line): a job may not know its PIDs. */
+    if (!a->daemons.borrowed) {
+        a->watch_changed |= gs_agent_servers_memory(a, whole ? l : NULL);
     }
     for (int r = 0; r < n; r++) {
         gs_attach_rank_t *x = &a->attach.r[r];
         if (x->pid <= 0) {
             continue;
         }
+        /* A rank the driver showed with a context but this listing lists
+         * none of (the node service's, up to 2 s old): not known, not 0. */
+        int held = x->state == GS_ATTACH_CLIENT || x->state == GS_ATTACH_PLAIN ||
+                   x->state == GS_ATTACH_OTHER;
         long long was = x->mib;
-        x->mib = whole && !x->gone ? sum[r] : -1;
+        x->mib = !whole || x->gone || (held && m[r].n == 0) ? -1 : m[r].sum;
         x->peak_mib = x->mib > x->peak_mib ? x->mib : x->peak_mib;
+        x->peak_ctx_mib = whole && m[r].top > x->peak_ctx_mib ? m[r].top : x->peak_ctx_mib;
         a->watch_changed |= x->mib != was;
     }
-    free(sum);
+    free(m);
 }
 
 /* A rank that has started CUDA (or holds a context) runs still. */
@@ -139,48 +154,62 @@ int gs_agent_memory_timeout(const gs_agent_t *a, long long now)
 }
 
 /* The ranks served on entry e: the largest peak (and whose), the smallest,
- * and how many had a figure. */
-static int peaks_of(const gs_agent_t *a, int e, int *big, int *small)
+ * the largest single MPS context (and whose), and how many had a figure. */
+struct peaks {
+    int big, small, ctx, known;
+};
+
+static void peaks_of(const gs_agent_t *a, int e, struct peaks *p)
 {
-    int known = 0;
-    *big = *small = -1;
+    p->big = p->small = p->ctx = -1;
+    p->known = 0;
     for (int r = 0; r < a->attach.n; r++) {
         const gs_attach_rank_t *x = &a->attach.r[r];
-        if (x->pid <= 0 || x->peak_mib < 0 || gs_placer_gpu(&a->placer, r) != e) {
+        if (x->pid <= 0 || gs_placer_gpu(&a->placer, r) != e) {
             continue;
         }
-        known++;
-        *big = *big < 0 || x->peak_mib > a->attach.r[*big].peak_mib ? r : *big;
-        *small = *small < 0 || x->peak_mib < a->attach.r[*small].peak_mib ? r : *small;
+        if (x->peak_ctx_mib > 0 &&
+            (p->ctx < 0 || x->peak_ctx_mib > a->attach.r[p->ctx].peak_ctx_mib)) {
+            p->ctx = r;
+        }
+        if (x->peak_mib < 0) {
+            continue;
+        }
+        p->known++;
+        p->big = p->big < 0 || x->peak_mib > a->attach.r[p->big].peak_mib ? r : p->big;
+        p->small = p->small < 0 || x->peak_mib < a->attach.r[p->small].peak_mib ? r : p->small;
     }
-    return known;
 }
 
 void gs_agent_memory_summary(gs_agent_t *a)
 {
     long long limit = a->o->cfg.mem_limit_mb;
     for (int e = 0; a->watching && e < a->placer.ngpus && e < GS_MAX_GPUS; e++) {
-        int big, small, known = peaks_of(a, e, &big, &small);
-        if (known == 0) {
+        struct peaks p;
+        peaks_of(a, e, &p);
+        if (p.known == 0) {
             continue;
         }
-        long long top = a->attach.r[big].peak_mib;
-        /* Within 10 % of the limit: said always (the next run may fail to
-         * allocate), else with -v. */
-        int near = limit > 0 && top * 10 >= limit * 9;
-        char lim[160] = "";
-        if (limit > 0) {
-            snprintf(lim, sizeof(lim), "; --mps-memory-limit %lld MiB a rank%s", limit,
-                     near ? ", which the largest came within 10 % of: raise it, or the rank's "
-                            "allocations may fail"
-                          : "");
+        /* The limit bounds each client context on each GPU (its CUDA
+         * context included): the largest one within 10 % of it is said
+         * always (the next run's allocations may fail), the rest with -v. */
+        long long ctx = p.ctx >= 0 ? a->attach.r[p.ctx].peak_ctx_mib : 0;
+        int near = limit > 0 && ctx * 10 >= limit * 9;
+        char lim[240] = "";
+        if (near) {
+            snprintf(lim, sizeof(lim),
+                     "; local rank %d's MPS context reached %lld MiB, within 10 %% of "
+                     "--mps-memory-limit %lld MiB a rank: raise it, or its allocations may fail",
+                     p.ctx, ctx, limit);
+        } else if (limit > 0) {
+            snprintf(lim, sizeof(lim), "; --mps-memory-limit %lld MiB a rank", limit);
         }
         gs_report_add(&a->report, near,
-                      "GPU %d (%s): the ranks' peak GPU memory as NVML listed it every %d ms: "
-                      "largest %lld MiB (rank %d), smallest %lld MiB (rank %d), of %d rank%s"
-                      "%s",
-                      a->servers.gpu[e].index, a->servers.gpu[e].uuid,
-                      GS_AGENT_MEMORY_EVERY_MS, top, big, a->attach.r[small].peak_mib, small,
-                      known, known == 1 ? "" : "s", lim);
+                      "GPU %d (%s): the local ranks' peak GPU memory as NVML listed it every %d "
+                      "ms: largest %lld MiB (local rank %d), smallest %lld MiB (local rank %d), "
+                      "of %d rank%s%s",
+                      a->servers.gpu[e].index, a->servers.gpu[e].uuid, GS_AGENT_MEMORY_EVERY_MS,
+                      a->attach.r[p.big].peak_mib, p.big, a->attach.r[p.small].peak_mib, p.small,
+                      p.known, p.known == 1 ? "" : "s", lim);
     }
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "runtime/agent/agent_int.h"
+#include "runtime/core/proctree.h"
 #include "runtime/files/status.h"
 
 void gs_agent_signal_ready(gs_agent_t *a, const char *word)
@@ -236,6 +237,50 @@ static void jobs_text(const gs_agent_t *a, int g, char *buf, size_t len)
     }
 }
 
+int gs_agent_server_entry(const gs_agent_t *a, int pid)
+{
+    long long parent = -2;
+    for (int e = 0; e < a->daemons.n && e < GS_MAX_GPUS && pid > 1; e++) {
+        const gs_mps_daemon_t *d = &a->daemons.daemon[e];
+        for (int i = 0; i < d->nservers && i < GS_MPS_MAX_SERVERS; i++) {
+            if (d->server_pid[i] == pid) {
+                return e;
+            }
+        }
+        parent = parent == -2 ? gs_proctree_stat_field(pid, 4) : parent;
+        if (d->daemon_pid > 1 && parent == d->daemon_pid) {
+            return e;
+        }
+    }
+    return -1;
+}
+
+int gs_agent_servers_memory(gs_agent_t *a, const gs_gpu_list_t *l)
+{
+    long long mib[GS_MAX_GPUS];
+    int changed = 0;
+    for (int e = 0; e < GS_MAX_GPUS; e++) {
+        mib[e] = -1;
+    }
+    for (int g = 0; l != NULL && g < l->count; g++) {
+        const gs_gpu_t *d = &l->gpu[g];
+        for (int i = 0; i < d->nprocs && i < GS_GPU_PROCS_MAX; i++) {
+            int e = gs_agent_server_entry(a, d->procs[i]), m = d->procs_mib[i];
+            if (e < 0 || mib[e] == -2) {
+                continue;
+            }
+            /* a daemon's servers summed; one NVML cannot tell makes it unknown */
+            mib[e] = m == GS_GPU_MIB_UNKNOWN ? -2 : (mib[e] < 0 ? 0 : mib[e]) + m;
+        }
+    }
+    for (int e = 0; e < GS_MAX_GPUS; e++) {
+        mib[e] = mib[e] < 0 ? -1 : mib[e];
+        changed |= mib[e] != a->server_mib[e];
+        a->server_mib[e] = mib[e];
+    }
+    return changed;
+}
+
 /* Each rank's line (its MPS state and GPU memory as the driver shows them),
  * and each server's clients and their memory in all (unknown when one
  * client's is). Without the watch (no MPS), the registered ranks only. */
@@ -254,18 +299,20 @@ static void rank_rows(const gs_agent_t *a, gs_status_t *s)
     unsigned char unknown[GS_MAX_GPUS] = {0};
     s->memory_every_ms = a->watching ? GS_AGENT_MEMORY_EVERY_MS : 0;
     for (int g = 0; g < s->nservers; g++) {
-        s->server[g].server_mib = g < GS_MAX_GPUS && a->watching ? a->server_mib[g] : -1;
+        /* the node service's from its listing, a job's from its looks */
+        s->server[g].server_mib = g < GS_MAX_GPUS ? a->server_mib[g] : -1;
         s->server[g].clients_mib = 0;
+        s->server[g].nclients = a->watching ? 0 : -1; /* not watched: not known */
     }
     int n = a->watching ? a->attach.n : a->ranks.registered;
     for (int i = 0; i < n && s->nranks < GS_STATUS_MAX_RANKS; i++) {
         gs_status_rank_t *o = &s->rank[s->nranks];
         const gs_attach_rank_t *x = a->watching ? &a->attach.r[i] : NULL;
         o->rank = x != NULL ? i : a->ranks.seen != NULL ? a->ranks.seen[i].rank : -1;
-        o->pid = x != NULL ? (int)x->pid : (int)a->ranks.seen[i].pid;
         if (o->rank < 0) {
             continue;
         }
+        o->pid = x != NULL ? (int)x->pid : (int)a->ranks.seen[i].pid;
         s->nranks++;
         o->entry = gs_placer_gpu(&a->placer, o->rank);
         o->entry = o->entry < s->nservers && o->entry < GS_MAX_GPUS ? o->entry : -1;

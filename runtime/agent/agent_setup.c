@@ -94,6 +94,9 @@ int gs_agent_setup(gs_agent_t *a, int *lockfd)
 
     detach_stdio(o->args.ready_fd, o->args.report_fd, o->args.watch_fd);
     snprintf(a->node_dir, sizeof(a->node_dir), "%s/%s", o->args.job_dir, o->args.node_name);
+    for (int e = 0; e < GS_MAX_GPUS; e++) {
+        a->server_mib[e] = -1; /* no NVML look yet: not known (never 0) */
+    }
     sigemptyset(&mask);
     sigaddset(&mask, SIGCHLD);
     sigaddset(&mask, SIGTERM);

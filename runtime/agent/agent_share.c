@@ -184,10 +184,17 @@ static int listing_ready(gs_agent_t *a)
             a->listing->count = 0;
             snprintf(a->listing->reason, sizeof(a->listing->reason), "%s", err.text);
         }
+        if (gs_agent_servers_memory(a, a->listing)) {
+            gs_agent_write_status(a);
+        }
         return 1;
     }
     long long age = gs_lister_get(a->lister, a->listing, SHARE_LISTING_FRESH_MS);
-    return age >= 0 && age <= SHARE_LISTING_STALE_MS;
+    int ready = age >= 0 && age <= SHARE_LISTING_STALE_MS;
+    if (ready && gs_agent_servers_memory(a, a->listing)) {
+        gs_agent_write_status(a); /* its servers' own memory, for gsrun status */
+    }
+    return ready;
 }
 
 void gs_agent_share_on_retire(gs_agent_t *a, gs_agent_conn_t *c)

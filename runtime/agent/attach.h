@@ -75,6 +75,9 @@ typedef struct {
      * of the looks while it ran; -1 where NVML could not tell (not looked
      * yet, a driver without the MPS listing). */
     long long mib, peak_mib;
+    /* The largest single MPS client context of its at any look (MiB), the
+     * figure --mps-memory-limit bounds (per client and device); 0 none. */
+    long long peak_ctx_mib;
     gs_attach_env_t env;
 } gs_attach_rank_t;
 

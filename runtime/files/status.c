@@ -105,54 +105,9 @@ const gs_rec_field_t gs_status_server_fields[] = {
     SRV("fault", GS_REC_STR, F | J | GS_REC_NULL_EMPTY, fault),
     SRV("wedged", GS_REC_STR, F | J | GS_REC_NULL_EMPTY, wedged),
     SRV("clients", GS_REC_STR, F | J | GS_REC_NULL_EMPTY, clients),
-    SRV("mps_clients", GS_REC_INT, F | J, nclients),
+    SRV("mps_clients", GS_REC_INT, F | J | GS_REC_NULL_NEG, nclients),
     SRV("server_memory_mib", GS_REC_LLONG, F | J | GS_REC_NULL_NEG, server_mib),
     SRV("clients_memory_mib", GS_REC_LLONG, F | J | GS_REC_NULL_NEG, clients_mib),
-    GS_REC_END,
-};
-
-static void json_alive(FILE *f, const void *rec, const void *ctx)
-{
-    (void)ctx;
-    fputs(((const gs_status_rank_t *)rec)->alive ? "true" : "false", f);
-}
-
-/* The rank's GPU and server as the "gpus" array names them (ctx: the
- * job's status): -1 where it has none. */
-static void json_rank_gpu(FILE *f, const void *rec, const void *ctx)
-{
-    const gs_status_rank_t *r = rec;
-    const gs_status_t *s = ctx;
-    fprintf(f, "%d", r->entry >= 0 && r->entry < s->nservers ? s->server[r->entry].node_gpu : -1);
-}
-
-static void json_rank_uuid(FILE *f, const void *rec, const void *ctx)
-{
-    const gs_status_rank_t *r = rec;
-    const gs_status_t *s = ctx;
-    if (r->entry >= 0 && r->entry < s->nservers) {
-        gs_rec_json_str(f, s->server[r->entry].uuid);
-    } else {
-        fputs("null", f);
-    }
-}
-
-#define RANK(name, type, flags, field)                                                             \
-    {name, NULL, type, (flags), offsetof(gs_status_rank_t, field),                                 \
-     sizeof(((gs_status_rank_t *)0)->field), NULL, NULL, NULL}
-
-/* Each rank's: "rank.<i>.key value", an object of the "ranks" array. */
-const gs_rec_field_t gs_status_rank_fields[] = {
-    RANK("rank", GS_REC_INT, F | J, rank),
-    RANK("pid", GS_REC_INT, F | J, pid),
-    RANK("entry", GS_REC_INT, F | J, entry),
-    {"gpu", NULL, GS_REC_CUSTOM, J, 0, 0, NULL, NULL, json_rank_gpu},
-    {"gpu_uuid", NULL, GS_REC_CUSTOM, J, 0, 0, NULL, NULL, json_rank_uuid},
-    RANK("state", GS_REC_STR, F | J, state),
-    {"alive", NULL, GS_REC_INT, F | J, offsetof(gs_status_rank_t, alive), 0, NULL, NULL,
-     json_alive},
-    RANK("memory_mib", GS_REC_LLONG, F | J | GS_REC_NULL_NEG, memory_mib),
-    RANK("peak_memory_mib", GS_REC_LLONG, F | J | GS_REC_NULL_NEG, peak_mib),
     GS_REC_END,
 };
 
@@ -251,6 +206,7 @@ int gs_status_read(const char *node_dir, gs_status_t *s, gs_error_t *err)
     }
     for (int g = 0; g < GS_MAX_GPUS; g++) { /* an older agent's file tells no memory */
         s->server[g].server_mib = s->server[g].clients_mib = GS_STATUS_MIB_UNKNOWN;
+        s->server[g].nclients = -1;
     }
     for (int r = 0; r < GS_STATUS_MAX_RANKS; r++) {
         s->rank[r].memory_mib = s->rank[r].peak_mib = GS_STATUS_MIB_UNKNOWN;

@@ -97,7 +97,11 @@ void gs_status_print_text(FILE *f, const gs_status_t *s, int n, long long now_ms
                 } else {
                     fprintf(f, "control daemon exited, ");
                 }
-                fprintf(f, "jobs %s\n", x->jobs[0] ? x->jobs : "none");
+                fprintf(f, "jobs %s", x->jobs[0] ? x->jobs : "none");
+                if (x->server_mib >= 0) {
+                    fprintf(f, "; GPU memory: server %lld MiB", x->server_mib);
+                }
+                fputc('\n', f);
                 if (x->fault[0] != '\0') {
                     fprintf(f, "    FAULT: %s\n", x->fault);
                 }
@@ -143,7 +147,10 @@ void gs_status_print_text(FILE *f, const gs_status_t *s, int n, long long now_ms
                 /* What MPS says, not what gsrun set: "3/4 2:no-mps". */
                 fprintf(f, ", MPS clients %s", x->clients);
             }
-            if (s->memory_every_ms > 0 && x->daemon_pid > 0) {
+            if (s->memory_every_ms > 0 && s->shared[0] != '\0') {
+                /* the shared server's own memory is on the shared MPS's line */
+                mib(f, "; GPU memory: the job's clients ", x->clients_mib);
+            } else if (s->memory_every_ms > 0) {
                 mib(f, "; GPU memory: server ", x->server_mib);
                 mib(f, ", its clients ", x->clients_mib);
             }

@@ -59,7 +59,7 @@ static int rank_client(const gs_status_t *s, int i, long long *v)
 static int server_clients(const gs_status_t *s, int i, long long *v)
 {
     *v = s->server[i].nclients;
-    return !is_shared_agent(s);
+    return s->server[i].nclients >= 0 && !is_shared_agent(s); /* < 0: an older agent's file */
 }
 
 /* A server's own memory comes from the agent that runs it: a job on the
@@ -189,7 +189,8 @@ static int rank_shown(const gs_status_t *s, int i)
 /* Entry i is an MPS server (not a GPU of a job without MPS). */
 static int server_shown(const gs_status_t *s, int i)
 {
-    return strcmp(s->mps, "on") == 0 && s->server[i].daemon_pid > 0;
+    /* (a job's entry on the user's shared MPS may not know its daemon yet) */
+    return strcmp(s->mps, "on") == 0 && (s->server[i].daemon_pid > 0 || s->shared[0] != '\0');
 }
 
 static int place_shown(int per, const gs_status_t *s, int i)

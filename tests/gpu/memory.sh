@@ -79,6 +79,13 @@ for share in node job; do
     done
     check "  ... the same figures in the Prometheus output ($(grep -c '^gsrun_rank_gpu_memory_bytes' "$T/$share.prom") rank samples)" \
         [ $prom_ok = 1 ] || sed 's/^/# /' "$T/$share.prom" | head -30
+    # The server's own memory: the job's line for its own server, the node
+    # service's line for the shared one (a job does not repeat it).
+    srv=($(grep -o '"server_memory_mib":[0-9]*' "$T/$share.json" | grep -o '[0-9]*$'))
+    good=$([ "${#srv[@]}" -ge 1 ] && echo 1 || echo 0)
+    for m in "${srv[@]}"; do [ "$m" -ge 10 ] && [ "$m" -le 400 ] || good=0; done
+    check "  ... each server's own memory told once, 10-400 MiB: ${srv[*]:-none} MiB" \
+        [ $good = 1 -a "${#srv[@]}" -le "$ngpus" ]
     if command -v promtool >/dev/null; then
         check "  ... which promtool accepts" eval "promtool check metrics <'$T/$share.prom' >'$T/promtool' 2>&1" ||
             sed 's/^/# /' "$T/promtool"
@@ -86,7 +93,7 @@ for share in node job; do
     wait $job
     rc=$?
     check "2. ($share) the job ended $rc; its end names the largest rank: $(grep -o 'largest [^,]*' "$T/$share.err" | head -1)" \
-        eval "[ $rc = 0 ] && grep -q 'peak GPU memory .*largest [0-9]* MiB (rank 3)' '$T/$share.err'" ||
+        eval "[ $rc = 0 ] && grep -q 'peak GPU memory .*largest [0-9]* MiB (local rank 3)' '$T/$share.err'" ||
         sed 's/^/# /' "$T/$share.err" | tail -8
 done
 
@@ -98,7 +105,7 @@ lim=$((720 + 4 + ${over:-300} + 60))
     >"$T/l.out" 2>"$T/l.err"
 rc=$?
 check "3. --mps-memory-limit=${lim}M, the largest rank (720 MiB and its context) near it: said without -v (status $rc): $(grep -o 'largest [^;]*' "$T/l.err" | tail -1)" \
-    eval "[ $rc = 0 ] && grep -q 'problem: .*largest [0-9]* MiB (rank 3).*came within 10 %' '$T/l.err'" ||
+    eval "[ $rc = 0 ] && grep -q \"problem: .*local rank 3's MPS context reached [0-9]* MiB, within 10 % of --mps-memory-limit $lim MiB\" '$T/l.err'" ||
     sed 's/^/# /' "$T/l.err" | tail -8
 
 "$G" stop >/dev/null 2>&1

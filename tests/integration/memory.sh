@@ -31,26 +31,38 @@ wait_json() { # wait_json FILE PATTERN
 }
 
 # --- 1. the figures while the job runs ---------------------------------------
+# What each share's server line says of the memory: the job's own server
+# its own memory and its clients'; on the shared MPS the job its clients',
+# the node service the server's own (66 MiB).
+declare -A SRV_JSON=([job]='"mps_clients":4,"server_memory_mib":66,"clients_memory_mib":2560'
+    [node]='"mps_clients":4,"server_memory_mib":null,"clients_memory_mib":2560')
+declare -A SRV_TEXT=([job]='MPS clients 4/4; GPU memory: server 66 MiB, its clients 2560 MiB'
+    [node]="MPS clients 4/4; GPU memory: the job's clients 2560 MiB")
 for share in job node; do
     bg_job m$share 1 --mps-share=$share -v -np 4 "$PROG" --mps-client --gpu-mib 256 --sleep 5000
     wait_json "$OUT.j" '"state":"client","alive":true,"memory_mib":1024'
-    wait_json "$OUT.j" '"mps_clients":4,"server_memory_mib":66'
+    wait_json "$OUT.j" "${SRV_JSON[$share]}"
+    [ $share = node ] && wait_json "$OUT.j" '"shared":"node".*"server_memory_mib":66'
     check "1. ($share) gsrun status --json: each rank's memory beside its state: $(ranks_json "$OUT.j" | tr '\n' ';')" \
         [ "$(ranks_json "$OUT.j" | tr '\n' ';')" = "0 client 256 256;1 client 512 512;2 client 768 768;3 client 1024 1024;" ] ||
         diag "$OUT.j"
     check "  ... the server's clients and their total, its own memory: $(grep -o '"mps_clients[^}]*' "$OUT.j" | head -1)" \
-        grep -q '"mps_clients":4,"server_memory_mib":66,"clients_memory_mib":2560' "$OUT.j" || diag "$OUT.j"
+        grep -q "${SRV_JSON[$share]}" "$OUT.j" || diag "$OUT.j"
+    if [ $share = node ]; then
+        check "  ... the node service's line has the shared server's own memory (66 MiB)" \
+            grep -q '"shared":"node".*"server_memory_mib":66' "$OUT.j" || diag "$OUT.j"
+    fi
     check "  ... each rank's GPU in the JSON" \
         eval "[ \"\$(grep -o '\"gpu\":0,\"gpu_uuid\":\"GPU-fa4e0000-0000-4000-8000-000000000000\",\"state\":\"client\"' '$OUT.j' | wc -l)\" = 4 ]" ||
         diag "$OUT.j"
     "$GSRUN" status >"$OUT.t" 2>&1
     check "  ... and the text: $(grep -m1 -o 'GPU memory: .*' "$OUT.t")" \
-        eval "grep -q 'MPS clients 4/4; GPU memory: server 66 MiB, its clients 2560 MiB' '$OUT.t' &&
+        eval "grep -qF \"${SRV_TEXT[$share]}\" '$OUT.t' &&
               grep -q '    rank 2 (pid [0-9]*): client, GPU memory 768 MiB, peak 768 MiB' '$OUT.t'" ||
         diag "$OUT.t"
     wait_for "$OUT.m$share.rc" . 1 20
     check "  ... the end (-v): the GPU's peaks, the largest rank named" \
-        grep -q "GPU 0 (GPU-fa4e0000-0000-4000-8000-000000000000): the ranks' peak GPU memory as NVML listed it every 1000 ms: largest 1024 MiB (rank 3), smallest 256 MiB (rank 0), of 4 ranks$" "$ERR.m$share" ||
+        grep -q "GPU 0 (GPU-fa4e0000-0000-4000-8000-000000000000): the local ranks' peak GPU memory as NVML listed it every 1000 ms: largest 1024 MiB (local rank 3), smallest 256 MiB (local rank 0), of 4 ranks$" "$ERR.m$share" ||
         diag "$ERR.m$share"
     check "  ... the job's status its own ($(cat "$OUT.m$share.rc"))" [ "$(cat "$OUT.m$share.rc")" = 0 ]
     check_clean "1. ($share)"
@@ -75,19 +87,24 @@ check_clean "2."
 gsrun_fake 1 --mps-memory-limit=1100M -np 4 "$PROG" --mps-client --gpu-mib 256 --sleep 2500 \
     >"$OUT.l" 2>"$ERR.l"
 rc=$?
-check "3. the largest rank (1024 MiB) within 10 % of --mps-memory-limit=1100M: said without -v (status $rc)" \
-    eval "[ $rc = 0 ] && grep -q 'problem: .*largest 1024 MiB (rank 3), .*--mps-memory-limit 1100 MiB a rank, which the largest came within 10 % of' '$ERR.l'" ||
+check "3. the largest rank's MPS context (1024 MiB) within 10 % of --mps-memory-limit=1100M: said without -v (status $rc)" \
+    eval "[ $rc = 0 ] && grep -q \"problem: .*largest 1024 MiB (local rank 3), .*; local rank 3's MPS context reached 1024 MiB, within 10 % of --mps-memory-limit 1100 MiB a rank\" '$ERR.l'" ||
     diag "$ERR.l"
 gsrun_fake 1 --mps-memory-limit=2000M -np 4 "$PROG" --mps-client --gpu-mib 256 --sleep 2500 \
     >"$OUT.l2" 2>"$ERR.l2"
-check "  ... far from it (2000M): not said without -v" \
-    eval "[ $? = 0 ] && ! grep -q 'peak GPU memory' '$ERR.l2'" || diag "$ERR.l2"
+rc=$?
+check "  ... far from it (2000M): not said without -v (status $rc)" \
+    eval "[ $rc = 0 ] && ! grep -q 'peak GPU memory' '$ERR.l2'" || diag "$ERR.l2"
 check_clean "3."
 
 # --- 4. a driver without NVML's MPS listing ----------------------------------
-FAKE_NVML_NO_MPS_LISTING=1 bg_job u 1 -v -np 2 "$PROG" --mps-client --gpu-mib 256 --sleep 4000
-wait_json "$OUT.j" '"state":"client"'
-sleep 1.5 # past a memory look (every 1000 ms)
+# Each compute listing appends a line to the log: the status is read after
+# two of them made once both ranks were clients (a look took place).
+FAKE_NVML_PROCS_LOG=$TEST_TMP/procs.log FAKE_NVML_NO_MPS_LISTING=1 \
+    bg_job u 1 -v -np 2 "$PROG" --mps-client --gpu-mib 256 --sleep 4000
+wait_json "$OUT.j" '"state":"client".*"state":"client"'
+looks=$(wc -l <"$TEST_TMP/procs.log")
+wait_for "$TEST_TMP/procs.log" . $((looks + 2))
 "$GSRUN" status --json >"$OUT.j" 2>&1
 "$GSRUN" status >"$OUT.t" 2>&1
 check "4. no MPS listing: each rank's memory unknown (null), never 0: $(ranks_json "$OUT.j" | tr '\n' ';')" \

@@ -100,6 +100,43 @@ static void test_roundtrip(void **state)
     rmdir(dir);
 }
 
+/* An older agent's file (no memory, no client count, no ranks) reads as
+ * not known: null in the JSON, no sample in the Prometheus output; never 0. */
+static void test_old_file(void **state)
+{
+    static gs_status_t r;
+    gs_error_t err;
+    char dir[] = "/tmp/gsst.XXXXXX", path[64];
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/status", dir);
+    FILE *f = fopen(path, "w");
+    fputs("gsrun-status 1\nmps on\nagent_pid 42\nlocal_size 2\ngpu.0.uuid GPU-a\n"
+          "gpu.0.daemon_pid 50\ngpu.0.clients 2/2\nend\n",
+          f);
+    fclose(f);
+    memset(&r, 0, sizeof(r));
+    assert_int_equal(gs_status_read(dir, &r, &err), 0);
+    assert_int_equal(r.nservers, 1);
+    assert_int_equal(r.nranks, 0);
+    assert_int_equal(r.server[0].nclients, -1);
+    assert_int_equal(r.server[0].server_mib, GS_STATUS_MIB_UNKNOWN);
+    assert_int_equal(r.server[0].clients_mib, GS_STATUS_MIB_UNKNOWN);
+    static char buf[4096];
+    FILE *m = fmemopen(buf, sizeof(buf), "w");
+    gs_status_print_json(m, "n1", &r, 1, 0);
+    fclose(m);
+    assert_non_null(strstr(buf, "\"mps_clients\":null,\"server_memory_mib\":null,"
+                                "\"clients_memory_mib\":null"));
+    snprintf(r.job, sizeof(r.job), "gsrun.Old123");
+    m = fmemopen(buf, sizeof(buf), "w");
+    gs_status_print_prometheus(m, &r, 1);
+    fclose(m);
+    assert_null(strstr(buf, "gsrun_mps_server"));
+    unlink(path);
+    rmdir(dir);
+}
+
 static char *print(int json, const gs_status_t *s, int n)
 {
     static char buf[8192];
@@ -332,6 +369,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_old_file),
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_text),
         cmocka_unit_test(test_prometheus),
