@@ -113,7 +113,9 @@ void gs_agent_memory_take(gs_agent_t *a, const gs_gpu_list_t *l)
                    x->state == GS_ATTACH_OTHER;
         long long was = x->mib;
         x->mib = !whole || x->gone || (held && m[r].n == 0) ? -1 : m[r].sum;
-        x->peak_mib = x->mib > x->peak_mib ? x->mib : x->peak_mib;
+        /* A look without its context (0) is no peak: a rank that never
+         * held GPU memory has none to tell. */
+        x->peak_mib = x->mib > 0 && x->mib > x->peak_mib ? x->mib : x->peak_mib;
         x->peak_ctx_mib = whole && m[r].top > x->peak_ctx_mib ? m[r].top : x->peak_ctx_mib;
         a->watch_changed |= x->mib != was;
     }

@@ -46,12 +46,18 @@ for share in node job; do
     "$G" --mps-share=$share -v -np 4 "$P" --expect-mps --hold-mb 256 --sleep 8000 \
         >"$T/$share.out" 2>"$T/$share.err" &
     job=$!
-    # Until every rank holds its memory and a look has seen it.
-    for _ in $(seq 300); do
+    # Until every rank holds its memory and looks have seen it (its figure
+    # past what it holds, twice 1.5 s apart: past a look and the node
+    # service's listing's age).
+    seen=0
+    for _ in $(seq 100); do
         "$G" status --json >"$T/$share.json" 2>&1
-        [ "$(grep -c 'holds' "$T/$share.out")" = 4 ] &&
-            [ "$(ranks_json "$T/$share.json" | awk '$2 == "client" && $3 != "null"' | wc -l)" = 4 ] &&
-            sleep 1.5 && "$G" status --json >"$T/$share.json" 2>&1 && break
+        if [ "$(grep -c 'holds' "$T/$share.out")" = 4 ] &&
+            [ "$(ranks_json "$T/$share.json" | awk '$2 == "client" && $3 != "null" && $3 > 256 * ($1 + 1)' | wc -l)" = 4 ]; then
+            seen=$((seen + 1))
+            [ $seen = 2 ] && break
+            sleep 1.5
+        fi
         sleep 0.1
     done
     "$G" status --format=prometheus >"$T/$share.prom" 2>&1
@@ -60,7 +66,7 @@ for share in node job; do
     sed -n '/GPU memory/,$p' "$T/$share.txt" | head -6 | sed 's/^/# /'
     grep -E '^gsrun_(rank_gpu_memory_bytes|mps_server_gpu_memory_bytes|mps_server_clients_gpu_memory_bytes)' \
         "$T/$share.prom" | sed 's/^/# /'
-    mib=($(ranks_json "$T/$share.json" | sort -n | awk '{print $3}'))
+    mib=($(ranks_json "$T/$share.json" | sort -n | awk '{print ($3 == "null") ? -1 : $3}'))
     over=$(( ${mib[0]:-0} - 256 ))
     check "1. ($share) rank 0 holds 256 MiB: NVML gives ${mib[0]:-none} MiB (its context: $over MiB, 100-600)" \
         [ "${#mib[@]}" = 4 -a "$over" -ge 100 -a "$over" -le 600 ]
