@@ -100,10 +100,23 @@ static void test_status_every_field(void **state)
     (void)state;
     assert_non_null(mkdtemp(dir));
     memset(&a, 0, sizeof(a));
+    /* What the reader leaves where the file says nothing: not known. */
+    for (int e = 0; e < GS_MAX_GPUS; e++) {
+        a.server[e].server_mib = a.server[e].clients_mib = GS_STATUS_MIB_UNKNOWN;
+        a.server[e].nclients = -1;
+    }
+    for (int r = 0; r < GS_STATUS_MAX_RANKS; r++) {
+        a.rank[r].memory_mib = a.rank[r].peak_mib = GS_STATUS_MIB_UNKNOWN;
+        a.rank[r].entry = -1;
+    }
     assert_true(fill(gs_status_fields, &a, 1) >= 10);
     a.nservers = 2;
     for (int e = 0; e < a.nservers; e++) {
         assert_true(fill(gs_status_server_fields, &a.server[e], 40 + e * 20) >= 12);
+    }
+    a.nranks = 3;
+    for (int r = 0; r < a.nranks; r++) {
+        assert_true(fill(gs_status_rank_fields, &a.rank[r], 80 + r * 20) >= 7);
     }
     assert_int_equal(gs_status_write(dir, &a, &err), 0);
     memset(&b, 0, sizeof(b));
@@ -126,6 +139,15 @@ static void test_status_every_field(void **state)
     }
     at = strstr(json, "\"gpus\":[");
     for (const gs_rec_field_t *r = gs_status_server_fields; at != NULL && r->name != NULL; r++) {
+        char key[64];
+        if (r->flags & GS_REC_JSON) {
+            snprintf(key, sizeof(key), "\"%s\":", r->json ? r->json : r->name);
+            at = strstr(at, key);
+        }
+    }
+    assert_non_null(at);
+    at = strstr(json, "\"ranks\":[");
+    for (const gs_rec_field_t *r = gs_status_rank_fields; at != NULL && r->name != NULL; r++) {
         char key[64];
         if (r->flags & GS_REC_JSON) {
             snprintf(key, sizeof(key), "\"%s\":", r->json ? r->json : r->name);
