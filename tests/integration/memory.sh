@@ -20,10 +20,16 @@ ranks_json() {
     grep -o '{"rank":[^}]*}' "$1" |
         sed -E 's/.*"rank":([0-9]+).*"state":"([a-z-]+)".*"memory_mib":([0-9a-z]+),"peak_memory_mib":([0-9a-z]+).*/\1 \2 \3 \4/'
 }
+# gsrun status --json, this test's jobs only (those whose dirs are in its
+# TMPDIR), one a line: under make -j other tests' jobs come and go in the
+# bases every gsrun status reads (/dev/shm/gsrun-<uid>, /run/gsrun).
+status_json() {
+    "$GSRUN" status --json 2>&1 | sed 's/{"job":/\n{"job":/g' | grep -F "\"job_dir\":\"$TMPDIR/"
+}
 # Until gsrun status --json shows PATTERN (10 s at most).
 wait_json() { # wait_json FILE PATTERN
     for _ in $(seq 200); do
-        "$GSRUN" status --json >"$1" 2>&1
+        status_json >"$1"
         grep -q -- "$2" "$1" && return 0
         sleep 0.05
     done
@@ -105,7 +111,7 @@ FAKE_NVML_PROCS_LOG=$TEST_TMP/procs.log FAKE_NVML_NO_MPS_LISTING=1 \
 wait_json "$OUT.j" '"state":"client".*"state":"client"'
 looks=$(wc -l <"$TEST_TMP/procs.log")
 wait_for "$TEST_TMP/procs.log" . $((looks + 2))
-"$GSRUN" status --json >"$OUT.j" 2>&1
+status_json >"$OUT.j"
 "$GSRUN" status >"$OUT.t" 2>&1
 check "4. no MPS listing: each rank's memory unknown (null), never 0: $(ranks_json "$OUT.j" | tr '\n' ';')" \
     eval "[ \"\$(ranks_json '$OUT.j' | tr '\n' ';')\" = '0 client null null;1 client null null;' ] &&
