@@ -76,8 +76,8 @@ unshare --mount --pid --fork --mount-proc="$root/proc" /bin/bash -c '
         # The root is made for the test: exec_prefix.sh may put the rank
         # prefix in the site parameter file of PRRTE (and takes it out again).
         export GSRUN_TEST_SITE_PARAMS=/etc/openmpi/prte-mca-params.conf
-        # Prometheus's tools are not in the root: status_prom.sh checks them
-        # on the host (Debian 12's); here it skips those two checks.
+        # The Prometheus tools are not in the root: status_prom.sh checks them
+        # on the host (Debian 12), and skips those two checks here.
         export GS_ALLOW_MISSING_PROM=1
         rm -rf /build && mkdir /build && cd /build &&
         /src/configure -q >configure.out 2>&1 || { cat configure.out; exit 1; }
