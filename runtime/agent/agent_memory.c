@@ -47,22 +47,11 @@ static int listing_whole(const gs_gpu_list_t *l)
 }
 
 /* What one listing holds of a rank: its contexts' memory in all (-1: one
- * NVML could not tell), how many, and its largest MPS client context (the
- * one CUDA_MPS_PINNED_DEVICE_MEM_LIMIT bounds: per client and device). */
+ * NVML could not tell), and its largest MPS client context (the one
+ * CUDA_MPS_PINNED_DEVICE_MEM_LIMIT bounds: per client and device). */
 struct rank_mem {
     long long sum, top;
-    int n;
 };
-
-static int is_client(const gs_gpu_t *d, int pid)
-{
-    for (int k = 0; k < d->nmps && k < GS_GPU_PROCS_MAX; k++) {
-        if (d->mps[k] == pid) {
-            return 1;
-        }
-    }
-    return 0;
-}
 
 /* The ranks' contexts in listing l into m[] (the servers' own are not
  * theirs). */
@@ -78,9 +67,8 @@ static void take_listing(gs_agent_t *a, const gs_gpu_list_t *l, struct rank_mem 
             if (r < 0) {
                 continue;
             }
-            m[r].n++;
             m[r].sum = mib == GS_GPU_MIB_UNKNOWN || m[r].sum < 0 ? -1 : m[r].sum + mib;
-            if (mib != GS_GPU_MIB_UNKNOWN && mib > m[r].top && is_client(d, d->procs[i])) {
+            if (mib != GS_GPU_MIB_UNKNOWN && mib > m[r].top && gs_gpu_is_mps_client(d, d->procs[i])) {
                 m[r].top = mib;
             }
         }
@@ -107,12 +95,8 @@ void gs_agent_memory_take(gs_agent_t *a, const gs_gpu_list_t *l)
         if (x->pid <= 0) {
             continue;
         }
-        /* A rank the driver showed with a context but this listing lists
-         * none of (the node service's, up to 2 s old): not known, not 0. */
-        int held = x->state == GS_ATTACH_CLIENT || x->state == GS_ATTACH_PLAIN ||
-                   x->state == GS_ATTACH_OTHER;
         long long was = x->mib;
-        x->mib = !whole || x->gone || (held && m[r].n == 0) ? -1 : m[r].sum;
+        x->mib = !whole || x->gone ? -1 : m[r].sum;
         /* A look without its context (0) is no peak: a rank that never
          * held GPU memory has none to tell. */
         x->peak_mib = x->mib > 0 && x->mib > x->peak_mib ? x->mib : x->peak_mib;

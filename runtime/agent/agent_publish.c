@@ -320,10 +320,9 @@ static void rank_rows(const gs_agent_t *a, gs_status_t *s)
                  x != NULL ? gs_attach_name(x->state) : "unwatched");
         o->alive = x != NULL ? x->pid > 0 && !x->gone : rank_live(a, o->rank);
         o->memory_mib = x != NULL ? x->mib : -1;
-        if (x != NULL && o->memory_mib == 0 &&
-            (x->state == GS_ATTACH_CLIENT || x->state == GS_ATTACH_PLAIN ||
-             x->state == GS_ATTACH_OTHER)) {
-            /* seen with a context since the last look, which had none yet */
+        if (x != NULL && o->memory_mib == 0 && gs_attach_has_context(x->state)) {
+            /* a rank with a context that the last look (or the node service's
+             * listing, up to 2 s old) did not hold yet: not known, not 0 */
             o->memory_mib = -1;
         }
         o->peak_mib = x != NULL ? x->peak_mib : -1;

@@ -230,16 +230,6 @@ static void take_events(gs_agent_t *a, long long now)
     }
 }
 
-static int listed(const int *pids, int n, int pid)
-{
-    for (int i = 0; i < n && i < GS_GPU_PROCS_MAX; i++) {
-        if (pids[i] == pid) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
 /* Per rank, what one NVML look saw: a context of its without MPS (and
  * where), else an MPS client's. */
 struct nvml_seen {
@@ -345,7 +335,7 @@ static void ask_nvml(gs_agent_t *a)
                 continue;
             }
             a->attach.r[r].nctx++;
-            if (!listed(d->mps, d->nmps, d->procs[i])) {
+            if (!gs_gpu_is_mps_client(d, d->procs[i])) {
                 a->attach.r[r].nplain++;
                 seen[r].plain = d->procs[i];
                 seen[r].gpu = d->index;

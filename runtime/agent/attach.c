@@ -469,3 +469,8 @@ void gs_attach_status(const gs_attach_t *t, const int *rank_entry, int n, int e,
         }
     }
 }
+
+int gs_attach_has_context(int s)
+{
+    return s == GS_ATTACH_CLIENT || s == GS_ATTACH_PLAIN || s == GS_ATTACH_OTHER;
+}

@@ -137,6 +137,9 @@ void gs_attach_ranks_where(const gs_attach_t *t, const unsigned char *pick, char
  * `gsrun status`: "4/4", or with the others named "3/4 2:no-mps". */
 void gs_attach_status(const gs_attach_t *t, const int *rank_entry, int n, int e, char *buf,
                       size_t len);
+/* Whether a rank in state s was seen holding a context (an MPS client of
+ * gsrun's server or another's, or a context without MPS). */
+int gs_attach_has_context(int s);
 /* The state's short name (status, JSON): "unseen", "client", ... */
 const char *gs_attach_name(int s);
 

@@ -77,6 +77,8 @@ void gs_gpu_hold(void);
  * without a newline; the name is last and may hold spaces. 0, or -EINVAL
  * (a line that is not one device) / -ENOSPC (len too small). */
 int gs_gpu_to_line(const gs_gpu_t *g, char *out, size_t len);
+/* Whether NVML's MPS listing of g holds process pid (an MPS client). */
+int gs_gpu_is_mps_client(const gs_gpu_t *g, int pid);
 int gs_gpu_from_line(const char *line, gs_gpu_t *g);
 
 /* The CPUs near the NVIDIA PCI device domain:bus:device.0 from its

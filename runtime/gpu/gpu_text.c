@@ -187,3 +187,13 @@ int gs_gpu_from_line(const char *line, gs_gpu_t *g)
     }
     return 0;
 }
+
+int gs_gpu_is_mps_client(const gs_gpu_t *g, int pid)
+{
+    for (int k = 0; k < g->nmps && k < GS_GPU_PROCS_MAX; k++) {
+        if (g->mps[k] == pid) {
+            return 1;
+        }
+    }
+    return 0;
+}
