@@ -36,6 +36,42 @@ static int stays_stopped(pid_t pid)
     return gs_proc_stat_fields(NULL, pid, f, sizeof(f)) == 0 && f[0] == 'T';
 }
 
+/* The children of pid (an MPS daemon's: its servers), read from each of
+ * its threads' children lists: how many, at most max in out. */
+static int children_of(pid_t pid, pid_t *out, int max)
+{
+    char path[96], buf[4096];
+    int n = 0;
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+    DIR *dir = opendir(path);
+    struct dirent *de;
+    while (dir != NULL && (de = readdir(dir)) != NULL) {
+        if (de->d_name[0] == '.') {
+            continue;
+        }
+        snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children", (int)pid, de->d_name);
+        FILE *f = fopen(path, "re");
+        size_t got = f != NULL ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+        if (f != NULL) {
+            fclose(f);
+        }
+        buf[got] = '\0';
+        for (char *p = buf, *end; *p != '\0' && n < max; p = end) {
+            long c = strtol(p, &end, 10);
+            if (end == p) {
+                break;
+            }
+            if (c > 1) {
+                out[n++] = (pid_t)c;
+            }
+        }
+    }
+    if (dir != NULL) {
+        closedir(dir);
+    }
+    return n;
+}
+
 int gs_mps_probe(gs_mps_daemon_t *d, const char *control, int bound_ms, char *why, size_t len)
 {
     char reply[1024];
@@ -61,11 +97,22 @@ int gs_mps_probe(gs_mps_daemon_t *d, const char *control, int bound_ms, char *wh
             return GS_MPS_PROBE_WEDGED;
         }
     }
-    if (bound_ms <= 0 && d->nservers > 0 && d->server_pidfd[0] >= 0) {
-        return GS_MPS_PROBE_OK; /* the processes alone: it answered a moment ago */
-    }
     if (bound_ms <= 0) {
-        bound_ms = GS_MPS_ANSWER_MS; /* its servers are not known: asked */
+        /* It answered a moment ago: the processes alone. Its servers' PIDs
+         * may not be known yet (they are asked for once a new server has
+         * set up its context, while the daemon answers nothing): then its
+         * children are its servers. A question now would wait out that
+         * silence, and hold up every lease behind it. */
+        pid_t kids[GS_MPS_MAX_SERVERS];
+        int n = d->nservers > 0 ? 0 : children_of(dp, kids, GS_MPS_MAX_SERVERS);
+        for (int i = 0; i < n; i++) {
+            if (stays_stopped(kids[i])) {
+                snprintf(why, len, "MPS server %d (of control daemon %d) is stopped (state T)",
+                         (int)kids[i], (int)dp);
+                return GS_MPS_PROBE_WEDGED;
+            }
+        }
+        return GS_MPS_PROBE_OK;
     }
     long long t0 = gs_proc_now_ms();
     int rc = gs_mps_command(control, d->pipe_dir, "get_server_list", reply, sizeof(reply),
@@ -93,37 +140,14 @@ int gs_mps_probe(gs_mps_daemon_t *d, const char *control, int bound_ms, char *wh
     return GS_MPS_PROBE_OK;
 }
 
-/* SIGKILL to every child of pid (its MPS servers: the daemon starts them),
- * read from each of its threads' children lists. */
+/* SIGKILL to every child of pid (its MPS servers: the daemon starts them;
+ * not reaped while it lives, so their PIDs are theirs). */
 static void kill_children(pid_t pid)
 {
-    char path[96], buf[4096];
-    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-    DIR *dir = opendir(path);
-    struct dirent *de;
-    while (dir != NULL && (de = readdir(dir)) != NULL) {
-        if (de->d_name[0] == '.') {
-            continue;
-        }
-        snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children", (int)pid, de->d_name);
-        FILE *f = fopen(path, "re");
-        size_t got = f != NULL ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-        if (f != NULL) {
-            fclose(f);
-        }
-        buf[got] = '\0';
-        for (char *p = buf, *end; *p != '\0'; p = end) {
-            long c = strtol(p, &end, 10);
-            if (end == p) {
-                break;
-            }
-            if (c > 1) {
-                kill((pid_t)c, SIGKILL); /* the daemon's own child, not reaped while it lives */
-            }
-        }
-    }
-    if (dir != NULL) {
-        closedir(dir);
+    pid_t kids[256];
+    int n = children_of(pid, kids, 256);
+    for (int i = 0; i < n; i++) {
+        kill(kids[i], SIGKILL);
     }
 }
 

@@ -35,7 +35,8 @@ typedef enum {
  * answer in time is wedged,
  * why saying which process and how ("the MPS control daemon 1234 is
  * stopped (state T)"). bound_ms 0: the processes alone (it answered a
- * moment ago), unless its servers are not known yet. */
+ * moment ago; its children where its servers are not known yet), no
+ * command. */
 int gs_mps_probe(gs_mps_daemon_t *d, const char *control, int bound_ms, char *why, size_t len);
 
 /* Ends a wedged daemon and the servers it recorded: SIGKILL at once (it

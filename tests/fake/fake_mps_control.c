@@ -26,6 +26,10 @@
  *                                ms (the real daemon's silence while its new
  *                                server sets up its GPU context: ~250 ms on an
  *                                H100)
+ *   FAKE_MPS_SILENT_LOG=FILE     append a line at each such silence's start
+ *                                and one per command that came in it: "<sender's comm> <pid> (run by
+ *                                <its parent's comm> <ppid>) waited <ms> ms:
+ *                                <command>" (who was held up by it)
  *   FAKE_MPS_MUTE_FILE=FILE      while FILE.<its PID> exists, take every connection
  *                                (command or client) and never reply: a
  *                                wedged daemon that runs (not stopped)
@@ -304,6 +308,48 @@ static int stopped(pid_t pid)
 /* Until when the daemon answers nothing (FAKE_MPS_SERVER_SETUP_MS). */
 static long long silent_until;
 
+/* The comm of a process, and its parent's PID. */
+static void proc_comm(int pid, char *comm, size_t len, int *ppid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    snprintf(comm, len, "?");
+    *ppid = 0;
+    FILE *f = fopen(path, "r");
+    size_t n = f != NULL ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f != NULL) {
+        fclose(f);
+    }
+    buf[n] = '\0';
+    char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+    if (open != NULL && close != NULL && close > open) {
+        snprintf(comm, len, "%.*s", (int)(close - open - 1), open + 1);
+        sscanf(close + 2, "%*c %d", ppid);
+    }
+}
+
+/* Says who sent a command in the silence, and for how long it waits: the
+ * command line's process and the one that ran it (its parent). */
+static void log_silent(int fd, long long left, const char *cmd)
+{
+    const char *path = getenv("FAKE_MPS_SILENT_LOG");
+    struct ucred cr;
+    socklen_t len = sizeof(cr);
+    if (path == NULL || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0) {
+        return;
+    }
+    char comm[64], pcomm[64];
+    int ppid, pppid;
+    proc_comm((int)cr.pid, comm, sizeof(comm), &ppid);
+    proc_comm(ppid, pcomm, sizeof(pcomm), &pppid);
+    FILE *f = fopen(path, "a");
+    if (f != NULL) {
+        fprintf(f, "%s %d (run by %s %d) waited %lld ms: %.*s\n", comm, (int)cr.pid, pcomm, ppid,
+                left, (int)strcspn(cmd, "\r\n"), cmd);
+        fclose(f);
+    }
+}
+
 /* Handles one connection; returns 1 when the daemon should exit. */
 static int handle(int fd)
 {
@@ -313,11 +359,12 @@ static int handle(int fd)
     if (n <= 0) {
         return 0;
     }
+    buf[n] = '\0';
     long long left = silent_until - now_ms();
     if (left > 0) {
+        log_silent(fd, left, buf);
         usleep((useconds_t)left * 1000);
     }
-    buf[n] = '\0';
     buf[strcspn(buf, "\r\n")] = '\0';
     const char *mute = getenv("FAKE_MPS_MUTE_FILE");
     char muted[4200];
@@ -337,6 +384,13 @@ static int handle(int fd)
             start_server();
             if (getenv("FAKE_MPS_SERVER_SETUP_MS")) {
                 silent_until = now_ms() + atoi(getenv("FAKE_MPS_SERVER_SETUP_MS"));
+                const char *log = getenv("FAKE_MPS_SILENT_LOG");
+                FILE *f = log != NULL ? fopen(log, "a") : NULL;
+                if (f != NULL) {
+                    fprintf(f, "daemon %d silent %s ms after start_server\n", (int)getpid(),
+                            getenv("FAKE_MPS_SERVER_SETUP_MS"));
+                    fclose(f);
+                }
             }
         }
         const char *rec = getenv("FAKE_MPS_RECORD");

@@ -295,30 +295,38 @@ check "6e. CUDA_VISIBLE_DEVICES of ${#cvd} bytes: status $rc (0), ranks on GPUs 
 settle
 check_clean "the record's bounds"
 
-# 7. The shared agent starts a server without holding up other leases: 12
-# one-rank jobs at once on 4 GPUs, each new server silent 400 ms after its
-# start (as a real one sets up its context; less than the 500 ms after which
-# its PIDs are asked for). Before: each lease waited for its server's
-# silence and for those of the servers before it, 4 x 400 ms at least for
-# the last GPU's. Measured against the same 12 jobs with servers that are
-# not silent, run just before: on a loaded 2-core machine the serial server
-# starts alone took up to 1.8 s (the loop waits for each, issue 58), so a
-# bound on the time itself failed in CI; the difference is the silences'.
+# 7. The node service starts a server without holding up other leases: 12
+# one-rank jobs at once on 4 GPUs, each new server's daemon silent 400 ms
+# after its start (as a real one while its server sets up its context; less
+# than the 500 ms after which the service asks for its PIDs). Before, the
+# service's loop waited on each silent daemon in turn, and every lease
+# waited for the silences of the servers started before it; later, the
+# wedge probe of a lease on a server whose PIDs were not known yet asked its
+# daemon, and waited out the silence too. The fake daemons log who sent a
+# command in a silence: never the service. (A bound on the jobs' times
+# instead failed in CI: beside make -j2, 12 jobs' worst planned-to-MPS-ready
+# time with silences was 987 ms over the same without, for 400 ms: that was
+# the probe's wait, and the load's.)
 worst_of() { # worst_of PREFIX: "<timelines> <worst planned-to-MPS-ready ms>"
     for i in $(seq 12); do
         sed -n 's/.*timeline (ms after gsrun started): .*planned \([0-9]*\), mps ready \([0-9]*\),.*/\1 \2/p' "$ERR.$1$i" | head -1
     done | awk '{ d = $2 - $1; if (d > m) m = d; n++ } END { print n + 0, m + 0 }'
 }
-for i in $(seq 12); do light "b$i" 4 1 GSRUN_VERBOSE=2; done
+: >"$OUT.silent"
+for i in $(seq 12); do light "r$i" 4 1 FAKE_MPS_SERVER_SETUP_MS=400 FAKE_MPS_SILENT_LOG="$OUT.silent" GSRUN_VERBOSE=2; done
 wait
 settle # each agent writes its timeline at its end, after its rank's
-base=$(worst_of b)
-for i in $(seq 12); do light "r$i" 4 1 FAKE_MPS_SERVER_SETUP_MS=400 GSRUN_VERBOSE=2; done
-wait
-settle
 worst=$(worst_of r)
-check "7. 12 jobs at once, servers silent 400 ms after their start: $(per_gpu 4 "$OUT".r*[0-9]) a GPU, planned to MPS ready at most ${worst#* } ms (${base#* } ms with servers not silent; at most 900 more) in ${worst% *} and ${base% *} timelines" \
-    [ "$(per_gpu 4 "$OUT".r*[0-9])" = "3 3 3 3" -a "${worst% *}" = 12 -a "${base% *}" = 12 -a $((${worst#* } - ${base#* })) -lt 900 ] || diag "$ERR.r1"
+held=$(grep -c "(run by gsrun-share " "$OUT.silent")
+silences=$(grep -c "^daemon [0-9]* silent 400 ms after start_server" "$OUT.silent")
+# Every GPU's server started (3 a GPU when all 12 overlap; under load a
+# job's rank may end before the last job plans, and that job then takes
+# its GPU: 4 3 3 2 once beside two busy loops on 2 cores).
+got=$(per_gpu 4 "$OUT".r*[0-9])
+check "7. 12 jobs at once, $silences servers' daemons (4) silent 400 ms after their start: $got a GPU, status $(rcs "$OUT".r*[0-9].rc), the node service held up by a silence $held times (0); planned to MPS ready at most ${worst#* } ms in ${worst% *} timelines" \
+    eval "[ '$(rcs "$OUT".r*[0-9].rc)' = 000000000000 ] && ! echo ' $got ' | grep -q ' 0 ' &&
+          [ '${worst% *}' = 12 ] && [ '$held' = 0 ] && [ '$silences' = 4 ]" ||
+    diag "$OUT.silent" "$ERR.r1"
 check_clean "servers started beside leases"
 
 finish
