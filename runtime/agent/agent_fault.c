@@ -116,8 +116,7 @@ void gs_agent_fault_who(const gs_agent_t *a, const pid_t *pids, int n, int named
     int own[GS_MPS_HEALTH_PIDS], nown = 0, njobs = -1;
     gs_status_t *jobs = NULL;
     char self[96], text[256];
-    const char *slash = strrchr(a->o->args.job_dir, '/');
-    snprintf(self, sizeof(self), "%s", slash != NULL ? slash + 1 : a->o->args.job_dir);
+    snprintf(self, sizeof(self), "%s", gs_rundir_job_name(a->o->args.job_dir));
     buf[0] = '\0';
     /* This job's ranks first, in rank order. */
     for (int r = 0; r < a->ranks.size && a->mode != GS_MODE_SHARED && nown < n; r++) {
@@ -394,7 +393,7 @@ static void follow_shared(gs_agent_t *a)
     char path[GS_PATH_MAX];
     for (int e = 0; e < ds->n && e < GS_MAX_GPUS && ds->borrowed; e++) {
         gs_mps_health_t *h = &ds->health[e];
-        snprintf(path, sizeof(path), "%s/" GS_MPS_CONTROL_OUT, ds->daemon[e].log_dir);
+        gs_mps_out_path(&ds->daemon[e], path, sizeof(path));
         gs_mps_health_follow(h, path);
         gs_mps_health_settle(h); /* whole: the shared agent or the job's end says so */
     }

@@ -27,6 +27,7 @@
 #include "runtime/files/share_dir.h"
 #include "runtime/files/status.h"
 #include "runtime/wire/lease.h"
+#include "runtime/wire/protocol.h"
 
 #define RETRY_MS 20           /* between tries to reach a shared agent that comes or goes */
 #define ENDING_WAIT_MS 1000   /* the longest a job waits for an ending one to be gone */
@@ -191,7 +192,7 @@ static int try_lease(gs_agent_t *a, const char *sock, const char *req, int *serv
         return 0;
     }
     close(c);
-    if (strstr(reply, "is not taken by the agent now") != NULL) {
+    if (gs_protocol_not_now_parse(reply)) {
         return 1; /* between its start and its end */
     }
     const char *why = reply;
@@ -225,7 +226,7 @@ static int take_servers(gs_agent_t *a, const int *server, gs_error_t *err)
         char out[GS_PATH_MAX + 16];
         struct stat sb;
         gs_mps_health_init(&a->daemons.health[e]);
-        snprintf(out, sizeof(out), "%s/" GS_MPS_CONTROL_OUT, d->log_dir);
+        gs_mps_out_path(d, out, sizeof(out));
         a->daemons.health[e].offset = stat(out, &sb) == 0 ? (long long)sb.st_size : 0;
         if (s < ss->nservers) {
             d->daemon_pid = ss->server[s].daemon_pid;
@@ -370,8 +371,7 @@ int gs_agent_share_join(gs_agent_t *a, gs_error_t *err)
 /* The job's name as its lease gives it (the job dir's last part). */
 static void lease_name(const gs_agent_t *a, char *out, size_t len)
 {
-    const char *job = strrchr(a->o->args.job_dir, '/');
-    snprintf(out, len, "%s", job != NULL ? job + 1 : a->o->args.job_dir);
+    snprintf(out, len, "%s", gs_rundir_job_name(a->o->args.job_dir));
     for (char *p = out; *p != '\0'; p++) {
         *p = *p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' ? '_' : *p;
     }

@@ -161,9 +161,11 @@ static void dispatch(gs_agent_t *a, const gs_agent_msg_t *msgs, gs_agent_conn_t 
 {
     const gs_agent_msg_t *m = route(a, msgs, c->line);
     if (m == NULL) {
-        size_t n = strcspn(c->line, " \n");
-        dprintf(c->fd, "error '%.*s' is not taken by the agent now\n", (int)(n < 32 ? n : 32),
-                c->line);
+        char line[96];
+        int n = gs_protocol_not_now_format(line, sizeof(line), c->line);
+        if (n > 0 && write(c->fd, line, (size_t)n) < 0) {
+            /* the peer is gone: nothing to tell */
+        }
         close(c->fd);
         return;
     }

@@ -132,7 +132,6 @@ void gs_agent_pack_record(gs_agent_t *a)
 {
     int ranks[GS_MAX_GPUS] = {0};
     gs_error_t err;
-    const char *job = strrchr(a->o->args.job_dir, '/');
 
     if (a->ledger.lock_fd < 0 && !a->ledger.stuck) {
         return; /* no record */
@@ -150,7 +149,7 @@ void gs_agent_pack_record(gs_agent_t *a)
                        (int)((long)g * a->local_size / used);
         }
     }
-    if (gs_ledger_record(&a->ledger, job != NULL ? job + 1 : a->o->args.job_dir, a->gpus.gpu,
+    if (gs_ledger_record(&a->ledger, gs_rundir_job_name(a->o->args.job_dir), a->gpus.gpu,
                          a->gpus.count, ranks, &err) != 0) {
         gs_report_add(&a->report, 0, "the user's later jobs on this node will not see this one: %s",
                       err.text);

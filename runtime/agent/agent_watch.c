@@ -201,7 +201,7 @@ static void take_events(gs_agent_t *a, long long now)
         if (ds->borrowed && ds->daemon[e].log_dir[0] != '\0') {
             /* The shared agent follows its servers for faults, not for this
              * job's clients: this job reads their lines itself. */
-            snprintf(path, sizeof(path), "%s/" GS_MPS_CONTROL_OUT, ds->daemon[e].log_dir);
+            gs_mps_out_path(&ds->daemon[e], path, sizeof(path));
             gs_mps_health_follow(&ds->health[e], path);
         }
         int n = gs_mps_health_take(&ds->health[e], pids, kinds, GS_MPS_HEALTH_EVENTS);

@@ -78,7 +78,7 @@ static void report_log_errors(gs_daemons_t *ds, int g, gs_rank_of_pid_fn rank_of
     char probe[GS_PATH_MAX];
     struct stat sb;
 
-    snprintf(probe, sizeof(probe), "%s/" GS_MPS_CONTROL_OUT, d->log_dir);
+    gs_mps_out_path(d, probe, sizeof(probe));
     const char *const *logs = stat(probe, &sb) == 0 && sb.st_size > 0 ? out_only : files;
     for (const char *const *f = logs; *f != NULL; f++) {
         char lines[8][256];
@@ -166,7 +166,7 @@ static void watch_log(gs_daemons_t *ds, int g)
     if (ds->log_fd < 0) {
         ds->log_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     }
-    snprintf(path, sizeof(path), "%s/" GS_MPS_CONTROL_OUT, ds->daemon[g].log_dir);
+    gs_mps_out_path(&ds->daemon[g], path, sizeof(path));
     if (ds->log_fd >= 0) {
         inotify_add_watch(ds->log_fd, path, IN_MODIFY);
     }
@@ -454,7 +454,7 @@ int gs_daemons_follow(gs_daemons_t *ds, int *ev)
             continue;
         }
         long long before = h->offset;
-        snprintf(path, sizeof(path), "%s/" GS_MPS_CONTROL_OUT, ds->daemon[g].log_dir);
+        gs_mps_out_path(&ds->daemon[g], path, sizeof(path));
         ev[g] = gs_mps_health_follow(h, path);
         if (!h->listing) {
             ds->listing_ms[g] = 0;
@@ -473,7 +473,7 @@ int gs_daemons_follow(gs_daemons_t *ds, int *ev)
     }
     for (int i = 0; i < ds->nretired; i++) {
         gs_mps_health_t *h = &ds->retired_health[i];
-        snprintf(path, sizeof(path), "%s/" GS_MPS_CONTROL_OUT, ds->retired[i].log_dir);
+        gs_mps_out_path(&ds->retired[i], path, sizeof(path));
         gs_mps_health_follow(h, path);
         gs_mps_health_settle(h);
         gs_mps_health_prune(h, pid_alive); /* a client killed before MPS logged it */

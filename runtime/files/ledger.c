@@ -26,8 +26,7 @@ void gs_ledger_init(gs_ledger_t *l)
 
 int gs_ledger_applies(const char *job_dir)
 {
-    const char *name = strrchr(job_dir, '/');
-    name = name != NULL ? name + 1 : job_dir;
+    const char *name = gs_rundir_job_name(job_dir);
     return strncmp(name, "slurm-", 6) != 0 && strncmp(name, "job-", 4) != 0;
 }
 

@@ -408,3 +408,9 @@ const char *gs_rundir_tmpdir(void)
     }
     return n == 4 && strncmp(t, "/tmp", 4) == 0 ? gs_rundir_default_root() : t;
 }
+
+const char *gs_rundir_job_name(const char *job_dir)
+{
+    const char *slash = strrchr(job_dir, '/');
+    return slash != NULL ? slash + 1 : job_dir;
+}

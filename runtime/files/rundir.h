@@ -60,6 +60,10 @@ int gs_rundir_socket_fits(const char *dir);
  * not be removed stays). */
 int gs_rundir_remove(const char *path);
 
+/* A job's name: its dir's last part ("gsrun.Ab12Cd"), the name the
+ * placement record, the lease and the fault lines give it. */
+const char *gs_rundir_job_name(const char *job_dir);
+
 /* Opens (O_DIRECTORY, no symlinks) up to max node directories of a job dir,
  * putting descriptors in fds and names in names (may be NULL). A node agent
  * holds an exclusive flock on its node directory while it runs. Returns

@@ -59,7 +59,7 @@ int gs_mps_spawn(gs_mps_daemon_t *d, const char *control, const cpu_set_t *cpus,
     snprintf(e_pipe, sizeof(e_pipe), "CUDA_MPS_PIPE_DIRECTORY=%s", d->pipe_dir);
     snprintf(e_log, sizeof(e_log), "CUDA_MPS_LOG_DIRECTORY=%s", d->log_dir);
     snprintf(e_cvd, sizeof(e_cvd), "CUDA_VISIBLE_DEVICES=%s", d->uuid);
-    snprintf(outpath, sizeof(outpath), "%s/" GS_MPS_CONTROL_OUT, d->log_dir);
+    gs_mps_out_path(d, outpath, sizeof(outpath));
 
     env = gs_proc_env_build(strip_vars, set);
     if (env == NULL) {
@@ -138,7 +138,7 @@ static void last_output(const gs_mps_daemon_t *d, char *buf, size_t len)
     int fd;
     long n;
     buf[0] = '\0';
-    snprintf(path, sizeof(path), "%s/" GS_MPS_CONTROL_OUT, d->log_dir);
+    gs_mps_out_path(d, path, sizeof(path));
     fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) {
         return;
@@ -460,4 +460,9 @@ int gs_mps_scan_log(const char *log_dir, const char *file, char (*out)[256], int
     }
     fclose(f);
     return n;
+}
+
+void gs_mps_out_path(const gs_mps_daemon_t *d, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/" GS_MPS_CONTROL_OUT, d->log_dir);
 }

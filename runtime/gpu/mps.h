@@ -31,6 +31,10 @@ typedef struct {
     gs_error_t quit_err;
 } gs_mps_daemon_t;
 
+/* Where d's daemon and its servers write their lines (GS_MPS_CONTROL_OUT
+ * in its log dir): the file the fault and client watches follow. */
+void gs_mps_out_path(const gs_mps_daemon_t *d, char *buf, size_t len);
+
 /* The file in a daemon's log dir that takes the control daemon's own
  * output (its stdout and stderr), beside MPS's control.log and server.log. */
 #define GS_MPS_CONTROL_OUT "control.out"

@@ -277,12 +277,3 @@ int gs_mps_health_follow(gs_mps_health_t *h, const char *path)
     close(fd);
     return ev;
 }
-
-void gs_mps_health_pids(const pid_t *pids, int n, char *buf, size_t len)
-{
-    size_t k = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < n && k + 12 < len; i++) {
-        k += (size_t)snprintf(buf + k, len - k, "%s%d", i ? " " : "", (int)pids[i]);
-    }
-}

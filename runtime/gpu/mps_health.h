@@ -89,7 +89,5 @@ int gs_mps_health_take(gs_mps_health_t *h, pid_t *pids, int *kinds, int max);
 /* Skips what the log at path holds now (a shared server's log, followed
  * from a job's lease on: earlier lines are other jobs'). */
 void gs_mps_health_skip(gs_mps_health_t *h, const char *path);
-/* "560 562 561": the fault's clients (hit, or held), in MPS's order. */
-void gs_mps_health_pids(const pid_t *pids, int n, char *buf, size_t len);
 
 #endif

@@ -119,3 +119,20 @@ int gs_protocol_ready_parse(const char *line)
     }
     return 1;
 }
+
+#define NOT_NOW_END "' is not taken by the agent now"
+
+int gs_protocol_not_now_format(char *buf, size_t len, const char *line)
+{
+    size_t n = strcspn(line, " \n");
+    int k = snprintf(buf, len, "error '%.*s" NOT_NOW_END "\n", (int)(n < 32 ? n : 32), line);
+    return k < 0 || (size_t)k >= len ? -1 : k;
+}
+
+int gs_protocol_not_now_parse(const char *line)
+{
+    size_t n = strcspn(line, "\n");
+    size_t e = strlen(NOT_NOW_END);
+    return strncmp(line, "error '", 7) == 0 && n >= 7 + e &&
+           strncmp(line + n - e, NOT_NOW_END, e) == 0;
+}

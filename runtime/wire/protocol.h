@@ -61,4 +61,12 @@ int gs_protocol_ready_format(char *buf, size_t len, int code);
 /* 0 for "listening", else the code of "error <code>" (1 if it names none). */
 int gs_protocol_ready_parse(const char *line);
 
+/* "error '<verb>' is not taken by the agent now": the loop's answer to a
+ * message its state does not take (a service between its start and its
+ * end; the verb cut at 32 bytes). The verb is line's first word, up to a
+ * space or newline. Formats: the length, or -1 if it does not fit; parse:
+ * 1 when line is that answer, else 0. */
+int gs_protocol_not_now_format(char *buf, size_t len, const char *line);
+int gs_protocol_not_now_parse(const char *line);
+
 #endif

@@ -115,6 +115,36 @@ static void test_ready(void **state)
     assert_string_equal(GS_PROTO_STOP, "stop\n");
 }
 
+/* The loop's answer to a verb its state does not take: the job's lease
+ * tells it from the service's own refusals by these bytes. */
+static void test_not_now(void **state)
+{
+    char line[128], want[] = "error 'lease' is not taken by the agent now\n";
+    (void)state;
+    assert_int_equal(gs_protocol_not_now_format(line, sizeof(line), "lease job 1 GPU-x 2\n"),
+                     (int)strlen(want));
+    assert_string_equal(line, want);
+    assert_int_equal(gs_protocol_not_now_parse(line), 1);
+    line[strlen(line) - 1] = '\0'; /* as a reader that cut the newline has it */
+    assert_int_equal(gs_protocol_not_now_parse(line), 1);
+    /* Any byte changed, or the service's own refusal: not it. */
+    for (size_t i = 0; i < strlen(line); i++) {
+        char c = line[i];
+        line[i] = c == 'x' ? 'y' : 'x';
+        if (i < 7 || i >= strlen("error 'lease")) {
+            assert_int_equal(gs_protocol_not_now_parse(line), 0);
+        }
+        line[i] = c;
+    }
+    assert_int_equal(gs_protocol_not_now_parse("error the user's shared MPS is stopping\n"), 0);
+    /* A verb cut at 32 bytes; a buffer too small. */
+    memset(want, 'v', 40);
+    want[40] = '\0';
+    gs_protocol_not_now_format(line, sizeof(line), want);
+    assert_string_equal(line, "error 'vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv' is not taken by the agent now\n");
+    assert_int_equal(gs_protocol_not_now_format(line, 20, "lease"), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -123,6 +153,7 @@ int main(void)
         cmocka_unit_test(test_size),
         cmocka_unit_test(test_servers),
         cmocka_unit_test(test_ready),
+        cmocka_unit_test(test_not_now),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
