@@ -301,111 +301,152 @@ static int childless(void)
     return r < 0 && errno == ECHILD;
 }
 
+/* What the search keeps between its passes. */
+typedef struct {
+    spare_t sp;
+    const char *marker;
+    pid_t self;
+    pidset_t signalled, tree, spared, keep;
+    pid_t groups[GROUPS_MAX]; /* this pass's: the process groups to end whole */
+    int ngroups;
+} search_t;
+
+static void add_group(search_t *s, pid_t pgrp)
+{
+    if (s->ngroups < GROUPS_MAX && pgrp > 1) {
+        s->groups[s->ngroups++] = pgrp;
+    }
+}
+
+/* The process groups this pass must not signal whole: ours, and every one
+ * that holds a process outside the tree or spared. */
+static void keep_groups(search_t *s, const proc_entry_t *list, long n)
+{
+    pidset_clear(&s->keep);
+    pidset_add(&s->keep, getpgrp());
+    for (long i = 0; i < n; i++) {
+        if (!pidset_has(&s->tree, list[i].pid) || list[i].pid == s->self) {
+            pidset_add(&s->keep, list[i].pgrp);
+        }
+    }
+}
+
+/* Tree process e, running: SIGKILL when it is of the kind asked for.
+ * Returns 1 when it was signalled for the first time. */
+static int end_one(search_t *s, const proc_entry_t *e, int *waiting)
+{
+    if (!marked(e->pid, s->marker)) {
+        /* Not the kind asked for (its children still count), or it exited
+         * before its environment was read: a fork chain's hop lives
+         * microseconds, and its child is in the tree by now. Then another
+         * pass looks: a pass that took the chain for nothing ended the
+         * search with the chain running. */
+        long long st = gs_proctree_stat_field(e->pid, GS_STAT_STATE);
+        if (st < 0 || st == 'Z') {
+            (*waiting)++;
+            add_group(s, e->pgrp); /* a hop's group: the chain's */
+        } else {
+            pidset_add(&s->keep, e->pgrp); /* running, not ours to end */
+        }
+        return -1;
+    }
+    add_group(s, e->pgrp);
+    int ended = 0;
+    int fd = gs_proc_pidfd_open(e->pid);
+    int usable = fd >= 0 || errno == ENOSYS; /* no pidfds: by PID */
+    /* Checked again once the pidfd holds the process: a PID reused between
+     * the scan and the signal is never hit. */
+    pid_t ppid = (pid_t)gs_proctree_stat_field(e->pid, GS_STAT_PPID);
+    if (usable && pidset_has(&s->tree, ppid) && gs_proc_signal(e->pid, fd, SIGKILL) == 0 &&
+        !pidset_has(&s->signalled, e->pid)) {
+        pidset_add(&s->signalled, e->pid);
+        ended = 1;
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    return ended;
+}
+
+/* One pass over a snapshot of n processes: each marked process of the tree,
+ * then each of their process groups that holds nothing else. *alive: the
+ * marked ones running; *waiting: exited children not reaped yet. Returns
+ * how many it ended. */
+static int pass(search_t *s, const proc_entry_t *list, long n, int *alive, int *waiting)
+{
+    int ended = 0;
+    pidset_clear(&s->tree);
+    pidset_clear(&s->spared);
+    mark_tree(list, n, s->self, &s->sp, &s->tree, &s->spared);
+    keep_groups(s, list, n);
+    s->ngroups = 0;
+    *alive = *waiting = 0;
+    for (long i = 0; i < n; i++) {
+        const proc_entry_t *e = &list[i];
+        if (!pidset_has(&s->tree, e->pid) || e->pid == s->self) {
+            continue;
+        }
+        if (!running(e)) {
+            /* A zombie child of ours: its children came to us before it
+             * died, and the next pass, after reaping it, sees them. */
+            *waiting += e->ppid == s->self;
+            continue;
+        }
+        int one = end_one(s, e, waiting);
+        if (one >= 0) {
+            (*alive)++;
+            ended += one;
+        }
+    }
+    /* Then each of their process groups that holds nothing else: a fork
+     * chain's hops all stay in the group the chain began (a session of its
+     * own, here), and a signal to the group reaches every hop at once, a
+     * fork under way included, where one by one a loaded machine's chain
+     * outran every pass (8 of 10 jobs left one running). */
+    for (int k = 0; k < s->ngroups; k++) {
+        if (!pidset_has(&s->keep, s->groups[k])) {
+            kill(-s->groups[k], SIGKILL);
+            pidset_add(&s->keep, s->groups[k]); /* once */
+        }
+    }
+    return ended;
+}
+
 int gs_proctree_kill(const char *const *spare, const char *spare_exe, const char *marker,
                      int timeout_ms, int *left)
 {
-    spare_t sp = {spare, 0, 0, 0};
+    search_t *s = calloc(1, sizeof(*s));
     struct stat est;
-    if (spare_exe != NULL) {
-        sp.by_exe = 1;
-        if (stat(spare_exe, &est) == 0) {
-            sp.dev = est.st_dev, sp.ino = est.st_ino;
-        } /* else none is spared: no process runs a file that is not there */
-    }
     long long deadline = gs_proc_now_ms() + timeout_ms;
-    pid_t self = getpid();
     proc_entry_t *list = NULL;
     long cap = 0;
-    pidset_t signalled, tree, spared, keep;
-    int ended = 0, alive = 0;
+    int ended = 0, alive = 0, waiting = 0;
 
     *left = 0;
-    tree.bits = spared.bits = signalled.bits = keep.bits = NULL;
-    if (pidset_init(&signalled) != 0 || pidset_init(&tree) != 0 || pidset_init(&spared) != 0 ||
-        pidset_init(&keep) != 0) {
+    if (s == NULL) {
+        return -ENOMEM;
+    }
+    s->sp.names = spare;
+    s->marker = marker;
+    s->self = getpid();
+    if (spare_exe != NULL) {
+        s->sp.by_exe = 1;
+        if (stat(spare_exe, &est) == 0) {
+            s->sp.dev = est.st_dev, s->sp.ino = est.st_ino;
+        } /* else none is spared: no process runs a file that is not there */
+    }
+    if (pidset_init(&s->signalled) != 0 || pidset_init(&s->tree) != 0 ||
+        pidset_init(&s->spared) != 0 || pidset_init(&s->keep) != 0) {
         ended = -ENOMEM;
     }
     while (ended >= 0) {
-        int waiting = 0; /* exited children of ours not reaped yet */
         childless();
         long n = snapshot(&list, &cap);
         if (n < 0) {
             ended = -ENOMEM;
             break;
         }
-        pidset_clear(&tree);
-        pidset_clear(&spared);
-        mark_tree(list, n, self, &sp, &tree, &spared);
-        /* The process groups this pass must not signal whole: ours, and
-         * every one that holds a process outside the tree or spared. */
-        pidset_clear(&keep);
-        pidset_add(&keep, getpgrp());
-        for (long i = 0; i < n; i++) {
-            if (!pidset_has(&tree, list[i].pid) || list[i].pid == self) {
-                pidset_add(&keep, list[i].pgrp);
-            }
-        }
-        pid_t groups[GROUPS_MAX];
-        int ngroups = 0;
-        alive = 0;
-        for (long i = 0; i < n; i++) {
-            const proc_entry_t *e = &list[i];
-            if (!pidset_has(&tree, e->pid) || e->pid == self) {
-                continue;
-            }
-            if (!running(e)) {
-                /* A zombie child of ours: its children came to us before it
-                 * died, and the next pass, after reaping it, sees them. */
-                waiting += e->ppid == self;
-                continue;
-            }
-            if (!marked(e->pid, marker)) {
-                /* Not the kind asked for (its children still count), or it
-                 * exited before its environment was read: a fork chain's
-                 * hop lives microseconds, and its child is in the tree by
-                 * now. Then another pass looks: a pass that took the chain
-                 * for nothing ended the search with the chain running. */
-                long long st = gs_proctree_stat_field(e->pid, GS_STAT_STATE);
-                if (st < 0 || st == 'Z') {
-                    waiting++;
-                    if (ngroups < GROUPS_MAX && e->pgrp > 1) {
-                        groups[ngroups++] = e->pgrp; /* a hop's group: the chain's */
-                    }
-                } else {
-                    pidset_add(&keep, e->pgrp); /* running, not ours to end */
-                }
-                continue;
-            }
-            if (ngroups < GROUPS_MAX && e->pgrp > 1) {
-                groups[ngroups++] = e->pgrp;
-            }
-            alive++;
-            int fd = gs_proc_pidfd_open(e->pid);
-            int usable = fd >= 0 || errno == ENOSYS; /* no pidfds: by PID */
-            /* Checked again once the pidfd holds the process: a PID reused
-             * between the scan and the signal is never hit. */
-            pid_t ppid = (pid_t)gs_proctree_stat_field(e->pid, GS_STAT_PPID);
-            if (usable && pidset_has(&tree, ppid) && gs_proc_signal(e->pid, fd, SIGKILL) == 0 &&
-                !pidset_has(&signalled, e->pid)) {
-                pidset_add(&signalled, e->pid);
-                ended++;
-            }
-            if (fd >= 0) {
-                close(fd);
-            }
-        }
-        /* Then each of their process groups that holds nothing else: a
-         * fork chain's hops all stay in the group the chain began (a
-         * session of its own, here), and a signal to the group reaches
-         * every hop at once, a fork under way included, where one by one
-         * a loaded machine's chain outran every pass (8 of 10 jobs left
-         * one running). */
-        for (int k = 0; k < ngroups; k++) {
-            if (!pidset_has(&keep, groups[k])) {
-                kill(-groups[k], SIGKILL);
-                pidset_add(&keep, groups[k]); /* once */
-            }
-        }
+        ended += pass(s, list, n, &alive, &waiting);
         /* Done when a whole pass found nothing running and no exited child
          * to reap; for the whole tree (no marker, nothing spared), only when
          * no child is left at all, which no race between passes can fake. */
@@ -416,7 +457,7 @@ int gs_proctree_kill(const char *const *spare, const char *spare_exe, const char
             *left = alive > 0 ? alive : 1;
             break;
         }
-        int fast = kill_children(20, &sp, marker, &signalled);
+        int fast = kill_children(20, &s->sp, marker, &s->signalled);
         if (fast < 0) {
             usleep(alive > 0 ? 2000 : 200); /* the killed ones' children come back to us */
         } else {
@@ -424,10 +465,11 @@ int gs_proctree_kill(const char *const *spare, const char *spare_exe, const char
         }
     }
     free(list);
-    free(tree.bits);
-    free(spared.bits);
-    free(signalled.bits);
-    free(keep.bits);
+    free(s->tree.bits);
+    free(s->spared.bits);
+    free(s->signalled.bits);
+    free(s->keep.bits);
+    free(s);
     return ended;
 }
 

@@ -58,6 +58,103 @@ static void rank_lines(FILE *f, const gs_status_t *s, int g)
     }
 }
 
+/* A server's fault and wedge, under its line. */
+static void server_notes(FILE *f, const gs_status_server_t *x)
+{
+    if (x->fault[0] != '\0') {
+        fprintf(f, "    FAULT: %s\n", x->fault);
+    }
+    if (x->wedged[0] != '\0') {
+        fprintf(f, "    WEDGED: %s\n", x->wedged);
+    }
+}
+
+/* The user's shared MPS (--mps-share=node): its servers and the jobs each
+ * serves. */
+static void print_shared(FILE *f, const gs_status_t *s, long long now_ms)
+{
+    fprintf(f, "shared MPS %s (uid %d): agent %d, up %.1f s, %d job%s\n", s->job, s->uid,
+            s->agent_pid, gs_status_uptime_s(s, now_ms), s->alive, s->alive == 1 ? "" : "s");
+    for (int g = 0; g < s->nservers; g++) {
+        const gs_status_server_t *x = &s->server[g];
+        gpu_name(f, x, x->gpu, 1);
+        if (x->gpu_servers > 1) {
+            fprintf(f, " server %d of %d", x->server, x->gpu_servers);
+        }
+        fprintf(f, " (%s, %s): ", x->name, x->uuid);
+        if (x->daemon_pid > 0) {
+            fprintf(f, "daemon %d on %s, ", x->daemon_pid, x->core);
+            server_pid(f, x->server_pid);
+            fprintf(f, ", pipe %s, ", x->pipe_dir);
+        } else {
+            fprintf(f, "control daemon exited, ");
+        }
+        fprintf(f, "jobs %s", x->jobs[0] ? x->jobs : "none");
+        if (x->server_mib >= 0) {
+            fprintf(f, "; GPU memory: server %lld MiB", x->server_mib);
+        }
+        fputc('\n', f);
+        server_notes(f, x);
+    }
+}
+
+/* Job s's server g: its line, then its ranks'. */
+static void print_job_server(FILE *f, const gs_status_t *s, int g)
+{
+    const gs_status_server_t *x = &s->server[g];
+    gpu_name(f, x, x->gpu_servers > 0 ? x->gpu : g, 0);
+    if (x->gpu_servers > 1) {
+        fprintf(f, " server %d of %d", x->server, x->gpu_servers);
+    }
+    fprintf(f, " (%s, %s):", x->name, x->uuid);
+    if (x->daemon_pid > 0) {
+        fprintf(f, " daemon %d on %s, ", x->daemon_pid, x->core);
+        server_pid(f, x->server_pid);
+        fprintf(f, ", %s%%, pipe %s,", x->pct[0] ? x->pct : "100",
+                x->pipe_dir[0] ? x->pipe_dir : "?");
+    }
+    fprintf(f, " ranks %s: %d registered, %d alive", x->ranks[0] ? x->ranks : "none",
+            x->registered, x->alive);
+    if (x->clients[0] != '\0') {
+        /* What MPS says, not what gsrun set: "3/4 2:no-mps". */
+        fprintf(f, ", MPS clients %s", x->clients);
+    }
+    if (s->memory_every_ms > 0 && s->shared[0] != '\0') {
+        /* the shared server's own memory is on the shared MPS's line */
+        mib(f, "; GPU memory: the job's clients ", x->clients_mib);
+    } else if (s->memory_every_ms > 0) {
+        mib(f, "; GPU memory: server ", x->server_mib);
+        mib(f, ", its clients ", x->clients_mib);
+    }
+    fputc('\n', f);
+    rank_lines(f, s, g);
+    server_notes(f, x);
+}
+
+static void print_job(FILE *f, const gs_status_t *s, long long now_ms)
+{
+    fprintf(f, "job %s (uid %d): agent %d, launcher %d", s->job, s->uid, s->agent_pid,
+            s->launcher_pid);
+    if (s->gsrun_pid > 0) {
+        fprintf(f, ", gsrun %d", s->gsrun_pid);
+    }
+    fprintf(f, ", up %.1f s, MPS %s, %d of %d ranks registered, %d alive",
+            gs_status_uptime_s(s, now_ms), s->mps, s->registered, s->local_size, s->alive);
+    if (s->memory_limit_mb > 0) {
+        fprintf(f, ", memory limit %lld MiB per rank", s->memory_limit_mb);
+    }
+    fputc('\n', f);
+    if (s->message[0] != '\0') {
+        fprintf(f, "  %s\n", s->message);
+    }
+    if (s->shared[0] != '\0') {
+        fprintf(f, "  MPS servers shared with the user's other jobs (%s)\n", s->shared);
+    }
+    for (int g = 0; g < s->nservers; g++) {
+        print_job_server(f, s, g);
+    }
+}
+
 void gs_status_print_text(FILE *f, const gs_status_t *s, int n, long long now_ms)
 {
     for (int j = 0; j < n; j++, s++) {
@@ -65,103 +162,16 @@ void gs_status_print_text(FILE *f, const gs_status_t *s, int n, long long now_ms
             /* Its agent never wrote a status: the reader said why. */
             fprintf(f, "job %s (uid %d): stale: %s; left behind: %s\n", s->job, s->uid,
                     s->message, s->job_dir);
-            continue;
-        }
-        if (s->stale) {
+        } else if (s->stale) {
             fprintf(f, "job %s (uid %d): stale: its agent %d is gone; left behind: %s (the next "
                        "gsrun job of its user removes it)\n",
                     s->job, s->uid, s->agent_pid, s->job_dir);
-            continue;
-        }
-        if (strcmp(s->mps, "starting") == 0) {
+        } else if (strcmp(s->mps, "starting") == 0) {
             fprintf(f, "job %s (uid %d): starting (no agent status yet)\n", s->job, s->uid);
-            continue;
-        }
-        if (strcmp(s->shared, "node") == 0) {
-            /* The user's shared MPS (--mps-share=node): its servers and
-             * the jobs each serves. */
-            fprintf(f, "shared MPS %s (uid %d): agent %d, up %.1f s, %d job%s\n", s->job, s->uid,
-                    s->agent_pid, gs_status_uptime_s(s, now_ms), s->alive,
-                    s->alive == 1 ? "" : "s");
-            for (int g = 0; g < s->nservers; g++) {
-                const gs_status_server_t *x = &s->server[g];
-                gpu_name(f, x, x->gpu, 1);
-                if (x->gpu_servers > 1) {
-                    fprintf(f, " server %d of %d", x->server, x->gpu_servers);
-                }
-                fprintf(f, " (%s, %s): ", x->name, x->uuid);
-                if (x->daemon_pid > 0) {
-                    fprintf(f, "daemon %d on %s, ", x->daemon_pid, x->core);
-                    server_pid(f, x->server_pid);
-                    fprintf(f, ", pipe %s, ", x->pipe_dir);
-                } else {
-                    fprintf(f, "control daemon exited, ");
-                }
-                fprintf(f, "jobs %s", x->jobs[0] ? x->jobs : "none");
-                if (x->server_mib >= 0) {
-                    fprintf(f, "; GPU memory: server %lld MiB", x->server_mib);
-                }
-                fputc('\n', f);
-                if (x->fault[0] != '\0') {
-                    fprintf(f, "    FAULT: %s\n", x->fault);
-                }
-                if (x->wedged[0] != '\0') {
-                    fprintf(f, "    WEDGED: %s\n", x->wedged);
-                }
-            }
-            continue;
-        }
-        fprintf(f, "job %s (uid %d): agent %d, launcher %d", s->job, s->uid, s->agent_pid,
-                s->launcher_pid);
-        if (s->gsrun_pid > 0) {
-            fprintf(f, ", gsrun %d", s->gsrun_pid);
-        }
-        fprintf(f, ", up %.1f s, MPS %s, %d of %d ranks registered, %d alive",
-                gs_status_uptime_s(s, now_ms), s->mps, s->registered, s->local_size, s->alive);
-        if (s->memory_limit_mb > 0) {
-            fprintf(f, ", memory limit %lld MiB per rank", s->memory_limit_mb);
-        }
-        fputc('\n', f);
-        if (s->message[0] != '\0') {
-            fprintf(f, "  %s\n", s->message);
-        }
-        if (s->shared[0] != '\0') {
-            fprintf(f, "  MPS servers shared with the user's other jobs (%s)\n", s->shared);
-        }
-        for (int g = 0; g < s->nservers; g++) {
-            const gs_status_server_t *x = &s->server[g];
-            gpu_name(f, x, x->gpu_servers > 0 ? x->gpu : g, 0);
-            if (x->gpu_servers > 1) {
-                fprintf(f, " server %d of %d", x->server, x->gpu_servers);
-            }
-            fprintf(f, " (%s, %s):", x->name, x->uuid);
-            if (x->daemon_pid > 0) {
-                fprintf(f, " daemon %d on %s, ", x->daemon_pid, x->core);
-                server_pid(f, x->server_pid);
-                fprintf(f, ", %s%%, pipe %s,", x->pct[0] ? x->pct : "100",
-                        x->pipe_dir[0] ? x->pipe_dir : "?");
-            }
-            fprintf(f, " ranks %s: %d registered, %d alive", x->ranks[0] ? x->ranks : "none",
-                    x->registered, x->alive);
-            if (x->clients[0] != '\0') {
-                /* What MPS says, not what gsrun set: "3/4 2:no-mps". */
-                fprintf(f, ", MPS clients %s", x->clients);
-            }
-            if (s->memory_every_ms > 0 && s->shared[0] != '\0') {
-                /* the shared server's own memory is on the shared MPS's line */
-                mib(f, "; GPU memory: the job's clients ", x->clients_mib);
-            } else if (s->memory_every_ms > 0) {
-                mib(f, "; GPU memory: server ", x->server_mib);
-                mib(f, ", its clients ", x->clients_mib);
-            }
-            fputc('\n', f);
-            rank_lines(f, s, g);
-            if (x->fault[0] != '\0') {
-                fprintf(f, "    FAULT: %s\n", x->fault);
-            }
-            if (x->wedged[0] != '\0') {
-                fprintf(f, "    WEDGED: %s\n", x->wedged);
-            }
+        } else if (strcmp(s->shared, "node") == 0) {
+            print_shared(f, s, now_ms);
+        } else {
+            print_job(f, s, now_ms);
         }
     }
 }
