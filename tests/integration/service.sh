@@ -206,8 +206,11 @@ rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
 check "gsrun stop --now, the service lingering: status $rc (0) in $ms ms (under 3000), the service ($sp) gone" \
     [ $rc -eq 0 -a $ms -lt 3000 -a -n "$sp" -a -z "$(leftover_procs)" ] || diag "$OUT.s"
+# (A server confirmed at the stop is said as the service's, never as a
+# job's: "for the job's tasks (added for a step)" before.)
 check "  ... it says the service stopped and its server shut down" \
-    eval 'grep -q "stopping the shared MPS: gsrun stop --now asked" "$OUT.s" && grep -q "GPU 0: MPS shut down" "$OUT.s"' ||
+    eval 'grep -q "stopping the shared MPS: gsrun stop --now asked" "$OUT.s" && grep -q "GPU 0: MPS shut down" "$OUT.s" &&
+          ! grep -q "the job.s tasks" "$OUT.s"' ||
     diag "$OUT.s"
 clean "gsrun stop --now"
 job 2 "$OUT.a" "$ERR.a" --mps-linger=30 -np 1 "$PROG" --sleep 4000 &
