@@ -4,7 +4,8 @@
 # "Layers"): runtime/'s folders, the agent's parts, and the front ends.
 #
 # A file may include and call only what is in its own layer or below it;
-# in the agent (layer 7 and up) only strictly below, its own part aside:
+# in the agent (layers 7 to 18) only strictly below, its own part aside;
+# every file has a layer:
 #
 #   0  runtime/core/    errors, processes, sockets, settings, sizes, text
 #   1  runtime/wire/    the agent's protocol and command line
@@ -15,15 +16,16 @@
 #                       helper programs
 #   6  runtime/batch/   a batch job's node: provisioning, root's keeper and end
 #                       of a job (for the front ends; the agent never uses it)
-#   7  agent: report ranks placer      11 agent: agent_loop agent_fault
-#            lister attach                 agent_share_wedge
-#                                       12 agent: agent_share agent_lease
-#   8  agent: guard                     13 agent: agent_memory
-#   9  agent: daemons                   14 agent: agent_watch agent_watch_end
-#   10 agent: agent_setup agent_publish    agent_stuck
-#            agent_pack                 15 agent: agent_serve
-#            agent_fault_word           16 agent: agent (agent.c: the states)
-#                                       17 agent: agent_main (gsrun-agent)
+#   7  agent: report ranks placer      12 agent: agent_share_place
+#            lister attach                 agent_lease_watch
+#   8  agent: guard                     13 agent: agent_share agent_lease
+#   9  agent: daemons                   14 agent: agent_memory
+#   10 agent: agent_setup agent_publish 15 agent: agent_watch agent_watch_end
+#            agent_pack                    agent_stuck
+#            agent_fault_word           16 agent: agent_serve
+#   11 agent: agent_loop agent_fault    17 agent: agent (agent.c: the states)
+#            agent_share_wedge          18 agent: agent_main (gsrun-agent)
+#            agent_lease_gpus
 #   pmix/               uses runtime/core only
 #   launcher/ ompi/ slurm/ (front ends) use runtime/ (not the agent) and pmix/,
 #                       never each other (launcher/ is gsrun's own)
@@ -61,19 +63,20 @@ layer_of() { # part -> layer
     guard) echo 8 ;;
     daemons) echo 9 ;;
     agent_setup | agent_publish | agent_pack | agent_fault_word | agent_int) echo 10 ;;
-    agent_loop | agent_fault | agent_share_wedge) echo 11 ;;
-    agent_share | agent_lease) echo 12 ;;
-    agent_memory) echo 13 ;;
-    agent_watch | agent_watch_end | agent_stuck) echo 14 ;;
-    agent_serve) echo 15 ;;
-    agent) echo 16 ;;
-    agent_main) echo 17 ;;
+    agent_loop | agent_fault | agent_share_wedge | agent_lease_gpus) echo 11 ;;
+    agent_share_place | agent_lease_watch) echo 12 ;;
+    agent_share | agent_lease) echo 13 ;;
+    agent_memory) echo 14 ;;
+    agent_watch | agent_watch_end | agent_stuck) echo 15 ;;
+    agent_serve) echo 16 ;;
+    agent) echo 17 ;;
+    agent_main) echo 18 ;;
     pmix) echo 1 ;;
     launcher | ompi | slurm) echo 20 ;;
     *) echo 99 ;;
     esac
 }
-in_agent() { [ "$(layer_of "$1")" -ge 7 ] && [ "$(layer_of "$1")" -le 17 ]; }
+in_agent() { [ "$(layer_of "$1")" -ge 7 ] && [ "$(layer_of "$1")" -le 18 ]; }
 
 # The public names each runtime folder's modules and each agent part
 # define: gs_<module>_*, GS_<MODULE>_* (from the file names), and for the
@@ -95,7 +98,7 @@ names_of() {
     attach) re='|gs_attach_[a-z_]+|GS_ATTACH_[A-Z_]+' ;;
     guard) re='|gs_guard_[a-z_]+' ;;
     daemons) re='|gs_daemons_[a-z_]+|GS_DAEMON_[A-Z_]+' ;;
-    agent_setup | agent_publish | agent_pack | agent_fault_word | agent_loop | agent_fault | agent_share_wedge | agent_share | agent_lease | agent_memory | agent_watch | agent_watch_end | agent_stuck | agent_serve | agent | agent_main)
+    agent | agent_*)
         for m in $(grep -hoE '^[a-z][a-z_ *]*\bgs_agent_[a-z_]+\(' "$S/runtime/agent/$p.c" |
             grep -oE 'gs_agent_[a-z_]+'); do
             re="$re|$m"
@@ -123,7 +126,7 @@ if [ -z "$stray" ]; then
 else
     not_ok "runtime files outside the layer folders: $stray"
 fi
-parts="core wire gpu plan files rank batch report ranks placer lister attach guard daemons agent_setup agent_publish agent_pack agent_fault_word agent_loop agent_fault agent_share_wedge agent_share agent_lease agent_memory agent_watch agent_watch_end agent_stuck agent_serve agent agent_main"
+parts="core wire gpu plan files rank batch report ranks placer lister attach guard daemons agent_setup agent_publish agent_pack agent_fault_word agent_loop agent_fault agent_share_wedge agent_lease_gpus agent_share_place agent_lease_watch agent_share agent_lease agent_memory agent_watch agent_watch_end agent_stuck agent_serve agent agent_main"
 declare -A RE
 for p in $parts; do RE[$p]=$(names_of "$p"); done
 
@@ -131,6 +134,10 @@ for f in $files; do
     me=$(part_of "$f")
     L=$(layer_of "$me")
     why=""
+    if [ "$me" != other ] && [ "$L" = 99 ]; then
+        not_ok "$f (part $me): in no layer: give it one here and in doc/architecture.md"
+        continue
+    fi
     # Includes of the tree's own headers.
     for h in $(sed -nE 's/^#include "((runtime|pmix|launcher|ompi|slurm)\/[a-z_/]*\.h)".*/\1/p' "$S/$f"); do
         p=$(part_of "$h")
@@ -191,6 +198,15 @@ if [ -z "${GS_LAYERS_ROOT:-}" ]; then
     plant runtime/rank/node.c '#include "runtime/batch/provision.h"' &&
         ok "a planted include of batch/ in rank/ fails the check" ||
         not_ok "a planted include of batch/ in rank/ passes the check"
+    rm -rf "${tmp:?}"/*
+    (cd "$S" && tar cf - runtime pmix launcher ompi slurm) | tar xf - -C "$tmp"
+    printf '#include "runtime/agent/agent_int.h"\n' >"$tmp/runtime/agent/agent_new.c"
+    ! GS_LAYERS_ROOT=$tmp GS_LAYERS_ONLY=runtime/agent/agent_new.c bash "$0" >/dev/null 2>&1 &&
+        ok "a new agent file in no layer fails the check" ||
+        not_ok "a new agent file in no layer passes the check"
+    plant runtime/agent/agent_share_place.c 'static void f(void) { gs_agent_share_check(0); }' &&
+        ok "a planted call from agent_share_place.c into agent_share.c fails the check" ||
+        not_ok "a planted call from agent_share_place.c into agent_share.c passes the check"
     plant slurm/srun_task.c '#include "launcher/options.h"' &&
         ok "a planted include of launcher/ in slurm/ fails the check" ||
         not_ok "a planted include of launcher/ in slurm/ passes the check"
