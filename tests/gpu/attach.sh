@@ -141,8 +141,15 @@ check "6. 64 ranks without MPS: $n of 64 told (the first at $(first_ms n64 'with
     eval "[ '$n' = 64 ] && [ '$(cat "$T/n64.rc")' = 0 ]" || tail -5 "$T/n64.err" | sed 's/^/# /'
 check "  ... the summary: $(grep -o 'served [^;]*; [^;(]*' "$T/n64.err" | head -1)" \
     grep -q "served 0 of 64 ranks as MPS clients; 64 ran on the GPU without MPS" "$T/n64.err"
-check "  ... the shared MPS's GPU answer read ($(grep -c 'could not tell the GPUs' "$T/n64.err") lines saying it could not: $(grep -o 'could not tell the GPUs.*' "$T/n64.err" | head -1))" \
-    eval "! grep -q 'could not tell the GPUs' '$T/n64.err'"
+# Its answer, which lists the 64 processes, is read whole. While 64
+# contexts are created without MPS (about 20 s on an H200), a listing may
+# run past a second: the service then says so and the job lists the GPUs
+# itself (issue 58's bound, told once with -v). That fallback is no
+# failure; an answer the job cannot read, a closed connection or no
+# answer is (seen: "its GPU listing has run 1003 ms" in 2 of 3 runs).
+why=$(grep -o 'could not tell the GPUs (.*' "$T/n64.err" | head -1)
+check "  ... the shared MPS's GPU answer read (${why:-nothing said against it})" \
+    eval "[ -z \"\$why\" ] || echo \"\$why\" | grep -q '^could not tell the GPUs (its GPU listing has run [0-9]* ms (NVML slow or stuck)); this job lists them itself'"
 "$G" stop >/dev/null 2>&1
 clean
 
