@@ -314,7 +314,9 @@ static void confirm_server(gs_agent_t *a, int e)
     const gs_mps_daemon_t *d = &a->daemons.daemon[e];
     char who[48];
     gs_daemons_label(&a->daemons, e, who, sizeof(who));
-    gs_daemons_record_servers(&a->daemons, e);
+    if (a->o->cfg.prestart) {
+        gs_daemons_record_servers(&a->daemons, e);
+    }
     gs_report_add(&a->report, 0,
                   "%s (%s, %s): MPS control daemon %d on %s, server %d, for the user's jobs on "
                   "this node, ready in %lld ms",

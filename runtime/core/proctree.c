@@ -332,7 +332,9 @@ static void keep_groups(search_t *s, const proc_entry_t *list, long n)
 }
 
 /* Tree process e, running: SIGKILL when it is of the kind asked for.
- * Returns 1 when it was signalled for the first time. */
+ * Returns 1 when it was signalled for the first time, 0 when it is of the
+ * kind but was not (signalled before, or gone), -1 when it is not of the
+ * kind (not counted alive). */
 static int end_one(search_t *s, const proc_entry_t *e, int *waiting)
 {
     if (!marked(e->pid, s->marker)) {

@@ -104,7 +104,8 @@ int gs_mps_probe(gs_mps_daemon_t *d, const char *control, int bound_ms, char *wh
          * children are its servers. A question now would wait out that
          * silence, and hold up every lease behind it. */
         pid_t kids[GS_MPS_MAX_SERVERS];
-        int n = d->nservers > 0 ? 0 : children_of(dp, kids, GS_MPS_MAX_SERVERS);
+        int known = d->nservers > 0 && d->server_pidfd[0] >= 0; /* looked at above */
+        int n = known ? 0 : children_of(dp, kids, GS_MPS_MAX_SERVERS);
         for (int i = 0; i < n; i++) {
             if (stays_stopped(kids[i])) {
                 snprintf(why, len, "MPS server %d (of control daemon %d) is stopped (state T)",
@@ -140,8 +141,8 @@ int gs_mps_probe(gs_mps_daemon_t *d, const char *control, int bound_ms, char *wh
     return GS_MPS_PROBE_OK;
 }
 
-/* SIGKILL to every child of pid (its MPS servers: the daemon starts them;
- * not reaped while it lives, so their PIDs are theirs). */
+/* SIGKILL to every child of pid (its MPS servers: the daemon starts them).
+ * A wedged daemon reaps none of them, so their PIDs stay theirs. */
 static void kill_children(pid_t pid)
 {
     pid_t kids[256];
