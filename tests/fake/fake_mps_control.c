@@ -27,6 +27,8 @@
  *                                server sets up its GPU context: ~250 ms on an
  *                                H100)
  *   FAKE_MPS_SILENT_LOG=FILE     append a line at each such silence's start
+ *                                ("daemon <pid> (run by <its parent's comm>
+ *                                <ppid>) silent <N> ms after start_server")
  *                                and one per command that came in it: "<sender's comm> <pid> (run by
  *                                <its parent's comm> <ppid>) waited <ms> ms:
  *                                <command>" (who was held up by it)
@@ -386,9 +388,12 @@ static int handle(int fd)
                 silent_until = now_ms() + atoi(getenv("FAKE_MPS_SERVER_SETUP_MS"));
                 const char *log = getenv("FAKE_MPS_SILENT_LOG");
                 FILE *f = log != NULL ? fopen(log, "a") : NULL;
+                char pcomm[64];
+                int ppid = (int)getppid(), pppid;
+                proc_comm(ppid, pcomm, sizeof(pcomm), &pppid);
                 if (f != NULL) {
-                    fprintf(f, "daemon %d silent %s ms after start_server\n", (int)getpid(),
-                            getenv("FAKE_MPS_SERVER_SETUP_MS"));
+                    fprintf(f, "daemon %d (run by %s %d) silent %s ms after start_server\n",
+                            (int)getpid(), pcomm, ppid, getenv("FAKE_MPS_SERVER_SETUP_MS"));
                     fclose(f);
                 }
             }
