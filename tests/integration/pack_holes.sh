@@ -324,7 +324,8 @@ own=$(grep -c "^daemon [0-9]* (run by gsrun-agent [0-9]*) silent" "$OUT.silent")
 # overlap; under load a job's rank may end before the last job plans, and
 # that job then takes its GPU: 4 3 3 2 once beside two busy loops on 2
 # cores; and a job may run servers of its own, as sharing never costs a job
-# its MPS: 10 of 12 once there). The service is never held up.
+# its MPS: 12 daemons went silent once there, not 4). The service is never
+# held up.
 got=$(per_gpu 4 "$OUT".r*[0-9])
 check "7. 12 jobs at once, the service's $silences servers' daemons silent 400 ms after their start ($own of jobs' own): $got a GPU, status $(rcs "$OUT".r*[0-9].rc), the node service held up by a silence $held times (0); planned to MPS ready at most ${worst#* } ms in ${worst% *} timelines" \
     eval "[ '$(rcs "$OUT".r*[0-9].rc)' = 000000000000 ] && [ '${worst% *}' = 12 ] && [ '$held' = 0 ] && [ '$silences' -ge 1 ]" ||
