@@ -468,8 +468,9 @@ void gs_agent_write_status(const gs_agent_t *a);
 void gs_agent_confirm_servers(gs_agent_t *a, int job_long);
 /* Job-long: those of daemons first.. (added for a step when first > 0). */
 void gs_agent_confirm_servers_from(gs_agent_t *a, int first);
-/* Daemon g's alone (added: for a step, or a lease). */
-void gs_agent_confirm_server(gs_agent_t *a, int g, int added);
+/* Daemon g's alone, its line saying whom it serves ("the job's tasks",
+ * "the user's jobs on this node"). */
+void gs_agent_confirm_server(gs_agent_t *a, int g, const char *whose);
 /* The same, where it waits for the ranks (confirm_pending), once. */
 void gs_agent_confirm_pending(gs_agent_t *a);
 #endif

@@ -115,9 +115,10 @@ void gs_agent_publish_on(gs_agent_t *a)
     publish(a, st, "ok\n");
 }
 
-/* The ranks are on their way (or, job-long, the tasks may come): record the
- * servers (for teardown and the guard) and report each daemon. */
-void gs_agent_confirm_server(gs_agent_t *a, int g, int added)
+/* The ranks are on their way (or, job-long, the tasks may come; or the
+ * node service's new server has set up): record the servers (for teardown
+ * and the guard) and report the daemon. */
+void gs_agent_confirm_server(gs_agent_t *a, int g, const char *whose)
 {
     gs_mps_daemon_t *d = &a->daemons.daemon[g];
     char who[48];
@@ -126,17 +127,16 @@ void gs_agent_confirm_server(gs_agent_t *a, int g, int added)
         gs_daemons_record_servers(&a->daemons, g);
     }
     gs_report_add(&a->report, 0,
-                  "%s (%s, %s): MPS control daemon %d on %s, server %d, for the job's tasks%s, "
-                  "ready in %lld ms",
+                  "%s (%s, %s): MPS control daemon %d on %s, server %d, for %s, ready in %lld ms",
                   who, a->servers.gpu[g].name, d->uuid, (int)d->daemon_pid, a->daemons.pinned[g],
-                  (int)d->server_pid[0], added ? " (added for a step)" : "",
-                  d->ready_ms - d->start_ms);
+                  (int)d->server_pid[0], whose, d->ready_ms - d->start_ms);
 }
 
 void gs_agent_confirm_servers_from(gs_agent_t *a, int first)
 {
     for (int g = first; g < a->plan.nservers; g++) {
-        gs_agent_confirm_server(a, g, first > 0);
+        gs_agent_confirm_server(a, g,
+                                first > 0 ? "the job's tasks (added for a step)" : "the job's tasks");
     }
 }
 

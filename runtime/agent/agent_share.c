@@ -307,23 +307,6 @@ static void drop(gs_agent_t *a, int i)
     *l = a->leases[a->nleases];
 }
 
-/* Server e's PIDs, recorded for a bounded stop, and its line: the job's
- * own confirm speaks of a job's tasks. */
-static void confirm_server(gs_agent_t *a, int e)
-{
-    const gs_mps_daemon_t *d = &a->daemons.daemon[e];
-    char who[48];
-    gs_daemons_label(&a->daemons, e, who, sizeof(who));
-    if (a->o->cfg.prestart) {
-        gs_daemons_record_servers(&a->daemons, e);
-    }
-    gs_report_add(&a->report, 0,
-                  "%s (%s, %s): MPS control daemon %d on %s, server %d, for the user's jobs on "
-                  "this node, ready in %lld ms",
-                  who, a->servers.gpu[e].name, d->uuid, (int)d->daemon_pid, a->daemons.pinned[e],
-                  (int)d->server_pid[0], d->ready_ms - d->start_ms);
-}
-
 void gs_agent_share_confirm(gs_agent_t *a, int all)
 {
     long long now = gs_proc_now_ms();
@@ -331,7 +314,7 @@ void gs_agent_share_confirm(gs_agent_t *a, int all)
     for (int e = 0; e < a->daemons.n && e < GS_MAX_GPUS; e++) {
         if (a->share_confirm_ms[e] > 0 && (all || now >= a->share_confirm_ms[e])) {
             a->share_confirm_ms[e] = 0;
-            confirm_server(a, e);
+            gs_agent_confirm_server(a, e, "the user's jobs on this node");
             changed = 1;
         }
     }

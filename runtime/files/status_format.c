@@ -9,12 +9,16 @@
 
 /* "GPU 2", the node's number as nvidia-smi shows it, and the job's own
  * where its CUDA_VISIBLE_DEVICES renumbers the GPUs ("GPU 2, the job's 0"). */
-static void gpu_name(FILE *f, const gs_status_server_t *x, int job_gpu, int shared)
+static void server_title(FILE *f, const gs_status_server_t *x, int job_gpu, int shared)
 {
     fprintf(f, "  GPU %d", x->node_gpu);
     if (!shared && job_gpu != x->node_gpu) {
         fprintf(f, ", the job's %d", job_gpu);
     }
+    if (x->gpu_servers > 1) {
+        fprintf(f, " server %d of %d", x->server, x->gpu_servers);
+    }
+    fprintf(f, " (%s, %s):", x->name, x->uuid);
 }
 
 /* A server's PID, or that its daemon has not started it (no PID yet: MPS
@@ -77,17 +81,13 @@ static void print_shared(FILE *f, const gs_status_t *s, long long now_ms)
             s->agent_pid, gs_status_uptime_s(s, now_ms), s->alive, s->alive == 1 ? "" : "s");
     for (int g = 0; g < s->nservers; g++) {
         const gs_status_server_t *x = &s->server[g];
-        gpu_name(f, x, x->gpu, 1);
-        if (x->gpu_servers > 1) {
-            fprintf(f, " server %d of %d", x->server, x->gpu_servers);
-        }
-        fprintf(f, " (%s, %s): ", x->name, x->uuid);
+        server_title(f, x, x->gpu, 1);
         if (x->daemon_pid > 0) {
-            fprintf(f, "daemon %d on %s, ", x->daemon_pid, x->core);
+            fprintf(f, " daemon %d on %s, ", x->daemon_pid, x->core);
             server_pid(f, x->server_pid);
             fprintf(f, ", pipe %s, ", x->pipe_dir);
         } else {
-            fprintf(f, "control daemon exited, ");
+            fprintf(f, " control daemon exited, ");
         }
         fprintf(f, "jobs %s", x->jobs[0] ? x->jobs : "none");
         if (x->server_mib >= 0) {
@@ -102,11 +102,7 @@ static void print_shared(FILE *f, const gs_status_t *s, long long now_ms)
 static void print_job_server(FILE *f, const gs_status_t *s, int g)
 {
     const gs_status_server_t *x = &s->server[g];
-    gpu_name(f, x, x->gpu_servers > 0 ? x->gpu : g, 0);
-    if (x->gpu_servers > 1) {
-        fprintf(f, " server %d of %d", x->server, x->gpu_servers);
-    }
-    fprintf(f, " (%s, %s):", x->name, x->uuid);
+    server_title(f, x, x->gpu_servers > 0 ? x->gpu : g, 0);
     if (x->daemon_pid > 0) {
         fprintf(f, " daemon %d on %s, ", x->daemon_pid, x->core);
         server_pid(f, x->server_pid);
