@@ -492,6 +492,7 @@ static void escape(const char *file)
                 fclose(f);
             }
             if (getenv("FAKE_MPS_ESCAPE_EXEC") != NULL) {
+                signal(SIGPIPE, SIG_DFL); /* what the user's code would run with */
                 execl("/bin/sh", "sh", "-c", getenv("FAKE_MPS_ESCAPE_EXEC"), (char *)NULL);
                 _exit(127);
             }
@@ -520,6 +521,11 @@ static int run_daemon(void)
     if (getenv("FAKE_MPS_IGNORE_TERM")) {
         signal(SIGTERM, SIG_IGN);
     }
+    /* A client killed past its bound (gsrun kills a command's client after
+     * 2 s) closes its end before the answer: the write fails with EPIPE,
+     * and the daemon lives on, serving the job. Without this the fake died
+     * of SIGPIPE whenever it answered late (under a fork bomb beside it). */
+    signal(SIGPIPE, SIG_IGN);
     record_start();
     if (getenv("FAKE_MPS_ESCAPE")) {
         escape(getenv("FAKE_MPS_ESCAPE"));

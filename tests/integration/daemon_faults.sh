@@ -64,6 +64,18 @@ check "  ... the servers listed after that, once the daemon answered (${listed:-
 check "  ... and reported with their PID" grep -q "MPS control daemon [0-9]* on .*, server [1-9][0-9]*, 4 ranks" "$ERR"
 check_clean "control daemon silent during server setup"
 
+# Silent past the 2 s bound of a command: gsrun kills the command's client,
+# and the daemon answers into a closed connection. The daemon must live on
+# (the fake once died of SIGPIPE there, under load: mps_fake.sh's 100-rank
+# job failed with status 70 or 46 beside endjob.sh's fork bomb).
+FAKE_MPS_SERVER_SETUP_MS=3000 gsrun_fake 1 -v --mps=on -np 2 "$PROG" --mps-client >"$OUT" 2>"$ERR"
+rc=$?
+check "control daemon silent 3 s (past a command's 2 s): job status $rc (0), $(grep -c 'client=ok' "$OUT") of 2 ranks MPS clients" \
+    eval '[ $rc -eq 0 ] && [ "$(grep -c "client=ok" "$OUT")" -eq 2 ]' || diag "$ERR"
+check "  ... the late command told, and the daemon did not die of it" \
+    eval 'grep -q "got no answer within 2000 ms" "$ERR" && ! grep -q "exited while the job ran" "$ERR"' || diag "$ERR"
+check_clean "control daemon silent past a command's bound"
+
 # Signals: SIGTERM to gsrun ends the job as it ends mpirun's; MPS goes away.
 gsrun_fake_exec 1 -np 3 "$PROG" --sleep 20000 >"$OUT" 2>"$ERR" &
 pid=$!

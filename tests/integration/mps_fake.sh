@@ -83,7 +83,10 @@ rc=$?
 # What was seen is in the check's line: a log's tail may not reach CI's output.
 oks=$(grep -c 'client=ok' "$OUT") starts=$(grep -c '^start ' "$REC")
 split=$(grep -o 'pipe=[^ ]*/g[0-9]* ' "$OUT" | sort | uniq -c | awk '{print $1}' | tr '\n' ' ')
-check "100 ranks on one GPU, --mps=on: status $rc (0), $oks clients (100), $starts servers (3) of ${split% } clients (33 33 34)" \
+# And the first thing gsrun or a rank told of a failure (CI once showed only
+# "status 70 (0), 0 clients", the reason lost with the log).
+why=$(grep -m1 -i 'error\|problem\|refused\|cannot\|failed' "$ERR" | cut -c1-240)
+check "100 ranks on one GPU, --mps=on: status $rc (0), $oks clients (100), $starts servers (3) of ${split% } clients (33 33 34)${why:+; first told: $why}" \
     [ $rc -eq 0 -a "$oks" -eq 100 -a "$starts" -eq 3 -a "$split" = "33 33 34 " ] ||
     { diag "$ERR"; grep -v '^rank=' "$OUT" | head -20 | diag; }
 check "  ... every daemon on the same GPU, in a pipe dir of its own" \
