@@ -240,22 +240,6 @@ static void grace_note(const gs_agent_t *a, char *buf, size_t len)
     }
 }
 
-/* One line (lease.h's, n bytes; nothing when it did not fit) to every job
- * leasing shared server g, each in one write. */
-static void tell(gs_agent_t *a, int g, const char *line, int n)
-{
-    for (int i = 0; i < a->nleases && n > 0; i++) {
-        for (int e = 0; e < a->leases[i].n && !a->leases[i].waiting; e++) {
-            if (a->leases[i].server[e] == g) {
-                if (write(a->leases[i].fd, line, (size_t)n) < 0) {
-                    /* Its job is gone: the lease ends at its hang-up. */
-                }
-                break;
-            }
-        }
-    }
-}
-
 /* MPS ended these clients' contexts: their ranks are marked (agent_watch.c
  * tells the grace from fault_at_ms). 1 when any was this job's. */
 static int mark_faulted(gs_agent_t *a, const pid_t *pids, int n)
@@ -305,7 +289,7 @@ static void on_fault(gs_agent_t *a, int g)
     }
     if (a->mode == GS_MODE_SHARED) {
         /* Told first: a job whose ranks the fault ended is ending now. */
-        tell(a, g, line, gs_lease_fmt_fault(line, sizeof(line), g, h->at, hit, nhit));
+        gs_agent_tell_leases(a, g, line, gs_lease_fmt_fault(line, sizeof(line), g, h->at, hit, nhit));
     }
     if (gs_daemons_retire(ds, g) != 0) {
         gs_report_add(&a->report, 1,
@@ -327,7 +311,7 @@ static void on_fault(gs_agent_t *a, int g)
     /* The fresh server's dirs before anyone is answered again. */
     gs_agent_publish_on(a);
     if (a->mode == GS_MODE_SHARED) {
-        tell(a, g, line, gs_lease_fmt_renew(line, sizeof(line), g));
+        gs_agent_tell_leases(a, g, line, gs_lease_fmt_renew(line, sizeof(line), g));
     }
 }
 

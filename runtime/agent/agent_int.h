@@ -358,8 +358,12 @@ void gs_agent_share_tell_lost(gs_agent_t *a);
  * refused); the start under way looked at (then the leases placed); how
  * soon to look again (ms, -1: no start under way). */
 int gs_agent_share_gpu_by_uuid(const gs_agent_t *a, const char *uuid);
-/* Lease i refused with why: its entries given back, its job told (the
- * last lease moves into slot i; serving no one, the agent goes now). */
+/* Lease i ended: its clients given back, its connection closed, the last
+ * lease moved into slot i; the last one gone, the service lingers
+ * linger_ms from now. */
+void gs_agent_share_end(gs_agent_t *a, int i, int linger_ms);
+/* Lease i refused with why: its job told, the lease ended (serving no one,
+ * the agent goes now). */
 void gs_agent_share_refuse(gs_agent_t *a, int i, const char *why);
 void gs_agent_share_place(gs_agent_t *a);
 void gs_agent_share_starting(gs_agent_t *a);
@@ -463,6 +467,9 @@ void gs_agent_publish_without_mps(gs_agent_t *a, gs_state_kind_t kind, int notic
                                   const char *msg, int with_socket);
 /* "ok"/"error" on the ready pipe, once. */
 void gs_agent_signal_ready(gs_agent_t *a, const char *word);
+/* The node service: one line (wire/lease.h's, n bytes; nothing when n <= 0,
+ * it did not fit) to every answered lease on server s, once each. */
+void gs_agent_tell_leases(gs_agent_t *a, int s, const char *line, int n);
 void gs_agent_write_status(const gs_agent_t *a);
 /* Each daemon's servers recorded and reported as ready. */
 void gs_agent_confirm_servers(gs_agent_t *a, int job_long);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* What the agent tells others: the node state the ranks wait for (state.c's
- * file; "ok"/"error" on the ready pipe) and the status `gsrun status` reads,
- * both made from the parts' state. */
+ * file; "ok"/"error" on the ready pipe), the status `gsrun status` reads,
+ * both made from the parts' state, and the node service's lines to the jobs
+ * leasing a server. */
 #include "gs_autoconf.h"
 
 #include <stdio.h>
@@ -21,6 +22,22 @@ void gs_agent_signal_ready(gs_agent_t *a, const char *word)
         }
         close(a->ready_fd);
         a->ready_fd = -1;
+    }
+}
+
+void gs_agent_tell_leases(gs_agent_t *a, int s, const char *line, int n)
+{
+    for (int i = 0; i < a->nleases && n > 0; i++) {
+        const gs_agent_lease_t *l = &a->leases[i];
+        for (int e = 0; e < l->n && !l->waiting; e++) {
+            if (l->server[e] == s) {
+                /* Short: one write the job's agent reads whole. */
+                if (write(l->fd, line, (size_t)n) < 0) {
+                    /* Its job is gone: the lease ends at its hang-up. */
+                }
+                break;
+            }
+        }
     }
 }
 

@@ -269,22 +269,13 @@ void gs_agent_share_tell_lost(gs_agent_t *a)
         a->lost_told[s] = 1;
         changed = 1;
         int st = d->daemon_status;
-        for (int i = 0; i < a->nleases; i++) {
-            for (int e = 0; e < a->leases[i].n && !a->leases[i].waiting; e++) {
-                if (a->leases[i].server[e] == s) {
-                    /* Short: one write the job's agent reads whole. */
-                    char line[64];
-                    int w = gs_lease_fmt_lost(line, sizeof(line), s,
-                                              a->share_shun[s] == 2 ? GS_LEASE_LOST_WEDGED
-                                              : WIFSIGNALED(st)     ? GS_LEASE_LOST_SIGNAL
-                                                                    : GS_LEASE_LOST_STATUS,
-                                              WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
-                    if (w > 0 && write(a->leases[i].fd, line, (size_t)w) < 0) {
-                        /* Its job is gone: the lease ends at its hang-up. */
-                    }
-                }
-            }
-        }
+        char line[64];
+        int n = gs_lease_fmt_lost(line, sizeof(line), s,
+                                  a->share_shun[s] == 2 ? GS_LEASE_LOST_WEDGED
+                                  : WIFSIGNALED(st)     ? GS_LEASE_LOST_SIGNAL
+                                                        : GS_LEASE_LOST_STATUS,
+                                  WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+        gs_agent_tell_leases(a, s, line, n);
     }
     if (changed) {
         gs_agent_write_status(a);
@@ -292,19 +283,12 @@ void gs_agent_share_tell_lost(gs_agent_t *a)
 }
 
 /* Lease i has ended (its job's agent closed the connection, or exited). */
+/* A job hung up: the service lingers as the last job asked. */
 static void drop(gs_agent_t *a, int i)
 {
-    gs_agent_lease_t *l = &a->leases[i];
-    for (int e = 0; e < l->n; e++) {
-        a->leased[l->server[e]] -= l->clients[e];
-    }
+    const gs_agent_lease_t *l = &a->leases[i];
     gs_report_add(&a->report, 0, "job %s ended its lease", l->job);
-    close(l->fd);
-    if (--a->nleases == 0) {
-        a->idle_since = gs_proc_now_ms();
-        a->linger_ms = a->retiring ? 0 : l->linger_s * 1000; /* the last job's linger */
-    }
-    *l = a->leases[a->nleases];
+    gs_agent_share_end(a, i, a->retiring ? 0 : l->linger_s * 1000);
 }
 
 void gs_agent_share_confirm(gs_agent_t *a, int all)

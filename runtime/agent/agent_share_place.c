@@ -105,27 +105,33 @@ static void server_ready(gs_agent_t *a, int e)
     }
 }
 
-void gs_agent_share_refuse(gs_agent_t *a, int i, const char *why)
+void gs_agent_share_end(gs_agent_t *a, int i, int linger_ms)
 {
     gs_agent_lease_t *l = &a->leases[i];
     for (int e = 0; e < l->n; e++) {
         a->leased[l->server[e]] -= l->clients[e];
     }
+    close(l->fd);
+    *l = a->leases[--a->nleases];
+    if (a->nleases == 0) {
+        a->idle_since = gs_proc_now_ms();
+        a->linger_ms = linger_ms;
+    }
+}
+
+void gs_agent_share_refuse(gs_agent_t *a, int i, const char *why)
+{
+    gs_agent_lease_t *l = &a->leases[i];
     gs_report_add(&a->report, 1, "job %s: %s", l->job, why);
     char line[GS_LINE_MAX];
     int n = gs_lease_fmt_refusal(line, sizeof(line), why);
     if (n > 0 && write(l->fd, line, (size_t)n) < 0) {
         /* Its agent is gone already. */
     }
-    close(l->fd);
-    *l = a->leases[--a->nleases];
-    if (a->nleases == 0) {
-        /* Serving no one after a refusal (a start that failed: a bad
-         * control program, a broken GPU): it goes now, and the user's next
-         * job starts one with its own settings. */
-        a->linger_ms = 0;
-        a->idle_since = gs_proc_now_ms();
-    }
+    /* Serving no one after a refusal (a start that failed: a bad control
+     * program, a broken GPU): it goes now, and the user's next job starts
+     * one with its own settings. */
+    gs_agent_share_end(a, i, 0);
 }
 
 /* Places lease l's entries from l->n on: 1 once all are placed (answered),

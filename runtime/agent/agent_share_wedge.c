@@ -23,24 +23,6 @@
  * command a second, not one a job. */
 #define SHARE_PROBE_FRESH_MS 1000
 
-/* Tells every answered lease on server s the line (n bytes; nothing when
- * it did not fit). */
-static void tell_leases(gs_agent_t *a, int s, const char *line, int n)
-{
-    for (int i = 0; i < a->nleases; i++) {
-        const gs_agent_lease_t *l = &a->leases[i];
-        for (int e = 0; e < l->n && !l->waiting; e++) {
-            if (l->server[e] == s) {
-                /* Short: one write the job reads whole. */
-                if (n > 0 && write(l->fd, line, (size_t)n) < 0) {
-                    /* Its job is gone: the lease ends at its hang-up. */
-                }
-                break;
-            }
-        }
-    }
-}
-
 /* Ends wedged server s and starts a fresh one in its dirs: 0, or -1 when
  * none could start (the entry then is a dead server: its jobs hear "lost"). */
 static int replace(gs_agent_t *a, int s, const char *why, char *told, size_t len)
@@ -69,7 +51,7 @@ static int replace(gs_agent_t *a, int s, const char *why, char *told, size_t len
         gs_report_add(&a->report, 1, "%s", told);
         gs_agent_publish_on(a);
         gs_agent_write_status(a); /* the fresh PIDs before the jobs read them */
-        tell_leases(a, s, line, gs_lease_fmt_renew(line, sizeof(line), s));
+        gs_agent_tell_leases(a, s, line, gs_lease_fmt_renew(line, sizeof(line), s));
         return 0;
     }
     snprintf(told, len,
