@@ -31,9 +31,10 @@ TOLD='the MPS server this job shared with the user.s other jobs hit a fatal GPU 
 # program's own) when their server faults, as CUDA programs do.
 job A --mps-share=node -np 2 "$PROG" --mps-victim --sleep 8000
 wait_for "$OUT.A" 'client=ok' 2 || diag "$ERR.A"
-# B: one rank that faults the server and lives on 5 s, holding the fault;
+# B: one rank that faults the server and lives on 15 s, holding the fault
+# through 2 and 3 (5 s once ran out beside two busy loops: C took 6.4 s);
 # its linger (the last lease's) keeps the shared agent after it (4).
-job B --mps-share=node --mps-linger=30 -np 1 "$PROG" --mps-fault 0 --sleep 5000
+job B --mps-share=node --mps-linger=30 -np 1 "$PROG" --mps-fault 0 --sleep 15000
 wait_for "$OUT.A.rc" . 1
 bpid=$(sed -n 's/^rank=0 .* pid=\([0-9]*\) .*/\1/p' "$OUT.B" | head -1)
 told_a=$(grep -c "$TOLD" "$ERR.A")
@@ -63,7 +64,7 @@ check "3. gsrun status while B lives: $(grep -o 'FAULT: .*' "$OUT.st" | head -1)
     diag "$OUT.st"
 check "  ... the JSON's shared server has its \"fault\"" \
     grep -q "\"fault\":\"GPU fault at [^\"]*held by job gsrun" "$OUT.json" || diag "$OUT.json"
-wait_for "$OUT.B.rc" . 1
+wait_for "$OUT.B.rc" . 1 30
 told_b=$(grep -c "$TOLD" "$ERR.B")
 check "  ... job B (the faulting one): status $(cat "$OUT.B.rc") (0, its program's), told once ($told_b), its rank named" \
     eval "[ '$(cat "$OUT.B.rc")' = 0 -a '$told_b' = 1 ] && grep -q \"on it: .*this job's rank 0\" '$ERR.B'" || diag "$ERR.B"
