@@ -10,7 +10,7 @@
  * MPS has listed the clients it ended:
  *   - tells it once: in the job's report (a job's own servers), or to each
  *     job leasing it (the shared agent: "fault S <time> <PIDs>" on the
- *     lease; agent_lease.c hands the line to gs_agent_fault_told);
+ *     lease; agent_lease_watch.c hands the line to gs_agent_fault_told);
  *   - retires the server (never given out again; told to quit once its
  *     last client has gone: MPS answers no quit before) and starts a fresh
  *     one in new dirs in its place, published before any lease or rank is
@@ -177,7 +177,7 @@ static int refresh_note(gs_agent_t *a, int g)
     const gs_mps_daemon_t *d = gs_daemons_retired_of(&a->daemons, g, &h);
     char *note = a->fault_note[g], who[400];
     if (a->daemons.borrowed) {
-        return 0; /* its note is the one the job was told (gs_agent_fault_shared) */
+        return 0; /* its note is the one the job was told (gs_agent_fault_told) */
     }
     if (d == NULL) {
         int had = note[0] != '\0';
@@ -337,39 +337,6 @@ void gs_agent_faults(gs_agent_t *a)
     }
 }
 
-/* Entry e takes the shared agent's server s as published now (after a
- * fault: the fresh one). */
-static void retake(gs_agent_t *a, int s)
-{
-    gs_state_t *st = calloc(1, sizeof(*st));
-    gs_status_t *ss = calloc(1, sizeof(*ss));
-    gs_error_t err;
-    if (st == NULL || ss == NULL || gs_state_read(a->share_dir, st, &err) != 0 ||
-        s >= st->nservers) {
-        free(st);
-        free(ss);
-        return;
-    }
-    if (gs_status_read(a->share_dir, ss, &err) != 0) {
-        ss->nservers = 0;
-    }
-    for (int e = 0; e < a->daemons.n; e++) {
-        gs_mps_daemon_t *d = &a->daemons.daemon[e];
-        if (a->share_server[e] != s) {
-            continue;
-        }
-        snprintf(d->pipe_dir, sizeof(d->pipe_dir), "%s", st->server[s].pipe_dir);
-        snprintf(d->log_dir, sizeof(d->log_dir), "%s", st->server[s].log_dir);
-        d->daemon_pid = s < ss->nservers ? ss->server[s].daemon_pid : 0;
-        d->server_pid[0] = s < ss->nservers ? ss->server[s].server_pid : 0;
-        d->server_pidfd[0] = -1; /* the shared agent's: never signalled from here */
-        d->nservers = d->server_pid[0] > 0;
-    }
-    free(st);
-    free(ss);
-    gs_agent_publish_on(a);
-}
-
 /* The shared servers' logs read up to now (a job's lease). */
 static void follow_shared(gs_agent_t *a)
 {
@@ -394,10 +361,7 @@ int gs_agent_fault_untold(gs_agent_t *a)
     return 0;
 }
 
-/* "fault S <time> <PIDs>" from the shared agent: its server S hit a fault
- * its control daemon confirmed, which ended the clients named (the shared
- * agent names only those its daemon listed). */
-static void fault_shared(gs_agent_t *a, const char *line)
+void gs_agent_fault_told(gs_agent_t *a, const char *line)
 {
     gs_daemons_t *ds = &a->daemons;
     char who[400];
@@ -443,17 +407,4 @@ static void fault_shared(gs_agent_t *a, const char *line)
     if (changed) {
         gs_agent_write_status(a);
     }
-}
-
-void gs_agent_fault_told(gs_agent_t *a, const char *line)
-{
-    int s;
-    if (gs_lease_kind(line) == GS_LEASE_RENEW) {
-        if (gs_lease_parse_renew(line, &s) == 0) {
-            retake(a, s);
-            gs_agent_write_status(a);
-        }
-        return;
-    }
-    fault_shared(a, line);
 }

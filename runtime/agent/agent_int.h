@@ -29,6 +29,7 @@
 #include "runtime/core/limits.h"
 #include "runtime/files/ledger.h"
 #include "runtime/files/state.h"
+#include "runtime/files/status.h"
 #include "runtime/gpu/gpu.h"
 #include "runtime/agent/lister.h"
 #include "runtime/plan/policy.h"
@@ -280,10 +281,10 @@ int gs_agent_fault_confirm(gs_agent_t *a, int g, const char *label, pid_t *hit);
  * job's end waits a moment for its word: ranks the fault ended may end
  * the job before the line is read). */
 int gs_agent_fault_untold(gs_agent_t *a);
-/* A line from the shared agent on the lease: "fault S <time> <PIDs>" (a
- * fault its control daemon confirmed: the clients named, this job's ranks
- * among them told once in its report) or "renew
- * S" (the job's entries on S take the fresh server's dirs). */
+/* "fault S <time> <PIDs>" from the shared agent on the lease: its server S
+ * hit a fault its control daemon confirmed, which ended the clients named
+ * (it names only those its daemon listed); this job's ranks among them
+ * are told once in its report. */
 void gs_agent_fault_told(gs_agent_t *a, const char *line);
 
 /* agent_serve.c: the messages and the waiting states. */
@@ -391,6 +392,14 @@ int gs_agent_lease_fds(gs_agent_t *a, struct pollfd *p, int max);
 void gs_agent_lease_ready(gs_agent_t *a, const struct pollfd *p, int n);
 /* The same, looked at now without waiting (before a rank is answered). */
 void gs_agent_lease_poll(gs_agent_t *a);
+/* The shared agent's state and status, as a job takes its servers from
+ * them (no status: no PIDs): 0, or -1 with err; the caller frees both. */
+int gs_agent_lease_read_service(const gs_agent_t *a, gs_state_t **st, gs_status_t **ss,
+                                gs_error_t *err);
+/* Entry e as the shared agent's server s (s < st->nservers): its GPU and
+ * dirs from the state, its PIDs and core from the status (0: not listed). */
+void gs_agent_lease_take(gs_agent_t *a, int e, int s, const gs_state_t *st,
+                         const gs_status_t *ss);
 
 /* agent_watch.c: whether each rank really is an MPS client (attach.h),
  * told at once when not; a GPU fault's grace. */

@@ -200,43 +200,26 @@ static int try_lease(gs_agent_t *a, const char *sock, const char *req, int *serv
     return gs_error_set(err, EPROTO, "the user's shared MPS on this node refused the job: %s", why);
 }
 
-/* The leased servers as this job's daemons, from the shared agent's state
- * (pipe and log dirs) and status (PIDs, cores). */
+/* The leased servers as this job's daemons (agent_lease_watch.c's
+ * gs_agent_lease_take, as a renewed server is taken). */
 static int take_servers(gs_agent_t *a, const int *server, gs_error_t *err)
 {
-    gs_state_t *st = calloc(1, sizeof(*st));
-    gs_status_t *ss = calloc(1, sizeof(*ss));
-    gs_error_t ignored;
-    int rc = st == NULL || ss == NULL ? gs_error_set(err, ENOMEM, "out of memory")
-                                      : gs_state_read(a->share_dir, st, err);
-    if (rc == 0 && gs_status_read(a->share_dir, ss, &ignored) != 0) {
-        ss->nservers = 0;
-    }
+    gs_state_t *st = NULL;
+    gs_status_t *ss = NULL;
+    int rc = gs_agent_lease_read_service(a, &st, &ss, err);
     for (int e = 0; rc == 0 && e < a->plan.nservers; e++) {
         int s = server[e];
-        gs_mps_daemon_t *d = &a->daemons.daemon[e];
         if (s >= st->nservers) {
             rc = gs_error_set(err, EPROTO, "the shared MPS's state has no server %d", s);
             break;
         }
-        snprintf(d->uuid, sizeof(d->uuid), "%s", st->server[s].uuid);
-        snprintf(d->pipe_dir, sizeof(d->pipe_dir), "%s", st->server[s].pipe_dir);
-        snprintf(d->log_dir, sizeof(d->log_dir), "%s", st->server[s].log_dir);
+        gs_agent_lease_take(a, e, s, st, ss);
         /* Its faults from now on are this job's to hear of (agent_fault.c). */
         char out[GS_PATH_MAX + 16];
         struct stat sb;
         gs_mps_health_init(&a->daemons.health[e]);
-        gs_mps_out_path(d, out, sizeof(out));
+        gs_mps_out_path(&a->daemons.daemon[e], out, sizeof(out));
         a->daemons.health[e].offset = stat(out, &sb) == 0 ? (long long)sb.st_size : 0;
-        if (s < ss->nservers) {
-            d->daemon_pid = ss->server[s].daemon_pid;
-            d->server_pid[0] = ss->server[s].server_pid;
-            d->server_pidfd[0] = -1; /* the shared agent's: never signalled from here */
-            d->nservers = ss->server[s].server_pid > 0;
-            snprintf(a->daemons.pinned[e], sizeof(a->daemons.pinned[e]), "%s",
-                     ss->server[s].core);
-        }
-        a->share_server[e] = s;
     }
     if (rc == 0) {
         a->daemons.n = a->plan.nservers;

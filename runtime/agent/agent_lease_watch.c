@@ -1,18 +1,81 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* --mps-share=node, a job's agent while its ranks come and run: what it
  * hears on its lease (agent_lease.c took it): a shared server's death, a
- * fault the shared agent confirmed, the shared agent's end; an end before
- * every rank was answered gets the ranks still to come servers of the
- * job's own. */
+ * fault the shared agent confirmed, a server it renewed, the shared
+ * agent's end; an end before every rank was answered gets the ranks still
+ * to come servers of the job's own. How an entry takes a shared server is
+ * here too, for the lease's first answer and a renewal alike. */
 #include "gs_autoconf.h"
 
+#include <errno.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "runtime/agent/agent_int.h"
+#include "runtime/files/status.h"
 #include "runtime/wire/lease.h"
+
+int gs_agent_lease_read_service(const gs_agent_t *a, gs_state_t **st, gs_status_t **ss,
+                                gs_error_t *err)
+{
+    gs_error_t ignored;
+    *st = calloc(1, sizeof(**st));
+    *ss = calloc(1, sizeof(**ss));
+    if (*st == NULL || *ss == NULL) {
+        return gs_error_set(err, ENOMEM, "out of memory");
+    }
+    int rc = gs_state_read(a->share_dir, *st, err);
+    if (rc == 0 && gs_status_read(a->share_dir, *ss, &ignored) != 0) {
+        (*ss)->nservers = 0;
+    }
+    return rc;
+}
+
+void gs_agent_lease_take(gs_agent_t *a, int e, int s, const gs_state_t *st,
+                         const gs_status_t *ss)
+{
+    gs_mps_daemon_t *d = &a->daemons.daemon[e];
+    int listed = s < ss->nservers;
+    snprintf(d->uuid, sizeof(d->uuid), "%s", st->server[s].uuid);
+    snprintf(d->pipe_dir, sizeof(d->pipe_dir), "%s", st->server[s].pipe_dir);
+    snprintf(d->log_dir, sizeof(d->log_dir), "%s", st->server[s].log_dir);
+    d->daemon_pid = listed ? ss->server[s].daemon_pid : 0;
+    d->server_pid[0] = listed ? ss->server[s].server_pid : 0;
+    d->server_pidfd[0] = -1; /* the shared agent's: never signalled from here */
+    d->nservers = d->server_pid[0] > 0;
+    if (listed) {
+        snprintf(a->daemons.pinned[e], sizeof(a->daemons.pinned[e]), "%s", ss->server[s].core);
+    }
+    a->share_server[e] = s;
+}
+
+/* "renew S": the shared agent replaced its server S after a fault (in new
+ * dirs); the job's entries on S take the fresh one, published for the
+ * ranks still to come. */
+static void renewed(gs_agent_t *a, const char *line)
+{
+    gs_state_t *st = NULL;
+    gs_status_t *ss = NULL;
+    gs_error_t err;
+    int s;
+    if (gs_lease_parse_renew(line, &s) != 0) {
+        return;
+    }
+    if (gs_agent_lease_read_service(a, &st, &ss, &err) == 0 && s < st->nservers) {
+        for (int e = 0; e < a->daemons.n; e++) {
+            if (a->share_server[e] == s) {
+                gs_agent_lease_take(a, e, s, st, ss);
+            }
+        }
+        gs_agent_publish_on(a);
+    }
+    free(st);
+    free(ss);
+    gs_agent_write_status(a);
+}
 
 /* The shared agent ended (killed, or `gsrun stop --now`) before every rank
  * was told its server: sharing is an optimisation, never a reason to lose
@@ -115,8 +178,10 @@ void gs_agent_lease_ready(gs_agent_t *a, const struct pollfd *p, int n)
             *nl = '\0';
             gs_lease_kind_t kind = gs_lease_kind(line);
             const char *text;
-            if (kind == GS_LEASE_FAULT || kind == GS_LEASE_RENEW) {
+            if (kind == GS_LEASE_FAULT) {
                 gs_agent_fault_told(a, line);
+            } else if (kind == GS_LEASE_RENEW) {
+                renewed(a, line);
             } else if (gs_lease_parse_wedged_told(line, &text) == 0) {
                 /* A wedged server the shared agent replaced for this job. */
                 gs_report_tell(&a->report, "%s", text);
