@@ -33,7 +33,6 @@
 #include "runtime/agent/agent_int.h"
 #include "runtime/core/proc.h"
 #include "runtime/files/rundir.h"
-#include "runtime/files/state.h"
 #include "runtime/files/status.h"
 #include "runtime/wire/lease.h"
 
@@ -289,7 +288,8 @@ static void on_fault(gs_agent_t *a, int g)
     }
     if (a->mode == GS_MODE_SHARED) {
         /* Told first: a job whose ranks the fault ended is ending now. */
-        gs_agent_tell_leases(a, g, line, gs_lease_fmt_fault(line, sizeof(line), g, h->at, hit, nhit));
+        int n = gs_lease_fmt_fault(line, sizeof(line), g, h->at, hit, nhit);
+        gs_agent_tell_leases(a, g, line, n);
     }
     if (gs_daemons_retire(ds, g) != 0) {
         gs_report_add(&a->report, 1,
@@ -311,6 +311,9 @@ static void on_fault(gs_agent_t *a, int g)
     /* The fresh server's dirs before anyone is answered again. */
     gs_agent_publish_on(a);
     if (a->mode == GS_MODE_SHARED) {
+        /* Its PIDs and core too, before the jobs read them at "renew"
+         * (else they take the retired daemon's). */
+        gs_agent_write_status(a);
         gs_agent_tell_leases(a, g, line, gs_lease_fmt_renew(line, sizeof(line), g));
     }
 }

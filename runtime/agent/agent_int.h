@@ -359,6 +359,9 @@ void gs_agent_share_tell_lost(gs_agent_t *a);
  * refused); the start under way looked at (then the leases placed); how
  * soon to look again (ms, -1: no start under way). */
 int gs_agent_share_gpu_by_uuid(const gs_agent_t *a, const char *uuid);
+void gs_agent_share_place(gs_agent_t *a);
+void gs_agent_share_starting(gs_agent_t *a);
+int gs_agent_share_start_ms(const gs_agent_t *a);
 /* Lease i ended: its clients given back, its connection closed, the last
  * lease moved into slot i; the last one gone, the service lingers
  * linger_ms from now. */
@@ -366,9 +369,6 @@ void gs_agent_share_end(gs_agent_t *a, int i, int linger_ms);
 /* Lease i refused with why: its job told, the lease ended (serving no one,
  * the agent goes now). */
 void gs_agent_share_refuse(gs_agent_t *a, int i, const char *why);
-void gs_agent_share_place(gs_agent_t *a);
-void gs_agent_share_starting(gs_agent_t *a);
-int gs_agent_share_start_ms(const gs_agent_t *a);
 /* The shared agent's extra descriptors while it holds: its leases, each
  * ending when its job's agent closes it. */
 int gs_agent_share_fds(gs_agent_t *a, struct pollfd *p, int max);
@@ -393,7 +393,8 @@ void gs_agent_lease_ready(gs_agent_t *a, const struct pollfd *p, int n);
 /* The same, looked at now without waiting (before a rank is answered). */
 void gs_agent_lease_poll(gs_agent_t *a);
 /* The shared agent's state and status, as a job takes its servers from
- * them (no status: no PIDs): 0, or -1 with err; the caller frees both. */
+ * them (no status: no PIDs): 0, or a negative errno with err; the caller
+ * frees both, also on error. */
 int gs_agent_lease_read_service(const gs_agent_t *a, gs_state_t **st, gs_status_t **ss,
                                 gs_error_t *err);
 /* Entry e as the shared agent's server s (s < st->nservers): its GPU and

@@ -46,9 +46,8 @@ void gs_agent_lease_take(gs_agent_t *a, int e, int s, const gs_state_t *st,
     d->server_pid[0] = listed ? ss->server[s].server_pid : 0;
     d->server_pidfd[0] = -1; /* the shared agent's: never signalled from here */
     d->nservers = d->server_pid[0] > 0;
-    if (listed) {
-        snprintf(a->daemons.pinned[e], sizeof(a->daemons.pinned[e]), "%s", ss->server[s].core);
-    }
+    snprintf(a->daemons.pinned[e], sizeof(a->daemons.pinned[e]), "%s",
+             listed ? ss->server[s].core : "");
     a->share_server[e] = s;
 }
 

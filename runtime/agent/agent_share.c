@@ -282,8 +282,8 @@ void gs_agent_share_tell_lost(gs_agent_t *a)
     }
 }
 
-/* Lease i has ended (its job's agent closed the connection, or exited). */
-/* A job hung up: the service lingers as the last job asked. */
+/* Lease i has ended: its job's agent closed the connection, or exited.
+ * The service lingers as the last job asked. */
 static void drop(gs_agent_t *a, int i)
 {
     const gs_agent_lease_t *l = &a->leases[i];

@@ -73,7 +73,7 @@ rc=$?
 check "control daemon silent 3 s (past a command's 2 s): job status $rc (0), $(grep -c 'client=ok' "$OUT") of 2 ranks MPS clients" \
     eval '[ $rc -eq 0 ] && [ "$(grep -c "client=ok" "$OUT")" -eq 2 ]' || diag "$ERR"
 check "  ... the late command told, and the daemon did not die of it" \
-    eval 'grep -q "got no answer within 2000 ms" "$ERR" && ! grep -q "exited while the job ran" "$ERR"' || diag "$ERR"
+    eval 'grep -q "got no answer within [0-9]* ms" "$ERR" && ! grep -q "exited while the job ran" "$ERR"' || diag "$ERR"
 check_clean "control daemon silent past a command's bound"
 
 # Signals: SIGTERM to gsrun ends the job as it ends mpirun's; MPS goes away.

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: runtime/gpu/mps_health.c, runtime/agent/agent_fault.c, runtime/agent/agent_fault_word.c, runtime/agent/daemons.c, runtime/agent/agent_lease.c, runtime/files/status.c
+# covers: runtime/gpu/mps_health.c, runtime/agent/agent_fault.c, runtime/agent/agent_fault_word.c, runtime/agent/daemons.c, runtime/agent/agent_lease.c, runtime/agent/agent_lease_watch.c, runtime/agent/agent_publish.c, runtime/files/status.c
 # A GPU fault on an MPS server (issue 51), with the fake control daemon's
 # fault (tests/fake: a client that says "fault" makes it print the lines a
 # real server prints and refuse new clients with 807 while a client of the
@@ -8,11 +8,12 @@
 # step): every job the fault ended is told once, in its own output and
 # without -v, who MPS ended (1); a job that starts while the faulting
 # process still holds the faulted server gets a fresh server and all its
-# clients (2); `gsrun status` and its JSON show the fault and who holds it
-# (3); the faulted server ends with its last client and nothing is left
-# (4). The same with a job's own servers (--mps-share=job) (5, 6). Fault
-# lines another process of the user's writes into a server's log retire
-# nothing and are told to no job (7).
+# clients (2); `gsrun status` and its JSON show the fault and who holds it,
+# and a job still on the server (K) its fresh daemon (3); the faulted
+# server ends with its last client and nothing is left (4). The same with
+# a job's own servers (--mps-share=job) (5, 6). Fault lines another
+# process of the user's writes into a server's log retire nothing and are
+# told to no job (7).
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"
 
 job() { local n=$1; shift; bg_job "$n" 1 "$@"; } # job NAME args...: one GPU (lib.sh)
@@ -31,6 +32,13 @@ TOLD='the MPS server this job shared with the user.s other jobs hit a fatal GPU 
 # program's own) when their server faults, as CUDA programs do.
 job A --mps-share=node -np 2 "$PROG" --mps-victim --sleep 8000
 wait_for "$OUT.A" 'client=ok' 2 || diag "$ERR.A"
+# K: one rank on the same server that never starts CUDA: the fault ends
+# nothing of it, and it hears the server renewed (3).
+job K --mps-share=node -np 1 "$PROG" --sleep 12000
+for _ in $(seq 200); do
+    "$GSRUN" status 2>/dev/null | grep "pipe $TMPDIR/" | grep -q 'jobs [^ ]*:[0-9]* [^ ]*:[0-9]*' && break
+    sleep 0.05
+done
 # B: one rank that faults the server and lives on 15 s, holding the fault
 # through 2 and 3 (5 s once ran out beside two busy loops: C took 6.4 s);
 # its linger (the last lease's) keeps the shared agent after it (4).
@@ -64,13 +72,23 @@ check "3. gsrun status while B lives: $(grep -o 'FAULT: .*' "$OUT.st" | head -1)
     diag "$OUT.st"
 check "  ... the JSON's shared server has its \"fault\"" \
     grep -q "\"fault\":\"GPU fault at [^\"]*held by job gsrun" "$OUT.json" || diag "$OUT.json"
+# A job that leases the renewed server names its fresh daemon, as the
+# node service does (it read the status before the service wrote the
+# fresh one once: the retired daemon's PID, gone with B's end).
+on_fresh=$(grep "pipe $TMPDIR/[^ ]*/g0\.1," "$OUT.st")
+pids=$(echo "$on_fresh" | grep -o ' daemon [0-9]*' | sort -u | tr -d '\n')
+check "  ... every line on the fresh server ($(echo "$on_fresh" | grep -c .): the service's and its jobs') names one daemon:$pids" \
+    eval '[ "$(echo "$on_fresh" | grep -c .)" -ge 2 ] && [ "$(echo "$pids" | wc -w)" = 2 ]' || diag "$OUT.st"
+wait_for "$OUT.K.rc" . 1 30
+check "  ... job K (on the server, no CUDA): status $(cat "$OUT.K.rc") (0), told of no fault" \
+    eval '[ "$(cat "$OUT.K.rc")" = 0 ] && ! grep -q "$TOLD" "$ERR.K"' || diag "$ERR.K"
 wait_for "$OUT.B.rc" . 1 30
 told_b=$(grep -c "$TOLD" "$ERR.B")
 check "  ... job B (the faulting one): status $(cat "$OUT.B.rc") (0, its program's), told once ($told_b), its rank named" \
     eval "[ '$(cat "$OUT.B.rc")' = 0 -a '$told_b' = 1 ] && grep -q \"on it: .*this job's rank 0\" '$ERR.B'" || diag "$ERR.B"
 
 # 4. The faulted server ends with its last client, while the shared agent
-# (C's linger) keeps the fresh one; then nothing is left.
+# (the last lease's linger) keeps the fresh one; then nothing is left.
 for _ in $(seq 100); do [ "$(controls)" = 1 ] && break; sleep 0.05; done
 check "4. once B has exited the faulted server has ended, the fresh one serves on ($(controls) control daemon)" \
     [ "$(controls)" = 1 ]
