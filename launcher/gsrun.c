@@ -165,8 +165,9 @@ static int start_agent_early(const gs_opts_t *o, const char *agent, const char *
     req.gsrun_pid = getpid();
     req.t0_ms = gsrun_t0_ms;
     req.ranks_at_most = ranks_at_most;
-    if (gs_node_start_early(&req, &fd, &err) != 0) {
-        if (o->cfg.verbose) {
+    int rc = gs_node_start_early(&req, &fd, &err);
+    if (rc != 0) {
+        if (o->cfg.verbose || rc == -ETIMEDOUT) { /* the job waited: say why */
             fprintf(stderr, "gsrun: note: %s; the node's first rank starts it instead\n", err.text);
         }
         return -1;

@@ -178,9 +178,10 @@ static void start_early(void)
     req.agent_path = rtc_agent;
     req.launcher_pid = getpid();
     req.in_sequence = 1; /* as for every job here: see rtc_assign */
-    if (gs_node_start_early(&req, &early.pipe_fd, &err) != 0) {
+    int rc = gs_node_start_early(&req, &early.pipe_fd, &err);
+    if (rc != 0) {
         gs_rundir_remove(early.job_dir);
-        if (rtc_cfg.verbose) {
+        if (rtc_cfg.verbose || rc == -ETIMEDOUT) { /* the job waited: say why */
             fprintf(stderr, "gsrun: note: %s; the job's start starts it instead\n", err.text);
         }
     }

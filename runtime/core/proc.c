@@ -198,23 +198,25 @@ int gs_proc_threads(const char *proc_root, pid_t pid)
     return tasks;
 }
 
-int gs_proc_spawn_daemon(void (*child)(void *ctx, int ready_w), void *ctx, int *ready_rd,
-                         gs_error_t *err)
+/* One fork (and a second in the child where grandchild), the child in a
+ * session of its own running child(ctx, ready_w). */
+static int spawn(void (*child)(void *ctx, int ready_w), void *ctx, int grandchild, int *ready_rd,
+                 pid_t *pid, gs_error_t *err)
 {
-    int pfd[2], st;
+    int pfd[2];
     if (pipe2(pfd, O_CLOEXEC) != 0) {
         return gs_error_set(err, errno, "pipe: %s", strerror(errno));
     }
-    pid_t pid = fork();
-    if (pid < 0) {
+    *pid = fork();
+    if (*pid < 0) {
         int e = errno;
         close(pfd[0]);
         close(pfd[1]);
         return gs_error_set(err, e, "fork: %s", strerror(e));
     }
-    if (pid == 0) {
+    if (*pid == 0) {
         setsid();
-        if (fork() != 0) {
+        if (grandchild && fork() != 0) {
             _exit(0);
         }
         close(pfd[0]);
@@ -222,10 +224,24 @@ int gs_proc_spawn_daemon(void (*child)(void *ctx, int ready_w), void *ctx, int *
         _exit(127);
     }
     close(pfd[1]);
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
     *ready_rd = pfd[0];
     return 0;
+}
+
+int gs_proc_spawn_daemon(void (*child)(void *ctx, int ready_w), void *ctx, int *ready_rd,
+                         gs_error_t *err)
+{
+    pid_t pid;
+    int st, rc = spawn(child, ctx, 1, ready_rd, &pid, err);
+    while (rc == 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    return rc;
+}
+
+int gs_proc_spawn_child(void (*child)(void *ctx, int ready_w), void *ctx, int *ready_rd,
+                        pid_t *pid, gs_error_t *err)
+{
+    return spawn(child, ctx, 0, ready_rd, pid, err);
 }
 
 int gs_proc_comm(const char *proc_root, pid_t pid, char *buf, size_t len)

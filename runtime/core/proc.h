@@ -70,6 +70,11 @@ int gs_proc_threads(const char *proc_root, pid_t pid);
 int gs_proc_spawn_daemon(void (*child)(void *ctx, int ready_w), void *ctx, int *ready_rd,
                          gs_error_t *err);
 
+/* As gs_proc_spawn_daemon, but our own child (*pid), which we reap: for a
+ * caller that must be able to end the daemon and know it has gone. */
+int gs_proc_spawn_child(void (*child)(void *ctx, int ready_w), void *ctx, int *ready_rd,
+                        pid_t *pid, gs_error_t *err);
+
 /* Whether a process exists (through its pidfd when given). */
 int gs_proc_alive(pid_t pid, int pidfd);
 

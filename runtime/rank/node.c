@@ -180,12 +180,18 @@ static int register_rank(const gs_state_t *st, int local_rank, int for_parent, i
     }
     shutdown(fd, SHUT_WR);
     /* One line: in socket mode the agent keeps the connection open. */
-    if (gs_proc_read_line(fd, reply, sizeof(reply),
-                          gs_proc_now_ms() + (long long)timeout_s * 1000 + 5000) <= 0 ||
-        gs_protocol_answer_parse(reply, &by_pidfd, gpu, generation) != 0) {
+    long n = gs_proc_read_line(fd, reply, sizeof(reply),
+                               gs_proc_now_ms() + (long long)timeout_s * 1000 + 5000);
+    if (n <= 0 || gs_protocol_answer_parse(reply, &by_pidfd, gpu, generation) != 0) {
         close(fd);
-        return gs_error_set(err, EPROTO, "the node agent refused the registration of rank %d",
-                            local_rank);
+        reply[strcspn(reply, "\n")] = '\0';
+        return n == -ETIMEDOUT
+                   ? gs_error_set(err, ETIMEDOUT, "the node agent did not answer the registration "
+                                  "of rank %d within %d s", local_rank, timeout_s + 5)
+               : n <= 0 ? gs_error_set(err, EPROTO, "the node agent closed the registration of "
+                                       "rank %d without an answer", local_rank)
+                        : gs_error_set(err, EPROTO, "the node agent refused the registration of "
+                                       "rank %d: %s", local_rank, reply);
     }
     if (!by_pidfd && for_parent) {
         close(fd);
@@ -274,10 +280,31 @@ static int tell_size(const char *node_dir, int local_size, pid_t launcher, int t
     return 0;
 }
 
+/* An early agent that did not report ready is made to go (asked, then
+ * killed, if it still runs) and waited for with its guard (they hold the
+ * node dir's lock until they have gone, and remove the dir as they go):
+ * only then may the node's first rank start another one there. A late one
+ * left running would take the lock, the socket or the dir from it. */
+#define GS_EARLY_STOP_MS 2000
+
+static void end_early(pid_t pid, const char *node_dir, int timeout_s)
+{
+    if (gs_proc_wait(pid, GS_EARLY_STOP_MS, NULL) != 0) { /* one that failed is ending */
+        gs_proc_stop_child(pid, GS_EARLY_STOP_MS, NULL);
+    }
+    /* The guard stops what the agent had started (bounded by its TERM
+     * wait for ranks, of which there are none yet). */
+    int fd = gs_rundir_lock_wait(node_dir, (timeout_s + 10) * 1000);
+    if (fd >= 0) {
+        close(fd);
+    }
+}
+
 int gs_node_start_early(const gs_node_req_t *req, int *launcher_fd, gs_error_t *err)
 {
     char node_dir[256], line[64];
     int ready_rd = -1, rc, w[2];
+    pid_t pid = 0;
     gs_node_req_t early = *req;
 
     *launcher_fd = -1;
@@ -286,24 +313,35 @@ int gs_node_start_early(const gs_node_req_t *req, int *launcher_fd, gs_error_t *
     }
     early.early = 1;
     early.early_watch_fd = w[0];
+    agent_child_t c = {&early, req->job_dir, 1};
     if ((rc = gs_node_dir(req->job_dir, node_dir, sizeof(node_dir), err)) != 0 ||
         (rc = gs_rundir_ensure(node_dir, err)) != 0 ||
-        (rc = spawn_agent(&early, req->job_dir, 1, &ready_rd, err)) != 0) {
+        (rc = gs_proc_spawn_child(agent_child, &c, &ready_rd, &pid, err)) != 0) {
         close(w[0]);
         close(w[1]);
         return rc;
     }
     close(w[0]); /* the agent has its own */
-    /* Listening is the agent's first step (a few ms): then mpirun may start. */
-    long n = gs_proc_read_line(ready_rd, line, sizeof(line), gs_proc_now_ms() + 5000);
+    /* Listening is the agent's first step (a few ms): then mpirun may start.
+     * A loaded node may take seconds; it is waited for as long as a rank
+     * waits for its agent, since giving up on a live one is no faster. */
+    long n = gs_proc_read_line(ready_rd, line, sizeof(line),
+                               gs_proc_now_ms() + ((long long)req->cfg->timeout_s + 10) * 1000);
     close(ready_rd);
-    if (n <= 0 || gs_protocol_ready_parse(line) != 0) {
-        close(w[1]); /* an agent that still comes up goes again */
-        return gs_error_set(err, ECHILD, "the node agent did not start (%s)",
-                            n > 0 ? line : "no answer");
+    if (n > 0 && gs_protocol_ready_parse(line) == 0) {
+        *launcher_fd = w[1];
+        return 0;
     }
-    *launcher_fd = w[1];
-    return 0;
+    close(w[1]); /* the launcher pipe: a live agent ends on its closing */
+    end_early(pid, node_dir, req->cfg->timeout_s);
+    rc = gs_rundir_ensure(node_dir, err); /* its end removed it */
+    if (n == -ETIMEDOUT) {
+        return gs_error_set(err, ETIMEDOUT, "the node agent did not start within %d s (PID %d, "
+                            "ended)", req->cfg->timeout_s + 10, (int)pid);
+    }
+    return rc != 0 ? rc
+                   : gs_error_set(err, ECHILD, "the node agent did not start (%s)",
+                                  n > 0 ? line : "it exited");
 }
 
 /* The job's dirs on this node, then (with agent_path) the agent, then its

@@ -16,7 +16,9 @@
 #      ranks counted as what they became;
 #   4. ranks pointed by a wrapper at an MPS server started by hand (its own
 #      CUDA_MPS_PIPE_DIRECTORY): told, never counted served by gsrun;
-#   5. ranks that exit 127 before any CUDA: no "--mps=off" advice.
+#   5. ranks that exit 127 before any CUDA: no "--mps=off" advice;
+#   6. a control daemon stopped while a command's client is killed after
+#      2 s (as gsrun bounds its commands): resumed, it lives and answers.
 # Each case prints the ms from the job's start to gsrun's line and to the
 # job's end. Ends with "N passed, N failed".
 set -u
@@ -158,6 +160,36 @@ waitrc gone
 check "ranks that exit 127 before CUDA: status $(rc_of gone) (not 0), no --mps=off advice" \
     eval '[ "$(rc_of gone)" != 0 ] && ! grep -q "mps=off" "$T/gone.err"' || show gone
 grep -E "before|never" "$T/gone.err" | tail -2 | cut -c1-300 | sed 's/^/#   /'
+clean
+
+# 6. gsrun bounds an MPS command at 2 s and kills its client (runtime/gpu/
+# mps.c): a daemon stopped meanwhile, once resumed, answers into a closed
+# connection. It must live on and answer the next command, or gsrun must
+# leave the client to end by itself instead of killing it.
+H6=$T/closed
+mkdir -p "$H6/pipe" "$H6/log"
+before=$(live_procs 'nvidia-cuda-mps')
+CUDA_MPS_PIPE_DIRECTORY=$H6/pipe CUDA_MPS_LOG_DIRECTORY=$H6/log "$CTL" -d
+sleep 0.5
+d=""
+for p in $(live_procs 'nvidia-cuda-mps'); do
+    case " $before " in *" $p "*) ;; *) d="$d $p" ;; esac
+done
+d=${d# }
+first=$(echo get_default_active_thread_percentage | CUDA_MPS_PIPE_DIRECTORY=$H6/pipe timeout 5 "$CTL")
+[ -n "$d" ] && kill -STOP $d
+echo get_default_active_thread_percentage | CUDA_MPS_PIPE_DIRECTORY=$H6/pipe timeout -s KILL 2 "$CTL" >/dev/null
+krc=$?
+[ -n "$d" ] && kill -CONT $d
+sleep 1
+alive=no
+[ -n "$d" ] && [ -e "/proc/$d" ] && ! grep -q '^State:.*Z' "/proc/$d/status" && alive=yes
+next=$(echo get_default_active_thread_percentage | CUDA_MPS_PIPE_DIRECTORY=$H6/pipe timeout 5 "$CTL")
+check "a control daemon ($d, answered '$first') stopped while a command's client was killed at 2 s (status $krc, 137): resumed, it lives ($alive) and answers the next ('$next')" \
+    eval '[ -n "$d" ] && [ $krc = 137 ] && [ $alive = yes ] && [ -n "$next" ] && [ "$next" = "$first" ]' ||
+    tail -5 "$H6/log/control.log" | sed 's/^/#   /'
+echo quit | CUDA_MPS_PIPE_DIRECTORY=$H6/pipe timeout 5 "$CTL"
+[ -n "$d" ] && all_gone $d || kill -9 $d 2>/dev/null
 clean
 
 rm -rf "$T"
