@@ -161,7 +161,7 @@ static int make_job_dir(char *out, size_t len, gs_error_t *err)
  * ranks wait for it. Not under gsrun or with a fork agent of any other kind
  * (the prefix), whose jobs are not this component's; nor in the orteds,
  * whose environment is not their jobs' (a remote shell's). Failing, it
- * leaves the start to assign, as before. */
+ * leaves the start to assign. */
 static void start_early(void)
 {
     gs_node_req_t req;

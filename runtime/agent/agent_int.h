@@ -483,6 +483,9 @@ void gs_agent_tell_leases(gs_agent_t *a, int s, const char *line, int n);
 void gs_agent_write_status(const gs_agent_t *a);
 /* Each daemon's servers recorded and reported as ready. */
 void gs_agent_confirm_servers(gs_agent_t *a, int job_long);
+/* Each of the first n servers told how many of them share its GPU (its
+ * daemon's entry and the plan's): after one was added, or failed to be. */
+void gs_agent_count_servers(gs_agent_t *a, int n);
 /* Job-long: those of daemons first.. (added for a step when first > 0). */
 void gs_agent_confirm_servers_from(gs_agent_t *a, int first);
 /* Daemon g's alone, its line saying whom it serves ("the job's tasks",

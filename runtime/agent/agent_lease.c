@@ -14,7 +14,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -214,12 +213,6 @@ static int take_servers(gs_agent_t *a, const int *server, gs_error_t *err)
             break;
         }
         gs_agent_lease_take(a, e, s, st, ss);
-        /* Its faults from now on are this job's to hear of (agent_fault.c). */
-        char out[GS_PATH_MAX + 16];
-        struct stat sb;
-        gs_mps_health_init(&a->daemons.health[e]);
-        gs_mps_out_path(&a->daemons.daemon[e], out, sizeof(out));
-        a->daemons.health[e].offset = stat(out, &sb) == 0 ? (long long)sb.st_size : 0;
     }
     if (rc == 0) {
         a->daemons.n = a->plan.nservers;
@@ -316,7 +309,8 @@ int gs_agent_share_join(gs_agent_t *a, gs_error_t *err)
             return rc; /* ENOENT: the last shared agent removed it as we looked */
         }
         /* One start while another agent holds the dir is all it takes to
-         * know: a job never starts them in a loop (352 in 10 s once). */
+         * know: starting them in a loop would fill the node with agents
+         * that each find the dir taken. */
         int held = rc == 0 && gs_share_dir_held(a->share_dir);
         int up = rc != 0 || held ? 1 : spawn(a, dir, err);
         if (up < 0) {

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/agent/agent_int.h"
@@ -38,7 +39,7 @@ void gs_agent_lease_take(gs_agent_t *a, int e, int s, const gs_state_t *st,
                          const gs_status_t *ss)
 {
     gs_mps_daemon_t *d = &a->daemons.daemon[e];
-    int listed = s < ss->nservers;
+    int listed = s < ss->nservers, fresh = strcmp(d->log_dir, st->server[s].log_dir) != 0;
     snprintf(d->uuid, sizeof(d->uuid), "%s", st->server[s].uuid);
     snprintf(d->pipe_dir, sizeof(d->pipe_dir), "%s", st->server[s].pipe_dir);
     snprintf(d->log_dir, sizeof(d->log_dir), "%s", st->server[s].log_dir);
@@ -49,6 +50,17 @@ void gs_agent_lease_take(gs_agent_t *a, int e, int s, const gs_state_t *st,
     snprintf(a->daemons.pinned[e], sizeof(a->daemons.pinned[e]), "%s",
              listed ? ss->server[s].core : "");
     a->share_server[e] = s;
+    if (fresh) {
+        /* Its log from its end as it is now: what it says from now on is
+         * this job's to hear of (a renewed server's log is a new file, not
+         * read on from the retired one's offset). */
+        char out[GS_PATH_MAX + 16];
+        struct stat sb;
+        gs_mps_health_init(&a->daemons.health[e]);
+        gs_mps_out_path(d, out, sizeof(out));
+        a->daemons.health[e].offset = stat(out, &sb) == 0 ? (long long)sb.st_size : 0;
+        a->fault_told[e] = 0;
+    }
 }
 
 /* "renew S": the shared agent replaced its server S after a fault (in new

@@ -149,6 +149,19 @@ void gs_agent_confirm_server(gs_agent_t *a, int g, const char *whose)
                   (int)d->server_pid[0], whose, d->ready_ms - d->start_ms);
 }
 
+void gs_agent_count_servers(gs_agent_t *a, int n)
+{
+    gs_daemons_t *ds = &a->daemons;
+    for (int e = 0; e < n && e < GS_MAX_GPUS; e++) {
+        int k = 0;
+        for (int o = 0; o < n; o++) {
+            k += ds->gpu_of[o] == ds->gpu_of[e];
+        }
+        ds->servers_on[e] = k;
+        a->plan.server[e].gpu_servers = k;
+    }
+}
+
 void gs_agent_confirm_servers_from(gs_agent_t *a, int first)
 {
     for (int g = first; g < a->plan.nservers; g++) {

@@ -217,14 +217,7 @@ static void add_servers(gs_agent_t *a, int fd, int n, const int *want)
             gs_agent_write_status(a);
         } else {
             a->servers.count = first;
-            for (int e = 0; e < first; e++) { /* the running ones, as they were */
-                int g = ds->gpu_of[e], k = 0;
-                for (int o = 0; o < first; o++) {
-                    k += ds->gpu_of[o] == g;
-                }
-                ds->servers_on[e] = k;
-                a->plan.server[e].gpu_servers = k;
-            }
+            gs_agent_count_servers(a, first); /* the running ones, as they were */
         }
     }
     if (rc == 0) {

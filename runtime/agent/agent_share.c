@@ -129,7 +129,8 @@ void gs_agent_share_on_lease(gs_agent_t *a, gs_agent_conn_t *c)
 #define SHARE_LISTING_FRESH_MS 250
 #define SHARE_LISTING_STALE_MS 2000
 /* A listing that has run this long is NVML slow or stuck: the jobs that
- * wait are told at once, and list the GPUs themselves (issue 58). */
+ * wait are told at once, and list the GPUs themselves rather than wait
+ * on it. */
 #define SHARE_LISTING_SLOW_MS 1000
 /* How long its end waits for a listing under way (a hung NVML call): the
  * servers are stopped all the same, and the process ends without it. */

@@ -4,9 +4,9 @@
  * new server, started without the loop waiting for it: one start at a
  * time, looked at every SHARE_START_LOOK_MS. A lease whose server starts
  * is answered once it serves; every other lease, and every "gpus", is
- * answered meanwhile (issue 58: the loop waited out each start, 17-45 ms
- * for the socket on an H100, and up to --mps-timeout for a daemon that
- * hangs before it). */
+ * answered meanwhile: waiting out a start in the loop would hold every job
+ * of the user for it (17-45 ms for the socket on an H100, and up to
+ * --mps-timeout for a daemon that hangs before it). */
 #include "gs_autoconf.h"
 
 #include <errno.h>
@@ -24,7 +24,8 @@
 /* When a new server's PIDs are asked for: the control daemon answers no
  * command while its new server sets up its GPU context (get_server_list
  * took 257 ms then on an H100, 2 ms after). The lease that started it is
- * answered at once, and every other lease meanwhile (issue 52, item 7). */
+ * answered at once, and every other lease meanwhile, not after that
+ * silence. */
 #define SHARE_CONFIRM_MS 500
 
 int gs_agent_share_gpu_by_uuid(const gs_agent_t *a, const char *uuid)
@@ -53,17 +54,6 @@ static int fit(const gs_agent_t *a, int g, int n)
     return best;
 }
 
-/* GPU g's servers are k (a new one) or k - 1 (it failed). */
-static void count_servers(gs_agent_t *a, int g, int below, int k)
-{
-    for (int o = 0; o < below; o++) {
-        if (a->daemons.gpu_of[o] == g) {
-            a->daemons.servers_on[o] = k;
-            a->plan.server[o].gpu_servers = k;
-        }
-    }
-}
-
 /* Begins one more server on GPU g: its index, or -1 with err. */
 static int begin_server(gs_agent_t *a, int g, gs_error_t *err)
 {
@@ -79,11 +69,11 @@ static int begin_server(gs_agent_t *a, int g, gs_error_t *err)
     a->servers.gpu[e] = a->gpus.gpu[g];
     a->servers.count = e + 1;
     gs_daemons_set_server(ds, e, g, k, k + 1);
-    count_servers(a, g, e, k + 1);
     a->plan.server[e] = (gs_server_share_t){.gpu = g, .server = k, .gpu_servers = k + 1};
+    gs_agent_count_servers(a, e + 1);
     if (gs_daemons_begin(ds, &a->servers, err) != 0) {
         a->servers.count = e;
-        count_servers(a, g, e, k);
+        gs_agent_count_servers(a, e);
         return -1;
     }
     a->share_starting = e;
@@ -213,9 +203,8 @@ void gs_agent_share_starting(gs_agent_t *a)
     if (rc == 0) {
         server_ready(a, e);
     } else {
-        int g = a->daemons.gpu_of[e];
         a->servers.count = e;
-        count_servers(a, g, e, a->daemons.servers_on[e] - 1);
+        gs_agent_count_servers(a, e);
         for (int i = 0; i < a->nleases;) {
             if (a->leases[i].starting == e) {
                 gs_agent_share_refuse(a, i, err.text);

@@ -156,8 +156,8 @@ void gs_daemons_stop_from(gs_daemons_t *ds, int first, gs_rank_of_pid_fn rank_of
 }
 
 /* Follows entry g's control.out from its start (gs_mps_spawn made it
- * empty): its server's lines say when it faults. Without inotify the
- * faults go unseen, as before, and nothing else changes. */
+ * empty): its server's lines say when it faults. Without inotify its
+ * faults go unseen, and nothing else changes. */
 static void watch_log(gs_daemons_t *ds, int g)
 {
     char path[GS_PATH_MAX];

@@ -4,7 +4,7 @@
  * socket, and what its lock says of the agent that holds it. The shared
  * agent holds an flock on the directory while it runs; while it ends (its
  * socket gone, its servers stopping) it says so in a file, so that a job
- * then waits a second for it, not --mps-timeout (issue 58). */
+ * then waits a second for it, not --mps-timeout. */
 #ifndef GS_SHARE_DIR_H
 #define GS_SHARE_DIR_H
 

@@ -72,7 +72,7 @@ int gs_clientenv_build(const gs_state_t *st, int rank_gpu, int local_rank, int l
     rc |= add(env, "CUDA_MPS_PIPE_DIRECTORY", g->pipe_dir);
     /* No log directory: MPS reads it in the control daemon's environment
      * only, and a rank told where its server's log is could write lines the
-     * agents take as MPS's (a forged fault retired a good server; issue 58). */
+     * agents take as MPS's (a forged fault would retire a good server). */
     env->unset[env->nunset++] = "CUDA_MPS_LOG_DIRECTORY";
     rc |= add(env, "CUDA_VISIBLE_DEVICES", "0");
     if (g->pct_set) {

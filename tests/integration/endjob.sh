@@ -59,12 +59,19 @@ wait_running() { # wait_running NAME N SECONDS: until N of them run
     return 1
 }
 
+# The job's cgroups under gsrun's (sorted; none where there is no cgroup v2).
+cgroups_of() { [ -n "${cg2:-}" ] && ls -d "$cg2"/gsrun/job-$1.* 2>/dev/null | sort; }
+
 # escape MODE JOB USER NAME N WHAT: a job of USER whose tree runs WHAT (a
 # hostile_user command), N processes named NAME awaited; then root's epilog.
 escape() {
     local mode=$1 job=$2 user=$3 name=$4 n=$5 what=$6 cg=
     [ "$mode" = tree ] && cg=none
     rm -f "$TEST_TMP/esc/pids" "$TEST_TMP/esc/hops" "$TEST_TMP/esc/cgroup" "$TEST_TMP/esc/err"
+    # Another run's cgroup of the same job name (a run killed midway) is
+    # not this one's to remove: only those made from here on count.
+    local stale
+    stale=$(cgroups_of "$job")
     GSRUN_CGROUP_ROOT=$cg FAKE_MPS_ESCAPE=$TEST_TMP/esc/pids FAKE_MPS_ESCAPE_EXEC="cat /proc/self/cgroup >$TEST_TMP/esc/cgroup; exec $H $what 2>$TEST_TMP/esc/err" \
         "$GSRUN" prolog --job "$job" --user "$user" --dir "$BASE" $CTL 2>"$ERR"
     local rc=$?
@@ -96,8 +103,10 @@ escape() {
         { diag "$ERR"; ps -eo pid,ppid,stat,comm | awk -v n="$name" '$4 == n' | head -5 | diag; }
     check "  ... says how many it ended, no warning" eval \
         'grep -q "process.* of the job.s agent ended by root" "$ERR" && ! grep -q warning "$ERR"' || diag "$ERR"
-    check "  ... the job's dir, its keeper file and its cgroup gone" eval \
-        '[ -z "$(ls -A "$BASE" | grep "job-$job")" ] && ! ls -d "$cg2"/gsrun/job-$job.* 2>/dev/null | grep -q .' ||
+    local made
+    made=$(comm -13 <(echo "$stale") <(cgroups_of "$job") | tr '\n' ' ')
+    check "  ... the job's dir, its keeper file and its cgroup gone (${made:-none left}${stale:+; kept, from another run: $(echo $stale)})" eval \
+        '[ -z "$(ls -A "$BASE" | grep "job-$job")" ] && [ -z "$made" ]' ||
         ls -la "$BASE" | diag
     # Should a check fail: nothing of the test outlives it.
     pkill -9 -x "$name" 2>/dev/null
