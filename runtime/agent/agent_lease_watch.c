@@ -39,7 +39,11 @@ void gs_agent_lease_take(gs_agent_t *a, int e, int s, const gs_state_t *st,
                          const gs_status_t *ss)
 {
     gs_mps_daemon_t *d = &a->daemons.daemon[e];
-    int listed = s < ss->nservers, fresh = strcmp(d->log_dir, st->server[s].log_dir) != 0;
+    int listed = s < ss->nservers;
+    /* Another server (a first take, a renewal in new dirs, or a wedged
+     * one refilled in its dirs: another daemon, its log emptied). */
+    int fresh = strcmp(d->log_dir, st->server[s].log_dir) != 0 ||
+                d->daemon_pid != (listed ? ss->server[s].daemon_pid : 0);
     snprintf(d->uuid, sizeof(d->uuid), "%s", st->server[s].uuid);
     snprintf(d->pipe_dir, sizeof(d->pipe_dir), "%s", st->server[s].pipe_dir);
     snprintf(d->log_dir, sizeof(d->log_dir), "%s", st->server[s].log_dir);
@@ -52,8 +56,8 @@ void gs_agent_lease_take(gs_agent_t *a, int e, int s, const gs_state_t *st,
     a->share_server[e] = s;
     if (fresh) {
         /* Its log from its end as it is now: what it says from now on is
-         * this job's to hear of (a renewed server's log is a new file, not
-         * read on from the retired one's offset). */
+         * this job's to hear of (a fresh server's log is a new file, not
+         * read on from the old one's offset). */
         char out[GS_PATH_MAX + 16];
         struct stat sb;
         gs_mps_health_init(&a->daemons.health[e]);

@@ -165,6 +165,10 @@ void gs_agent_stuck_check(gs_agent_t *a)
         gs_daemons_label(ds, e, who, sizeof(who));
         act(a, e, n, ranks, did, sizeof(did));
         a->stuck_told[e] = 1;
+        /* What the blocked ranks become may last a moment (on an H200 they
+         * ran 500 ms without MPS, then exited): the watch looks at them
+         * from now on, not when its NVML look comes round again. */
+        a->nvml_due_ms = a->watch_due_ms = now;
         gs_report_tell(&a->report,
                        "%s: rank%s %s waited %.1f s for %s CUDA context on %s MPS, which is "
                        "wedged: %s; %s",

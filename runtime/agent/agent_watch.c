@@ -62,6 +62,10 @@
  * long without a client's line, and NVML is asked at most this often. */
 #define WATCH_NVML_AFTER_MS 2000
 #define WATCH_NVML_EVERY_MS 2000
+/* While a rank is blocked on a wedged server, which is being replaced: it
+ * loses that wait and may run only a moment after (what it became is told
+ * at the end: a look every 2 s missed ranks that ran 500 ms on an H200). */
+#define WATCH_BLOCKED_MS 250
 
 /* The pipe dir gsrun gave rank r ("" unknown). */
 static const char *pipe_of(const gs_agent_t *a, int r)
@@ -465,10 +469,14 @@ void gs_agent_watch_check(gs_agent_t *a)
         a->recheck_ms = now + WATCH_RECHECK_AFTER_MS;
     }
     if (a->watch_due_ms > 0 && now >= a->watch_due_ms) {
-        int early = 0;
-        if (look_unseen(a, now, &early) && now >= a->nvml_due_ms) {
+        int early = 0, blocked = 0;
+        for (int r = 0; r < a->attach.n; r++) {
+            blocked |= a->attach.r[r].pid > 0 && !a->attach.r[r].gone &&
+                       a->attach.r[r].state == GS_ATTACH_BLOCKED;
+        }
+        if ((look_unseen(a, now, &early) || blocked) && now >= a->nvml_due_ms) {
             ask_nvml(a);
-            a->nvml_due_ms = now + WATCH_NVML_EVERY_MS;
+            a->nvml_due_ms = now + (blocked ? WATCH_BLOCKED_MS : WATCH_NVML_EVERY_MS);
         }
         int unseen = 0;
         for (int r = 0, st; r < a->attach.n; r++) {
@@ -476,7 +484,10 @@ void gs_agent_watch_check(gs_agent_t *a)
             unseen |= a->attach.r[r].pid > 0 && !a->attach.r[r].gone &&
                       (st == GS_ATTACH_UNSEEN || st == GS_ATTACH_BLOCKED);
         }
-        a->watch_due_ms = early ? now + WATCH_EARLY_MS : unseen ? now + WATCH_SLOW_MS : 0;
+        a->watch_due_ms = early     ? now + WATCH_EARLY_MS
+                          : blocked ? now + WATCH_BLOCKED_MS
+                          : unseen  ? now + WATCH_SLOW_MS
+                                    : 0;
     }
     if (clients && a->recheck_ms > 0 && now >= a->recheck_ms) {
         /* A client's workers: each context of its tree counted. */

@@ -79,7 +79,8 @@ int gs_node_dir(const char *job_dir, char *out, size_t len, gs_error_t *err)
     return 0;
 }
 
-/* What the agent's daemon runs (gs_proc_spawn_daemon): its command line,
+/* What the agent's process runs (gs_proc_spawn_daemon, or for the early
+ * agent gs_proc_spawn_child): its command line,
  * the job's environment on top of ours, gsrun-agent. */
 typedef struct {
     const gs_node_req_t *req;

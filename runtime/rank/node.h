@@ -64,7 +64,11 @@ int gs_node_start(const gs_node_req_t *req, gs_state_t *st, gs_error_t *err);
  * once the agent listens, with *launcher_fd the end of a pipe the caller
  * holds while mpirun runs (close-on-exec; its closing tells the agent that
  * the launcher is gone). The node's first rank then only tells the agent
- * the node's size (req->early_agent). */
+ * the node's size (req->early_agent). The agent is the caller's child. It
+ * is waited for as long as a rank waits for its agent (the timeout plus
+ * 10 s); one that exits first, or stays silent that long (then ended), is
+ * waited for with its guard before this returns the error, so a failure
+ * may take about twice that: the node's first rank may then start its own. */
 int gs_node_start_early(const gs_node_req_t *req, int *launcher_fd, gs_error_t *err);
 
 /* Joins the node: with req->agent_path (the node leader) starts the agent
