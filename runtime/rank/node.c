@@ -142,6 +142,13 @@ static void agent_child(void *ctx, int ready_w)
     _exit(127);
 }
 
+/* How long an agent's start is waited for: its own start-up is bounded by
+ * the same timeout; the margin covers GPU discovery and writing the state. */
+static long long agent_wait_ms(int timeout_s)
+{
+    return ((long long)timeout_s + 10) * 1000;
+}
+
 /* Starts the agent as a daemon: its own session (Open MPI kills each rank's
  * process group), not a child of the rank (the program must not inherit it). */
 static int spawn_agent(const gs_node_req_t *req, const char *job_dir, int here, int *ready_rd,
@@ -216,9 +223,7 @@ static int register_rank(const gs_state_t *st, int local_rank, int for_parent, i
 static int wait_ready(const gs_node_req_t *req, const char *node_dir, int ready_rd, gs_state_t *st,
                       gs_error_t *err)
 {
-    /* The agent's own start-up is bounded by the same timeout; the margin
-     * covers GPU discovery and writing the state. */
-    long long deadline = gs_proc_now_ms() + ((long long)req->cfg->timeout_s + 10) * 1000;
+    long long deadline = gs_proc_now_ms() + agent_wait_ms(req->cfg->timeout_s);
     int rc = gs_state_wait(node_dir, deadline, ready_rd, err);
 
     if (rc == -EPIPE) {
@@ -295,7 +300,7 @@ static void end_early(pid_t pid, const char *node_dir, int timeout_s)
     }
     /* The guard stops what the agent had started (bounded by its TERM
      * wait for ranks, of which there are none yet). */
-    int fd = gs_rundir_lock_wait(node_dir, (timeout_s + 10) * 1000);
+    int fd = gs_rundir_lock_wait(node_dir, (int)agent_wait_ms(timeout_s));
     if (fd >= 0) {
         close(fd);
     }
@@ -327,7 +332,7 @@ int gs_node_start_early(const gs_node_req_t *req, int *launcher_fd, gs_error_t *
      * A loaded node may take seconds; it is waited for as long as a rank
      * waits for its agent, since giving up on a live one is no faster. */
     long n = gs_proc_read_line(ready_rd, line, sizeof(line),
-                               gs_proc_now_ms() + ((long long)req->cfg->timeout_s + 10) * 1000);
+                               gs_proc_now_ms() + agent_wait_ms(req->cfg->timeout_s));
     close(ready_rd);
     if (n > 0 && gs_protocol_ready_parse(line) == 0) {
         *launcher_fd = w[1];
@@ -335,14 +340,15 @@ int gs_node_start_early(const gs_node_req_t *req, int *launcher_fd, gs_error_t *
     }
     close(w[1]); /* the launcher pipe: a live agent ends on its closing */
     end_early(pid, node_dir, req->cfg->timeout_s);
-    rc = gs_rundir_ensure(node_dir, err); /* its end removed it */
-    if (n == -ETIMEDOUT) {
-        return gs_error_set(err, ETIMEDOUT, "the node agent did not start within %d s (PID %d, "
-                            "ended)", req->cfg->timeout_s + 10, (int)pid);
+    if ((rc = gs_rundir_ensure(node_dir, err)) != 0) { /* its end removed it */
+        return rc;
     }
-    return rc != 0 ? rc
-                   : gs_error_set(err, ECHILD, "the node agent did not start (%s)",
-                                  n > 0 ? line : "it exited");
+    if (n == -ETIMEDOUT) {
+        return gs_error_set(err, ETIMEDOUT, "the node agent did not start within %lld s (PID "
+                            "%d, ended)", agent_wait_ms(req->cfg->timeout_s) / 1000, (int)pid);
+    }
+    return gs_error_set(err, ECHILD, "the node agent did not start (%s)",
+                        n > 0 ? line : "it exited");
 }
 
 /* The job's dirs on this node, then (with agent_path) the agent, then its
