@@ -63,13 +63,13 @@ layer_of() { # part -> layer
     guard) echo 8 ;;
     daemons) echo 9 ;;
     agent_setup | agent_publish | agent_pack | agent_fault_word | agent_int) echo 10 ;;
-    agent_loop | agent_fault | agent_share_wedge | agent_lease_gpus) echo 11 ;;
+    agent_loop | agent_fault | agent_share_wedge | agent_lease_gpus | agent_run) echo 11 ;;
     agent_share_place | agent_lease_watch) echo 12 ;;
     agent_share | agent_lease) echo 13 ;;
     agent_memory) echo 14 ;;
     agent_watch | agent_watch_end | agent_stuck) echo 15 ;;
     agent_serve) echo 16 ;;
-    agent) echo 17 ;;
+    agent | agent_service) echo 17 ;;
     agent_main) echo 18 ;;
     pmix) echo 1 ;;
     launcher | ompi | slurm) echo 20 ;;
@@ -100,7 +100,7 @@ names_of() {
     daemons) re='|gs_daemons_[a-z_]+|GS_DAEMON_[A-Z_]+' ;;
     agent | agent_*)
         for m in $(grep -hoE '^[a-z][a-z_ *]*\bgs_agent_[a-z_]+\(' "$S/runtime/agent/$p.c" |
-            grep -oE 'gs_agent_[a-z_]+'); do
+            grep -oE 'gs_agent_[a-z_]+\(' | tr -d '('); do
             re="$re|$m"
         done
         ;;
@@ -126,7 +126,7 @@ if [ -z "$stray" ]; then
 else
     not_ok "runtime files outside the layer folders: $stray"
 fi
-parts="core wire gpu plan files rank batch report ranks placer lister attach guard daemons agent_setup agent_publish agent_pack agent_fault_word agent_loop agent_fault agent_share_wedge agent_lease_gpus agent_share_place agent_lease_watch agent_share agent_lease agent_memory agent_watch agent_watch_end agent_stuck agent_serve agent agent_main"
+parts="core wire gpu plan files rank batch report ranks placer lister attach guard daemons agent_setup agent_publish agent_pack agent_fault_word agent_loop agent_fault agent_share_wedge agent_lease_gpus agent_run agent_share_place agent_lease_watch agent_share agent_lease agent_memory agent_watch agent_watch_end agent_stuck agent_serve agent agent_service agent_main"
 declare -A RE
 for p in $parts; do RE[$p]=$(names_of "$p"); done
 
@@ -192,7 +192,7 @@ if [ -z "${GS_LAYERS_ROOT:-}" ]; then
     plant runtime/core/proc.c '#include "runtime/files/rundir.h"' &&
         ok "a planted include of files/ in core/ fails the check" ||
         not_ok "a planted include of files/ in core/ passes the check"
-    plant runtime/agent/agent_serve.c 'static void f(void) { gs_agent_transition_ok(0, 0); }' &&
+    plant runtime/agent/agent_serve.c 'static void f(void) { gs_agent_main(0); }' &&
         ok "a planted call from agent_serve.c into agent.c fails the check" ||
         not_ok "a planted call from agent_serve.c into agent.c passes the check"
     plant runtime/rank/node.c '#include "runtime/batch/provision.h"' &&
@@ -204,7 +204,7 @@ if [ -z "${GS_LAYERS_ROOT:-}" ]; then
     ! GS_LAYERS_ROOT=$tmp GS_LAYERS_ONLY=runtime/agent/agent_new.c bash "$0" >/dev/null 2>&1 &&
         ok "a new agent file in no layer fails the check" ||
         not_ok "a new agent file in no layer passes the check"
-    plant runtime/agent/agent_share_place.c 'static void f(void) { gs_agent_share_check(0); }' &&
+    plant runtime/agent/agent_share_place.c 'static void f(void) { gs_agent_share_hold(0); }' &&
         ok "a planted call from agent_share_place.c into agent_share.c fails the check" ||
         not_ok "a planted call from agent_share_place.c into agent_share.c passes the check"
     plant slurm/srun_task.c '#include "launcher/options.h"' &&

@@ -2,16 +2,17 @@
 /* The node agent: one loop through a table of states, the only code that
  * knows every part. Each state's step does its work with the parts and
  * names the next state; the table says which transitions exist, and a step
- * that names another is a bug reported as such. The three modes (per job,
- * early, job-long) are paths through the same table:
+ * that names another is a bug reported as such (agent_run.c runs it). The
+ * three modes of a job's agent (per job, early, job-long) are paths through
+ * the same table:
  *
  *   per job   DISCOVERING > PLANNING > STARTING > SERVING > STOPPING > DONE
  *   early     DISCOVERING > PRESTARTING > SIZING > PLANNING > STARTING > SERVING > ...
  *   job-long  DISCOVERING > STARTING > HOLDING > STOPPING > DONE
- *   shared    DISCOVERING > STARTING > HOLDING > STOPPING > DONE (a user's MPS
- *             leased to the user's jobs' agents, --mps-share=node: agent_share.c)
  *
- * and a node-wide error goes to FAILED (report, wait for the launcher). */
+ * and a node-wide error goes to FAILED (report, wait for the launcher). The
+ * user's node service (--mps-share=node) is a program of its own, with its
+ * own table: agent_service.c. */
 #include "gs_autoconf.h"
 
 #include "runtime/agent/agent.h"
@@ -20,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "runtime/agent/agent_int.h"
@@ -28,45 +28,6 @@
 #include "runtime/wire/protocol.h"
 
 #define BIT(s) (1u << (s))
-
-static const struct {
-    const char *name;
-    unsigned next; /* the states this one may go to */
-} table[GS_AGENT_NSTATES] = {
-    [GS_AGENT_DISCOVERING] = {"discovering", BIT(GS_AGENT_PRESTARTING) | BIT(GS_AGENT_PLANNING) |
-                                                 BIT(GS_AGENT_STARTING) | BIT(GS_AGENT_FAILED) |
-                                                 BIT(GS_AGENT_DONE)},
-    [GS_AGENT_PRESTARTING] = {"prestarting", BIT(GS_AGENT_SIZING)},
-    [GS_AGENT_SIZING] = {"sizing", BIT(GS_AGENT_PLANNING) | BIT(GS_AGENT_FAILED)},
-    [GS_AGENT_PLANNING] = {"planning", BIT(GS_AGENT_STARTING) | BIT(GS_AGENT_FAILED)},
-    [GS_AGENT_STARTING] = {"starting",
-                           BIT(GS_AGENT_SERVING) | BIT(GS_AGENT_HOLDING) | BIT(GS_AGENT_FAILED)},
-    [GS_AGENT_SERVING] = {"serving", BIT(GS_AGENT_STOPPING)},
-    [GS_AGENT_HOLDING] = {"holding", BIT(GS_AGENT_STOPPING)},
-    [GS_AGENT_STOPPING] = {"stopping", BIT(GS_AGENT_DONE)},
-    [GS_AGENT_FAILED] = {"failed", BIT(GS_AGENT_DONE)},
-    [GS_AGENT_DONE] = {"done", 0},
-};
-
-const char *gs_agent_state_name(gs_agent_state_t s)
-{
-    return s < GS_AGENT_NSTATES ? table[s].name : "?";
-}
-
-int gs_agent_transition_ok(gs_agent_state_t from, gs_agent_state_t to)
-{
-    return from < GS_AGENT_NSTATES && to < GS_AGENT_NSTATES && (table[from].next & BIT(to)) != 0;
-}
-
-/* A node-wide error: published for the ranks (they exit with code). */
-static gs_agent_state_t fail(gs_agent_t *a, int code, const char *msg, int publish)
-{
-    if (publish) {
-        gs_agent_publish_without_mps(a, GS_STATE_ERROR, 0, code, msg, 0);
-    }
-    a->code = code;
-    return GS_AGENT_FAILED;
-}
 
 /* --- the steps ----------------------------------------------------------- */
 
@@ -87,7 +48,7 @@ static gs_agent_state_t discovering(gs_agent_t *a)
     if (a->mode != GS_MODE_PER_JOB && gs_agent_listen(a, &err) != 0) {
         if (a->mode == GS_MODE_EARLY) {
             tell_starter(a, GS_EXIT_SETUP); /* gsrun reads this */
-            return fail(a, GS_EXIT_SETUP, err.text, 0);
+            return gs_agent_fail(a, GS_EXIT_SETUP, err.text, 0);
         }
         gs_agent_publish_without_mps(a, GS_STATE_ERROR, 0, GS_EXIT_SETUP, err.text, 0);
         a->code = GS_EXIT_SETUP;
@@ -101,20 +62,12 @@ static gs_agent_state_t discovering(gs_agent_t *a)
         a->gpus.count = 0;
     }
     gs_report_mark(&a->report, "gpus found");
-    a->have_control =
-        gs_config_find_executable(a->o->cfg.control, GS_CONTROL_SEARCH_DIRS, "MPS control program",
-                                  a->control, sizeof(a->control), &err) == 0;
-    if (!a->have_control) {
-        snprintf(a->control_error, sizeof(a->control_error), "%s", err.text);
-    }
-    gs_daemons_init(&a->daemons, a->node_dir, a->control, a->o->cfg.prestart, a->o->cfg.timeout_s,
-                    &a->report, &a->guard);
+    gs_agent_find_control(a);
     switch (a->mode) {
     case GS_MODE_EARLY:
         gs_report_mark(&a->report, "discovered");
         return GS_AGENT_PRESTARTING;
     case GS_MODE_JOB_LONG:
-    case GS_MODE_SHARED:
         return GS_AGENT_STARTING;
     default:
         return GS_AGENT_PLANNING;
@@ -226,7 +179,7 @@ static gs_agent_state_t planning(gs_agent_t *a)
     }
     if (failed) {
         gs_daemons_stop_from(&a->daemons, 0, NULL, NULL); /* early: nothing to wait for */
-        return fail(a, GS_EXIT_UNAVAILABLE, err.text, 1);
+        return gs_agent_fail(a, GS_EXIT_UNAVAILABLE, err.text, 1);
     }
     if (a->mode == GS_MODE_EARLY) {
         if (!a->plan.use_mps || a->plan.nservers < a->daemons.n) {
@@ -292,28 +245,6 @@ static gs_agent_state_t provisioning(gs_agent_t *a)
     gs_agent_publish_without_mps(a, code != 0 ? GS_STATE_ERROR : GS_STATE_OFF, 1, code, msg, 1);
     gs_agent_write_status(a);
     a->code = code;
-    return GS_AGENT_HOLDING;
-}
-
-/* The shared agent: no server until a job leases one (a lease names its
- * GPUs and clients); the state says the socket, or why there is no MPS. */
-static gs_agent_state_t sharing(gs_agent_t *a)
-{
-    memset(&a->plan, 0, sizeof(a->plan));
-    if (a->gpus.count == 0) {
-        snprintf(a->plan.reason, sizeof(a->plan.reason), "no NVIDIA GPU found on this node: %s",
-                 a->gpus.reason);
-        return fail(a, GS_EXIT_UNAVAILABLE, a->plan.reason, 1);
-    }
-    if (!a->have_control) {
-        return fail(a, GS_EXIT_UNAVAILABLE, a->control_error, 1);
-    }
-    a->plan.use_mps = 1;
-    a->plan.clients_per_server =
-        gs_policy_clients_per_server(a->o->cfg.clients_per_server, a->gpus.cuda_version);
-    gs_agent_share_open(a);
-    gs_agent_publish_on(a);
-    gs_agent_write_status(a);
     return GS_AGENT_HOLDING;
 }
 
@@ -392,16 +323,13 @@ static gs_agent_state_t starting(gs_agent_t *a)
     if (a->mode == GS_MODE_JOB_LONG) {
         return provisioning(a);
     }
-    if (a->mode == GS_MODE_SHARED) {
-        return sharing(a);
-    }
     if (a->early_rc != 0) {
         rc = a->early_rc; /* MPS was tried before the ranks came, and failed */
         err = a->early_err;
     } else if (a->plan.use_mps && cfg->share_node) {
         rc = gs_agent_share_join(a, &err); /* the user's servers on this node */
         if (rc == -ECANCELED) {
-            return fail(a, GS_EXIT_SETUP, err.text, 1); /* the job ends: nothing to start */
+            return gs_agent_fail(a, GS_EXIT_SETUP, err.text, 1); /* the job ends: nothing to start */
         }
         if (rc != 0 && !a->share_refused_own) {
             /* Sharing is an optimisation, never a reason to lose MPS: the
@@ -418,7 +346,7 @@ static gs_agent_state_t starting(gs_agent_t *a)
     }
     if (a->plan.use_mps && rc != 0) {
         if (cfg->mps != GS_MPS_AUTO) {
-            return fail(a, GS_EXIT_SETUP, err.text, 1);
+            return gs_agent_fail(a, GS_EXIT_SETUP, err.text, 1);
         }
         snprintf(msg, sizeof(msg), "MPS could not start: %s; running without MPS", err.text);
         mps_failed = 1;
@@ -427,7 +355,7 @@ static gs_agent_state_t starting(gs_agent_t *a)
     const char *why = init_ranks(a, mps_on, &err);
     if (why != NULL) {
         gs_daemons_stop_from(&a->daemons, 0, NULL, NULL);
-        return fail(a, GS_EXIT_SETUP, why, 1);
+        return gs_agent_fail(a, GS_EXIT_SETUP, why, 1);
     }
     publish_start(a, mps_failed, msg, sizeof(msg));
     if (cfg->mem_limit_mb > 0 && !mps_on) {
@@ -448,10 +376,6 @@ static gs_agent_state_t serving(gs_agent_t *a)
 
 static gs_agent_state_t holding(gs_agent_t *a)
 {
-    if (a->mode == GS_MODE_SHARED) {
-        gs_agent_share_hold(a); /* until the last lease and its linger */
-        return GS_AGENT_STOPPING;
-    }
     gs_agent_hold(a); /* a step's requests for servers are served meanwhile */
     return GS_AGENT_STOPPING;
 }
@@ -459,13 +383,10 @@ static gs_agent_state_t holding(gs_agent_t *a)
 static gs_agent_state_t stopping(gs_agent_t *a)
 {
     gs_agent_confirm_pending(a); /* not every rank came */
-    if (a->mode == GS_MODE_SHARED) {
-        gs_agent_share_close(a);
-    }
     gs_agent_share_leave(a); /* a job's lease: the shared agent stops its servers */
     gs_agent_pack_release(a); /* the job's ranks no longer count on its GPUs */
     gs_daemons_stop_from(&a->daemons, 0, gs_agent_rank_of_pid, a);
-    if (a->mode != GS_MODE_JOB_LONG && a->mode != GS_MODE_SHARED) {
+    if (a->mode != GS_MODE_JOB_LONG) {
         gs_report_mark(&a->report, "mps stopped");
         if (a->o->cfg.verbose >= 2) {
             gs_report_add(&a->report, 0, "timeline (ms after gsrun started): %s",
@@ -486,62 +407,24 @@ static gs_agent_state_t failed(gs_agent_t *a)
     return GS_AGENT_DONE;
 }
 
-static gs_agent_state_t (*const step[GS_AGENT_NSTATES])(gs_agent_t *) = {
-    [GS_AGENT_DISCOVERING] = discovering, [GS_AGENT_PRESTARTING] = prestarting,
-    [GS_AGENT_SIZING] = sizing,           [GS_AGENT_PLANNING] = planning,
-    [GS_AGENT_STARTING] = starting,       [GS_AGENT_SERVING] = serving,
-    [GS_AGENT_HOLDING] = holding,         [GS_AGENT_STOPPING] = stopping,
-    [GS_AGENT_FAILED] = failed,
+const gs_agent_step_t gs_agent_job_states[GS_AGENT_NSTATES] = {
+    [GS_AGENT_DISCOVERING] = {BIT(GS_AGENT_PRESTARTING) | BIT(GS_AGENT_PLANNING) |
+                                  BIT(GS_AGENT_STARTING) | BIT(GS_AGENT_FAILED) | BIT(GS_AGENT_DONE),
+                              discovering},
+    [GS_AGENT_PRESTARTING] = {BIT(GS_AGENT_SIZING), prestarting},
+    [GS_AGENT_SIZING] = {BIT(GS_AGENT_PLANNING) | BIT(GS_AGENT_FAILED), sizing},
+    [GS_AGENT_PLANNING] = {BIT(GS_AGENT_STARTING) | BIT(GS_AGENT_FAILED), planning},
+    [GS_AGENT_STARTING] = {BIT(GS_AGENT_SERVING) | BIT(GS_AGENT_HOLDING) | BIT(GS_AGENT_FAILED),
+                           starting},
+    [GS_AGENT_SERVING] = {BIT(GS_AGENT_STOPPING), serving},
+    [GS_AGENT_HOLDING] = {BIT(GS_AGENT_STOPPING), holding},
+    [GS_AGENT_STOPPING] = {BIT(GS_AGENT_DONE), stopping},
+    [GS_AGENT_FAILED] = {BIT(GS_AGENT_DONE), failed},
 };
 
 int gs_agent_main(const gs_agent_opts_t *o)
 {
-    gs_agent_t *a = calloc(1, sizeof(*a));
-    int lockfd = -1, code;
-
-    if (a == NULL) {
-        return GS_EXIT_SETUP;
-    }
-    a->o = o;
-    a->mode = o->args.mode;
-    if (a->mode == GS_MODE_SHARED) {
-        /* Not one job's agent: a launcher that waits for its job's agents
-         * (and ends what its ranks left) knows it by this name. */
-        prctl(PR_SET_NAME, GS_AGENT_SHARED_COMM);
-    }
-    a->local_size = o->args.local_size;
-    a->watch_pid = o->args.watch_pid;
-    a->ready_fd = o->args.ready_fd;
-    a->stop_from = -1;
-    a->t_start = gs_proc_now_ms();
-    a->started_ms = gs_proc_wall_ms();
-    a->listen_fd = a->sig_fd = a->watch_fd = a->gsrun_fd = a->share_fd = -1;
-    a->guard.fd = -1;
-    gs_ledger_init(&a->ledger);
-    gs_agent_init_report(a);
-    gs_report_mark(&a->report, "agent");
-    if (gs_agent_setup(a, &lockfd) != 0) {
-        /* Another agent holds this node dir: never share one between jobs,
-         * and leave its state alone. The leader reports the agent's end. */
-        gs_agent_signal_ready(a, "error\n");
-        free(a);
-        return GS_EXIT_RUNDIR;
-    }
-
-    for (a->state = GS_AGENT_DISCOVERING; a->state != GS_AGENT_DONE;) {
-        gs_agent_state_t next = step[a->state](a);
-        if (!gs_agent_transition_ok(a->state, next)) {
-            gs_report_add(&a->report, 1, "internal error: no transition from %s to %s; stopping",
-                          gs_agent_state_name(a->state), gs_agent_state_name(next));
-            next = a->state == GS_AGENT_FAILED ? GS_AGENT_DONE : GS_AGENT_FAILED;
-            a->code = a->code != 0 ? a->code : GS_EXIT_SETUP;
-        }
-        a->state = next;
-    }
-
-    gs_agent_pack_release(a); /* also where the job failed before it stopped */
-    gs_agent_teardown(a, lockfd);
-    code = a->code;
-    free(a);
-    return code;
+    /* The job's entry in the user's placement record goes before the node
+     * dir, also where the job failed before it stopped. */
+    return gs_agent_run(o, gs_agent_job_states, NULL, gs_agent_pack_release);
 }

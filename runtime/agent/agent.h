@@ -21,7 +21,10 @@ typedef struct {
     gs_agentcmd_t args; /* its command line (agentcmd.h) */
 } gs_agent_opts_t;
 
-/* Runs the agent to the end; returns its exit status. */
+/* Runs a job's agent to the end; returns its exit status. */
 int gs_agent_main(const gs_agent_opts_t *o);
+/* Runs the user's node service (GS_MODE_SHARED, --mps-share=node: the
+ * servers the user's jobs on the node lease) to the end; its exit status. */
+int gs_agent_service_main(const gs_agent_opts_t *o);
 
 #endif

@@ -205,10 +205,33 @@ void gs_agent_init_report(gs_agent_t *a);
 int gs_agent_setup(gs_agent_t *a, int *lockfd);
 void gs_agent_teardown(gs_agent_t *a, int lockfd);
 
-/* agent.c */
+/* One program's table of states (agent.c: the job's agent;
+ * agent_service.c: the node service), indexed by state: the states each
+ * may go to (1u << state each) and its step, which does the state's work
+ * and names the next (NULL: not a state of this program). */
+typedef struct {
+    unsigned next;
+    gs_agent_state_t (*step)(gs_agent_t *a);
+} gs_agent_step_t;
+extern const gs_agent_step_t gs_agent_job_states[GS_AGENT_NSTATES];
+extern const gs_agent_step_t gs_agent_service_states[GS_AGENT_NSTATES];
+
+/* agent_run.c: what both programs share to run. */
 const char *gs_agent_state_name(gs_agent_state_t s);
-/* 1 if the table allows from -> to. */
-int gs_agent_transition_ok(gs_agent_state_t from, gs_agent_state_t to);
+/* 1 if table has state from and allows from -> to. */
+int gs_agent_transition_ok(const gs_agent_step_t *table, gs_agent_state_t from,
+                           gs_agent_state_t to);
+/* Sets the agent up from o (comm: its process name, NULL the program's),
+ * runs table from DISCOVERING to DONE, calls before_end (NULL: none), and
+ * ends (the node dir removed, the report delivered); the exit status. */
+int gs_agent_run(const gs_agent_opts_t *o, const gs_agent_step_t *table, const char *comm,
+                 void (*before_end)(gs_agent_t *a));
+/* A node-wide error: published for the ranks (publish: they exit with
+ * code), the agent's status code; FAILED. */
+gs_agent_state_t gs_agent_fail(gs_agent_t *a, int code, const char *msg, int publish);
+/* The MPS control program found (or why not: control_error), and the
+ * daemons' table set up for it. */
+void gs_agent_find_control(gs_agent_t *a);
 
 /* agent_loop.c: the one event loop over the socket, the signals, the ranks'
  * exits and the launcher, for every state that waits. */
@@ -287,8 +310,8 @@ int gs_agent_fault_untold(gs_agent_t *a);
  * are told once in its report. */
 void gs_agent_fault_told(gs_agent_t *a, const char *line);
 
-/* agent_serve.c: the messages and the waiting states. */
-extern const gs_agent_msg_t gs_agent_messages[];
+/* agent_serve.c: the job agent's messages and its waiting states. */
+extern const gs_agent_msg_t gs_agent_job_messages[];
 /* SIZING: the node's size from its first rank; 0 if the launcher ended
  * first or the agent was told to stop. */
 int gs_agent_wait_size(gs_agent_t *a);
@@ -296,9 +319,6 @@ int gs_agent_wait_size(gs_agent_t *a);
  * launcher is gone, or the agent is told to stop (the ranks still alive
  * are then ended). */
 void gs_agent_serve(gs_agent_t *a);
-/* HOLDING, the shared agent: leases come and go until the last has gone
- * and its linger is over, or a signal. */
-void gs_agent_share_hold(gs_agent_t *a);
 /* HOLDING: until "stop" on the socket (its connection becomes the report's
  * way out) or a signal; a task prolog's request for servers is served
  * meanwhile. */
@@ -312,25 +332,11 @@ void gs_agent_ranks_came(gs_agent_t *a);
 /* agent_share.c: --mps-share=node, both sides. */
 /* The shared agent (GS_MODE_SHARED): no server until a job leases one. */
 void gs_agent_share_open(gs_agent_t *a);
-/* -1 while a job holds a lease; else the ms left of the wait for the next
- * (0: over). */
-int gs_agent_share_idle_ms(const gs_agent_t *a);
-/* The wait's bound: the idle time left, or the next new server's listing. */
-int gs_agent_share_timeout_ms(const gs_agent_t *a);
-/* New servers' PIDs listed and reported once due (all: now, before a stop). */
-void gs_agent_share_confirm(gs_agent_t *a, int all);
-/* "lease ...": a row of gs_agent_messages. */
-void gs_agent_share_on_lease(gs_agent_t *a, gs_agent_conn_t *c);
-/* "retire" (`gsrun stop` without --now): no new lease from now on; the
- * agent ends once the jobs that hold leases have given them back, and its
- * report from now on goes to the connection. */
-void gs_agent_share_on_retire(gs_agent_t *a, gs_agent_conn_t *c);
-/* "gpus": the node's GPUs as NVML lists them now (NVML stays started in
- * the shared agent), one line each (gs_gpu_to_line) after a line "gpus
- * <count> <CUDA version> <beyond> <why none>"; the connection then closes. */
-void gs_agent_share_on_gpus(gs_agent_t *a, gs_agent_conn_t *c);
-/* Tells the jobs waiting for a fresh listing once there is one. */
-void gs_agent_share_check(gs_agent_t *a);
+/* HOLDING: leases come and go (its own messages: lease, gpus, retire,
+ * stop --now) until the last has gone and its linger is over, or a
+ * signal. */
+void gs_agent_share_hold(gs_agent_t *a);
+extern const gs_agent_msg_t gs_agent_service_messages[];
 /* Stops taking leases (its socket goes) before the servers stop. */
 void gs_agent_share_close(gs_agent_t *a);
 /* The lines on a lease (lost, fault, renew, wedged) are written and read
@@ -351,9 +357,6 @@ void gs_agent_share_on_wedged(gs_agent_t *a, int lease, const char *line);
  * shared agent asked to (a lease). The ms to its next look, -1 none. */
 void gs_agent_stuck_check(gs_agent_t *a);
 int gs_agent_stuck_timeout(const gs_agent_t *a);
-/* Tells each job leasing a server whose control daemon has died, once
- * ("lost S how" on its lease), and updates the status. */
-void gs_agent_share_tell_lost(gs_agent_t *a);
 /* agent_share_place.c: the GPU of a UUID among the agent's, or -1; the
  * waiting leases placed (each answered once its servers serve, or
  * refused); the start under way looked at (then the leases placed); how
@@ -369,20 +372,16 @@ void gs_agent_share_end(gs_agent_t *a, int i, int linger_ms);
 /* Lease i refused with why: its job told, the lease ended (serving no one,
  * the agent goes now). */
 void gs_agent_share_refuse(gs_agent_t *a, int i, const char *why);
-/* The shared agent's extra descriptors while it holds: its leases, each
- * ending when its job's agent closes it. */
-int gs_agent_share_fds(gs_agent_t *a, struct pollfd *p, int max);
-void gs_agent_share_ready(gs_agent_t *a, const struct pollfd *p, int n);
 
 /* agent_lease.c, a job's agent. Leases the plan's servers on the user's
  * shared agent of this node (starting it when none runs) and takes them as
  * its daemons (borrowed). 0, or -errno with err. */
 int gs_agent_share_join(gs_agent_t *a, gs_error_t *err);
-/* The agent's GPUs into a->gpus: the shared agent lists every GPU (jobs
- * that see others than the one that started it lease by UUID) and keeps
- * NVML started; a job's agent that will lease from it takes them from it
- * when it runs (no NVML loaded here), else lists them itself, then applies
- * CUDA_VISIBLE_DEVICES. 0, or -errno with err. */
+/* A job agent's GPUs into a->gpus: where it will lease from the user's
+ * node service, it takes them from the service when one runs (no NVML
+ * loaded here), else lists them itself; then applies CUDA_VISIBLE_DEVICES.
+ * (The service lists every GPU itself: agent_service.c.) 0, or -errno
+ * with err. */
 int gs_agent_share_list_gpus(gs_agent_t *a, gs_error_t *err);
 /* Gives its lease back. */
 void gs_agent_share_leave(gs_agent_t *a);

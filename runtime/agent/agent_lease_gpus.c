@@ -113,10 +113,6 @@ int gs_agent_share_listing(gs_agent_t *a, gs_gpu_list_t *l)
 
 int gs_agent_share_list_gpus(gs_agent_t *a, gs_error_t *err)
 {
-    if (a->mode == GS_MODE_SHARED) {
-        gs_gpu_hold();
-        return gs_gpu_discover(&a->gpus, err);
-    }
     /* NVML's load and start are most of a listing: 25-90 ms alone on the
      * lent GPUs, over a second with two dozen jobs starting at once. */
     long long asked = gs_proc_now_ms();

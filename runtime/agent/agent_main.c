@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* gsrun-agent: the node agent, started by node.c (gs_node_*) with the
- * command line agentcmd.h describes; settings come from the GSRUN_*
+/* gsrun-agent: a job's node agent, started by node.c (gs_node_*), or the
+ * user's node service (--mps-share=node, started by a job's agent), with
+ * the command line agentcmd.h describes; settings come from the GSRUN_*
  * environment, as for the shim. */
 #include "gs_autoconf.h"
 
@@ -26,5 +27,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "gsrun-agent: %s; gsrun-agent is started by gsrun-shim\n", err.text);
         return 2;
     }
-    return gs_agent_main(&o);
+    /* Two programs: the user's node service, or a job's agent. */
+    return o.args.mode == GS_MODE_SHARED ? gs_agent_service_main(&o) : gs_agent_main(&o);
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* What the agent's socket takes, one row each (verb, the states that take
- * it, handler), and what each waiting state watches besides: the loop is
- * agent_loop.c's. agent.c's states call the waits here; a new message is a
- * row of gs_agent_messages and its handler. */
+/* What a job agent's socket takes, one row each (verb, the states that
+ * take it, handler), and what each waiting state watches besides: the loop
+ * is agent_loop.c's. agent.c's states call the waits here; a new message is
+ * a row of the table below and its handler. The node service's messages
+ * and wait are its own (agent_share.c). */
 #include "gs_autoconf.h"
 
 #include <errno.h>
@@ -157,15 +158,9 @@ static void on_hello(gs_agent_t *a, gs_agent_conn_t *c)
  * (the epilog shows what its -v asks for). */
 static void on_stop(gs_agent_t *a, gs_agent_conn_t *c)
 {
-    if (a->mode == GS_MODE_SHARED) {
-        /* `gsrun stop --now`: its jobs are told their servers are gone;
-         * what it did before is nobody's (it has no report sink). */
-        gs_report_clear(&a->report);
-    }
     gs_report_to_fd(&a->report, GS_SINK_EPILOG, c->fd);
     a->report.verbose = 1;
-    gs_agent_loop_end(a, a->mode == GS_MODE_SHARED ? "gsrun stop --now asked"
-                                                   : "the job's epilog asked");
+    gs_agent_loop_end(a, "the job's epilog asked");
 }
 
 /* A step of the job needs more servers than the job's agent runs (more
@@ -241,15 +236,12 @@ static void on_servers(gs_agent_t *a, gs_agent_conn_t *c)
     add_servers(a, c->fd, n, gpu);
 }
 
-const gs_agent_msg_t gs_agent_messages[] = {
+/* The job agent's table (the node service has its own: agent_share.c). */
+const gs_agent_msg_t gs_agent_job_messages[] = {
     {"size", BIT(GS_AGENT_SIZING), on_size},
     {"hello", BIT(GS_AGENT_SERVING), on_hello},
     {"stop", BIT(GS_AGENT_HOLDING), on_stop},
     {"servers", BIT(GS_AGENT_HOLDING), on_servers},
-    /* The node service's verbs (lease.h). */
-    {GS_LEASE_VERB_LEASE, BIT(GS_AGENT_HOLDING), gs_agent_share_on_lease},
-    {GS_LEASE_VERB_GPUS, BIT(GS_AGENT_HOLDING), gs_agent_share_on_gpus},
-    {GS_LEASE_VERB_RETIRE, BIT(GS_AGENT_HOLDING), gs_agent_share_on_retire},
     {NULL, 0, NULL},
 };
 
@@ -259,7 +251,7 @@ int gs_agent_wait_size(gs_agent_t *a)
 {
     static const gs_agent_wait_t w = {.launcher = 1};
     a->local_size = 0;
-    gs_agent_loop(a, gs_agent_messages, &w);
+    gs_agent_loop(a, gs_agent_job_messages, &w);
     return a->local_size;
 }
 
@@ -342,7 +334,7 @@ void gs_agent_serve(gs_agent_t *a)
     if (gs_agent_watch_start(a) != 0) {
         gs_report_add(&a->report, 1, "out of memory for the ranks' MPS states");
     }
-    const char *why = gs_agent_loop(a, gs_agent_messages, &w);
+    const char *why = gs_agent_loop(a, gs_agent_job_messages, &w);
     gs_agent_watch_final(a); /* the logs' last lines: who was a client */
     if (!a->ended_whole && t->nlive > 0) {
         int n = t->nlive;
@@ -374,44 +366,14 @@ void gs_agent_serve(gs_agent_t *a)
 void gs_agent_hold(gs_agent_t *a)
 {
     static const gs_agent_wait_t w = {.launcher = 0, .faults = gs_agent_faults};
-    const char *why = gs_agent_loop(a, gs_agent_messages, &w);
+    const char *why = gs_agent_loop(a, gs_agent_job_messages, &w);
     gs_report_add(&a->report, 0, "stopping MPS: %s", why);
-}
-
-static int share_timeout(gs_agent_t *a)
-{
-    return gs_agent_share_timeout_ms(a);
-}
-
-static void share_check(gs_agent_t *a)
-{
-    gs_agent_share_starting(a);
-    gs_agent_share_confirm(a, 0);
-    gs_agent_share_check(a);
-    gs_agent_share_tell_lost(a);
-    if (gs_agent_share_idle_ms(a) == 0) {
-        gs_agent_loop_end(a, a->retiring      ? "gsrun stop asked, and the last job ended"
-                             : a->ever_leased ? "the last job ended (and its linger)"
-                                              : "no job came");
-    }
-}
-
-void gs_agent_share_hold(gs_agent_t *a)
-{
-    static const gs_agent_wait_t w = {.launcher = 0,
-                                      .timeout = share_timeout,
-                                      .check = share_check,
-                                      .extra = gs_agent_share_fds,
-                                      .extra_ready = gs_agent_share_ready,
-                                      .faults = gs_agent_faults};
-    const char *why = gs_agent_loop(a, gs_agent_messages, &w);
-    gs_report_add(&a->report, 0, "stopping the shared MPS: %s", why);
 }
 
 void gs_agent_wait_launcher(gs_agent_t *a)
 {
     static const gs_agent_wait_t w = {.launcher = 1};
     if (a->watch_fd >= 0 || (a->watch_pid > 1 && gs_proc_alive(a->watch_pid, -1))) {
-        gs_agent_loop(a, gs_agent_messages, &w);
+        gs_agent_loop(a, gs_agent_job_messages, &w);
     }
 }

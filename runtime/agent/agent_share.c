@@ -40,6 +40,8 @@
 /* How long a shared agent waits for its first lease: the job that started
  * it asks right after its start. */
 #define SHARE_FIRST_LEASE_MS 30000
+
+static int idle_ms(const gs_agent_t *a);
 /* --- the shared agent ------------------------------------------------------- */
 
 void gs_agent_share_open(gs_agent_t *a)
@@ -77,11 +79,11 @@ static void refuse(int fd, const char *why)
     close(fd);
 }
 
-void gs_agent_share_on_lease(gs_agent_t *a, gs_agent_conn_t *c)
+static void on_lease(gs_agent_t *a, gs_agent_conn_t *c)
 {
     gs_lease_req_t q;
 
-    if (a->mode != GS_MODE_SHARED || c->uid != getuid() ||
+    if (c->uid != getuid() ||
         gs_lease_parse_lease(c->line, GS_MAX_GPUS, &q) != 0) {
         refuse(c->fd, "malformed lease");
         return;
@@ -198,9 +200,9 @@ static int listing_ready(gs_agent_t *a)
     return ready;
 }
 
-void gs_agent_share_on_retire(gs_agent_t *a, gs_agent_conn_t *c)
+static void on_retire(gs_agent_t *a, gs_agent_conn_t *c)
 {
-    if (a->mode != GS_MODE_SHARED || c->uid != getuid()) {
+    if (c->uid != getuid()) {
         refuse(c->fd, "only the user's shared MPS takes gsrun stop");
         return;
     }
@@ -222,9 +224,9 @@ void gs_agent_share_on_retire(gs_agent_t *a, gs_agent_conn_t *c)
     a->report.verbose = 1;
 }
 
-void gs_agent_share_on_gpus(gs_agent_t *a, gs_agent_conn_t *c)
+static void on_gpus(gs_agent_t *a, gs_agent_conn_t *c)
 {
-    if (a->mode != GS_MODE_SHARED || c->uid != getuid()) {
+    if (c->uid != getuid()) {
         refuse(c->fd, "the GPUs are told to the user's own jobs only");
         return;
     }
@@ -234,13 +236,13 @@ void gs_agent_share_on_gpus(gs_agent_t *a, gs_agent_conn_t *c)
     } else if ((busy = gs_lister_busy_ms(a->lister)) >= SHARE_LISTING_SLOW_MS) {
         refuse_slow(c->fd, busy);
     } else if (a->ngpus_waiting < GS_AGENT_GPUS_WAITING) {
-        a->gpus_waiting[a->ngpus_waiting++] = c->fd; /* told by gs_agent_share_check */
+        a->gpus_waiting[a->ngpus_waiting++] = c->fd; /* told by tell_waiting */
     } else {
         refuse(c->fd, "too many jobs wait for the GPUs' listing");
     }
 }
 
-void gs_agent_share_check(gs_agent_t *a)
+static void tell_waiting(gs_agent_t *a)
 {
     if (a->ngpus_waiting == 0) {
         return;
@@ -259,7 +261,7 @@ void gs_agent_share_check(gs_agent_t *a)
     }
 }
 
-void gs_agent_share_tell_lost(gs_agent_t *a)
+static void tell_lost(gs_agent_t *a)
 {
     int changed = 0;
     for (int s = 0; s < a->daemons.n; s++) {
@@ -292,7 +294,7 @@ static void drop(gs_agent_t *a, int i)
     gs_agent_share_end(a, i, a->retiring ? 0 : l->linger_s * 1000);
 }
 
-void gs_agent_share_confirm(gs_agent_t *a, int all)
+static void confirm_due(gs_agent_t *a, int all)
 {
     long long now = gs_proc_now_ms();
     int changed = 0;
@@ -308,9 +310,9 @@ void gs_agent_share_confirm(gs_agent_t *a, int all)
     }
 }
 
-int gs_agent_share_timeout_ms(const gs_agent_t *a)
+static int timeout_ms(gs_agent_t *a)
 {
-    long long next = gs_agent_share_idle_ms(a), now = gs_proc_now_ms();
+    long long next = idle_ms(a), now = gs_proc_now_ms();
     if (a->ngpus_waiting > 0) {
         next = next < 0 || next > 5 ? 5 : next; /* the listing's end, looked for every 5 ms */
     }
@@ -331,7 +333,7 @@ int gs_agent_share_timeout_ms(const gs_agent_t *a)
 /* How long it waits for a job while none holds a lease: the first job's
  * agent leases right after it started this one (SHARE_FIRST_LEASE_MS at
  * most); after that, the last job's linger (0 after a failed start). */
-int gs_agent_share_idle_ms(const gs_agent_t *a)
+static int idle_ms(const gs_agent_t *a)
 {
     if (a->nleases > 0) {
         return -1;
@@ -345,7 +347,7 @@ int gs_agent_share_idle_ms(const gs_agent_t *a)
     return left < 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
 }
 
-int gs_agent_share_fds(gs_agent_t *a, struct pollfd *p, int max)
+static int lease_fds(gs_agent_t *a, struct pollfd *p, int max)
 {
     int k = 0;
     for (int i = 0; i < a->nleases && k < max; i++) {
@@ -354,7 +356,7 @@ int gs_agent_share_fds(gs_agent_t *a, struct pollfd *p, int max)
     return k;
 }
 
-void gs_agent_share_ready(gs_agent_t *a, const struct pollfd *p, int n)
+static void lease_ready(gs_agent_t *a, const struct pollfd *p, int n)
 {
     int changed = 0;
     /* Backwards: dropping moves the last lease into the slot. */
@@ -382,7 +384,7 @@ void gs_agent_share_ready(gs_agent_t *a, const struct pollfd *p, int n)
 
 void gs_agent_share_close(gs_agent_t *a)
 {
-    gs_agent_share_confirm(a, 1); /* the servers' PIDs, for a bounded stop */
+    confirm_due(a, 1); /* the servers' PIDs, for a bounded stop */
     /* A job that comes now finds no socket and starts the next shared
      * agent once this one is gone, instead of waiting on a backlog. */
     if (a->listen_fd >= 0) {
@@ -411,4 +413,53 @@ void gs_agent_share_close(gs_agent_t *a)
     a->lister = NULL;
     free(a->listing);
     a->listing = NULL;
+}
+
+/* --- its messages and its wait ---------------------------------------------- */
+
+/* "stop" (`gsrun stop --now`): its jobs are told their servers are gone;
+ * what it did before is nobody's (it has no report sink), what it does now
+ * goes to the connection. */
+static void on_stop_now(gs_agent_t *a, gs_agent_conn_t *c)
+{
+    gs_report_clear(&a->report);
+    gs_report_to_fd(&a->report, GS_SINK_EPILOG, c->fd);
+    a->report.verbose = 1;
+    gs_agent_loop_end(a, "gsrun stop --now asked");
+}
+
+#define BIT(s) (1u << (s))
+/* The service's own table: a job's agent's verbs (size, hello, servers)
+ * are not taken here, and the job's table takes none of these. */
+const gs_agent_msg_t gs_agent_service_messages[] = {
+    {GS_LEASE_VERB_LEASE, BIT(GS_AGENT_HOLDING), on_lease},
+    {GS_LEASE_VERB_GPUS, BIT(GS_AGENT_HOLDING), on_gpus},
+    {GS_LEASE_VERB_RETIRE, BIT(GS_AGENT_HOLDING), on_retire},
+    {"stop", BIT(GS_AGENT_HOLDING), on_stop_now},
+    {NULL, 0, NULL},
+};
+
+static void hold_check(gs_agent_t *a)
+{
+    gs_agent_share_starting(a);
+    confirm_due(a, 0);
+    tell_waiting(a);
+    tell_lost(a);
+    if (idle_ms(a) == 0) {
+        gs_agent_loop_end(a, a->retiring      ? "gsrun stop asked, and the last job ended"
+                             : a->ever_leased ? "the last job ended (and its linger)"
+                                              : "no job came");
+    }
+}
+
+void gs_agent_share_hold(gs_agent_t *a)
+{
+    static const gs_agent_wait_t w = {.launcher = 0,
+                                      .timeout = timeout_ms,
+                                      .check = hold_check,
+                                      .extra = lease_fds,
+                                      .extra_ready = lease_ready,
+                                      .faults = gs_agent_faults};
+    const char *why = gs_agent_loop(a, gs_agent_service_messages, &w);
+    gs_report_add(&a->report, 0, "stopping the shared MPS: %s", why);
 }
