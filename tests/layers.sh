@@ -62,11 +62,11 @@ layer_of() { # part -> layer
     report | ranks | placer | lister | attach) echo 7 ;;
     guard) echo 8 ;;
     daemons) echo 9 ;;
-    agent_setup | agent_publish | agent_pack | agent_fault_word | agent_int) echo 10 ;;
+    agent_setup | agent_publish | agent_pack | agent_fault_word | agent_status | agent_int) echo 10 ;;
     agent_loop | agent_fault | agent_share_wedge | agent_lease_gpus | agent_run) echo 11 ;;
-    agent_share_place | agent_lease_watch) echo 12 ;;
-    agent_share | agent_lease) echo 13 ;;
-    agent_memory) echo 14 ;;
+    agent_share_place | agent_fault_job) echo 12 ;;
+    agent_share | agent_lease_watch) echo 13 ;;
+    agent_memory | agent_lease) echo 14 ;;
     agent_watch | agent_watch_end | agent_stuck) echo 15 ;;
     agent_serve) echo 16 ;;
     agent | agent_service) echo 17 ;;
@@ -77,6 +77,32 @@ layer_of() { # part -> layer
     esac
 }
 in_agent() { [ "$(layer_of "$1")" -ge 7 ] && [ "$(layer_of "$1")" -le 18 ]; }
+# The agent's rooms: gsrun-agent runs one of two programs, a job's agent
+# (job) or the user's node service (service), over what both use (node).
+room_of() {
+    case $1 in
+    agent | agent_serve | agent_lease | agent_lease_watch | agent_lease_gpus | agent_watch | \
+        agent_watch_end | agent_memory | agent_stuck | agent_pack | agent_status | \
+        agent_fault_job | attach | placer) echo job ;;
+    agent_service | agent_share | agent_share_place | agent_share_wedge | lister) echo service ;;
+    agent_main) echo main ;; # picks the program
+    *) in_agent "$1" && echo node || echo none ;;
+    esac
+}
+# Whether part me may use part p across rooms: never the other program's,
+# and what both use reaches neither program's parts (their hooks and
+# tables reach it), the job's leaf modules aside (the rank table's
+# neighbours attach and placer, still fields of the one agent struct).
+room_ok() {
+    local rm rp
+    rm=$(room_of "$1") rp=$(room_of "$2")
+    case $rm:$rp in
+    job:service | service:job) return 1 ;;
+    node:service) return 1 ;;
+    node:job) case $2 in attach | placer) return 0 ;; *) return 1 ;; esac ;;
+    esac
+    return 0
+}
 
 # The public names each runtime folder's modules and each agent part
 # define: gs_<module>_*, GS_<MODULE>_* (from the file names), and for the
@@ -126,7 +152,7 @@ if [ -z "$stray" ]; then
 else
     not_ok "runtime files outside the layer folders: $stray"
 fi
-parts="core wire gpu plan files rank batch report ranks placer lister attach guard daemons agent_setup agent_publish agent_pack agent_fault_word agent_loop agent_fault agent_share_wedge agent_lease_gpus agent_run agent_share_place agent_lease_watch agent_share agent_lease agent_memory agent_watch agent_watch_end agent_stuck agent_serve agent agent_service agent_main"
+parts="core wire gpu plan files rank batch report ranks placer lister attach guard daemons agent_setup agent_publish agent_pack agent_fault_word agent_status agent_loop agent_fault agent_share_wedge agent_lease_gpus agent_run agent_share_place agent_fault_job agent_share agent_lease_watch agent_memory agent_lease agent_watch agent_watch_end agent_stuck agent_serve agent agent_service agent_main"
 declare -A RE
 for p in $parts; do RE[$p]=$(names_of "$p"); done
 
@@ -144,7 +170,9 @@ for f in $files; do
         [ "$p" = "$me" ] && continue
         [ "$me" = agent_int ] || [ "$p" != agent_int ] || { [ "$L" -ge 10 ] && continue; }
         pl=$(layer_of "$p")
-        if in_agent "$me" && [ "$p" = batch ]; then
+        if ! room_ok "$me" "$p"; then
+            why="$why includes $h (the $(room_of "$p") room's, from the $(room_of "$me") room);"
+        elif in_agent "$me" && [ "$p" = batch ]; then
             why="$why includes $h (a batch job's provisioning is the front ends', never the agent's);"
         elif in_agent "$me" && [ "$me" != agent_main ] && [ "$pl" -ge "$L" ] && [ "$p" != agent_int ]; then
             why="$why includes $h (layer $pl);"
@@ -164,6 +192,11 @@ for f in $files; do
     for p in $parts; do
         [ "$p" = "$me" ] && continue
         pl=$(layer_of "$p")
+        if [ "$me" != agent_int ] && ! room_ok "$me" "$p" && [ -n "${RE[$p]}" ]; then
+            used=$(echo "$code" | grep -oE "\b(${RE[$p]})\b" | sort -u | tr '\n' ' ')
+            [ -n "$used" ] && why="$why uses the $(room_of "$p") room's $p from the $(room_of "$me") room: $used;"
+            continue
+        fi
         if in_agent "$me"; then [ "$pl" -lt "$L" ] && continue; else [ "$pl" -le "$L" ] && continue; fi
         [ "$me" = agent_int ] && continue # declares the agent files' functions
         [ "$L" -eq 20 ] && ! in_agent "$p" && continue
@@ -207,6 +240,21 @@ if [ -z "${GS_LAYERS_ROOT:-}" ]; then
     plant runtime/agent/agent_share_place.c 'static void f(void) { gs_agent_share_hold(0); }' &&
         ok "a planted call from agent_share_place.c into agent_share.c fails the check" ||
         not_ok "a planted call from agent_share_place.c into agent_share.c passes the check"
+    plant runtime/agent/agent_serve.c 'static void f(void) { gs_agent_share_hold(0); }' &&
+        ok "a planted call from the job's room (agent_serve.c) into the service's fails the check" ||
+        not_ok "a planted call from the job's room (agent_serve.c) into the service's passes the check"
+    plant runtime/agent/agent_share.c 'static void f(void) { gs_agent_watch_start(0); }' &&
+        ok "a planted call from the service's room (agent_share.c) into the job's fails the check" ||
+        not_ok "a planted call from the service's room (agent_share.c) into the job's passes the check"
+    plant runtime/agent/agent_share_place.c '#include "runtime/agent/placer.h"' &&
+        ok "a planted include of the job's placer.h in the service's room fails the check" ||
+        not_ok "a planted include of the job's placer.h in the service's room passes the check"
+    plant runtime/agent/agent_fault.c 'static void f(void) { gs_agent_share_place(0); }' &&
+        ok "a planted call from what both use (agent_fault.c) into the service's room fails the check" ||
+        not_ok "a planted call from what both use (agent_fault.c) into the service's room passes the check"
+    plant runtime/agent/agent_publish.c 'static void f(void) { gs_agent_pack(0, 0, 0); }' &&
+        ok "a planted call from what both use (agent_publish.c) into the job's room fails the check" ||
+        not_ok "a planted call from what both use (agent_publish.c) into the job's room passes the check"
     plant slurm/srun_task.c '#include "launcher/options.h"' &&
         ok "a planted include of launcher/ in slurm/ fails the check" ||
         not_ok "a planted include of launcher/ in slurm/ passes the check"

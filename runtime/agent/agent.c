@@ -422,9 +422,16 @@ const gs_agent_step_t gs_agent_job_states[GS_AGENT_NSTATES] = {
     [GS_AGENT_FAILED] = {BIT(GS_AGENT_DONE), failed},
 };
 
-int gs_agent_main(const gs_agent_opts_t *o)
-{
+static const gs_agent_program_t job = {
+    .states = gs_agent_job_states,
     /* The job's entry in the user's placement record goes before the node
      * dir, also where the job failed before it stopped. */
-    return gs_agent_run(o, gs_agent_job_states, NULL, gs_agent_pack_release);
+    .before_end = gs_agent_pack_release,
+    .status = gs_agent_job_status,
+    .fault = gs_agent_job_fault,
+};
+
+int gs_agent_main(const gs_agent_opts_t *o)
+{
+    return gs_agent_run(o, &job);
 }

@@ -8,9 +8,11 @@
  * refuses it while the faulting process lives. So the agent that runs the
  * server reads its log as it is written (daemons.c, mps_health.c) and, once
  * MPS has listed the clients it ended:
- *   - tells it once: in the job's report (a job's own servers), or to each
- *     job leasing it (the shared agent: "fault S <time> <PIDs>" on the
- *     lease; agent_lease_watch.c hands the line to gs_agent_fault_told);
+ *   - tells it once, through its program's fault hook: in the job's report
+ *     (a job's own servers: agent_fault_job.c), or to each job leasing it
+ *     (the node service: "fault S <time> <PIDs>" on the lease,
+ *     agent_service.c; the job's agent_lease_watch.c hands the line to
+ *     gs_agent_fault_told);
  *   - retires the server (never given out again; told to quit once its
  *     last client has gone: MPS answers no quit before) and starts a fresh
  *     one in new dirs in its place, published before any lease or rank is
@@ -34,7 +36,6 @@
 #include "runtime/core/proc.h"
 #include "runtime/files/rundir.h"
 #include "runtime/files/status.h"
-#include "runtime/wire/lease.h"
 
 /* Jobs read at most for naming other jobs' PIDs. */
 #define WHO_JOBS 64
@@ -118,7 +119,7 @@ void gs_agent_fault_who(const gs_agent_t *a, const pid_t *pids, int n, int named
     snprintf(self, sizeof(self), "%s", gs_rundir_job_name(a->o->args.job_dir));
     buf[0] = '\0';
     /* This job's ranks first, in rank order. */
-    for (int r = 0; r < a->ranks.size && a->mode != GS_MODE_SHARED && nown < n; r++) {
+    for (int r = 0; r < a->ranks.size && nown < n; r++) { /* the service has none */
         pid_t p = gs_ranks_pid_of_rank(&a->ranks, r);
         for (int i = 0; i < n && p > 0; i++) {
             if (pids[i] == p) {
@@ -137,7 +138,7 @@ void gs_agent_fault_who(const gs_agent_t *a, const pid_t *pids, int n, int named
         name_process(buf, len, &used, text, gs_ranks_pid_of_rank(&a->ranks, own[i]));
     }
     for (int i = 0; i < n; i++) {
-        if (a->mode != GS_MODE_SHARED && gs_ranks_rank_of_pid(&a->ranks, pids[i]) >= 0) {
+        if (gs_ranks_rank_of_pid(&a->ranks, pids[i]) >= 0) {
             continue;
         }
         if (njobs < 0) { /* read once, only when another job's PID is named */
@@ -176,7 +177,7 @@ static int refresh_note(gs_agent_t *a, int g)
     const gs_mps_daemon_t *d = gs_daemons_retired_of(&a->daemons, g, &h);
     char *note = a->fault_note[g], who[400];
     if (a->daemons.borrowed) {
-        return 0; /* its note is the one the job was told (gs_agent_fault_told) */
+        return 0; /* its note is the one the job was told (agent_fault_job.c) */
     }
     if (d == NULL) {
         int had = note[0] != '\0';
@@ -202,64 +203,12 @@ static int refresh_note(gs_agent_t *a, int g)
     return 1;
 }
 
-/* The ranks whose context a fault ended that still run (their context's
- * process lives), as "0-1,4" into buf: how many. A rank that went on
- * after the fault in a process of its own, or exited, holds nothing up. */
-int gs_agent_fault_running(const gs_agent_t *a, char *buf, size_t len)
-{
-    int n = 0;
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int r = 0; r < a->attach.n; r++) {
-        const gs_attach_rank_t *x = &a->attach.r[r];
-        if (x->state != GS_ATTACH_FAULTED || x->gone ||
-            (x->ctx_pid > 0 && x->ctx_pid != x->pid &&
-             gs_attach_rank_of(&a->attach, x->ctx_pid, "/proc") != r)) {
-            continue;
-        }
-        int w = snprintf(buf + used, used < len ? len - used : 0, "%s%d", n ? "," : "", r);
-        used += w > 0 ? (size_t)w : 0;
-        n++;
-    }
-    return n;
-}
-
-/* What the fault grace will do, for the line that tells a fault. */
-static void grace_note(const gs_agent_t *a, char *buf, size_t len)
-{
-    char ranks[128], opt[64];
-    int g = a->o->cfg.fault_grace_s, n = gs_agent_fault_running(a, ranks, sizeof(ranks));
-    buf[0] = '\0';
-    if (g > 0 && n > 0) {
-        snprintf(buf, len,
-                 ". gsrun ends the job if rank%s %s still run%s %d s from now (%s=%d; a program "
-                 "that goes on without the GPU after a fault: 0)",
-                 n > 1 ? "s" : "", ranks, n > 1 ? "" : "s", g,
-                 gs_config_opt(&a->o->cfg, "mps-fault-grace", opt, sizeof(opt)), g);
-    }
-}
-
-/* MPS ended these clients' contexts: their ranks are marked (agent_watch.c
- * tells the grace from fault_at_ms). 1 when any was this job's. */
-static int mark_faulted(gs_agent_t *a, const pid_t *pids, int n)
-{
-    int hit = 0;
-    for (int i = 0; i < n; i++) {
-        int r = gs_attach_rank_named(&a->attach, pids[i], "/proc");
-        hit |= r >= 0 && gs_attach_set(&a->attach, r, GS_ATTACH_FAULTED, pids[i], -1);
-    }
-    if (hit && a->fault_at_ms <= 0) {
-        a->fault_at_ms = gs_proc_now_ms();
-    }
-    return hit;
-}
-
 /* Entry g's server faulted and MPS listed the clients it ended. */
 static void on_fault(gs_agent_t *a, int g)
 {
     gs_daemons_t *ds = &a->daemons;
     const gs_mps_health_t *h = &ds->health[g];
-    char label[48], who[400], line[GS_MPS_HEALTH_PIDS * 12 + 64], uuid[96];
+    char label[48], who[400], uuid[96];
     pid_t hit[GS_MPS_HEALTH_PIDS];
     gs_error_t err;
 
@@ -271,26 +220,9 @@ static void on_fault(gs_agent_t *a, int g)
         return;
     }
     gs_agent_fault_who(a, hit, nhit, 0, who, sizeof(who));
-    if (a->mode == GS_MODE_SHARED) {
-        gs_report_add(&a->report, 1,
-                      "%s (%s): the shared MPS server hit a fatal GPU fault at %s; MPS ended "
-                      "every client on it: %s",
-                      label, uuid, h->at, who);
-    } else {
-        /* Told now, while the job runs: its ranks may hang on it. */
-        char grace[300];
-        mark_faulted(a, hit, nhit);
-        grace_note(a, grace, sizeof(grace));
-        gs_report_tell(&a->report,
-                       "%s (%s): this job's MPS server hit a fatal GPU fault at %s; MPS ended "
-                       "every client on it: %s%s",
-                       label, uuid, h->at, who, grace);
-    }
-    if (a->mode == GS_MODE_SHARED) {
-        /* Told first: a job whose ranks the fault ended is ending now. */
-        int n = gs_lease_fmt_fault(line, sizeof(line), g, h->at, hit, nhit);
-        gs_agent_tell_leases(a, g, line, n);
-    }
+    /* Told before the server is retired: ranks may hang on it, and a job
+     * whose ranks it ended is ending now. */
+    a->prog->fault(a, g, label, uuid, h->at, hit, nhit, who);
     if (gs_daemons_retire(ds, g) != 0) {
         gs_report_add(&a->report, 1,
                       "%s (%s): %d faulted MPS servers still wait for their clients: this one "
@@ -310,11 +242,8 @@ static void on_fault(gs_agent_t *a, int g)
     }
     /* The fresh server's dirs before anyone is answered again. */
     gs_agent_publish_on(a);
-    if (a->mode == GS_MODE_SHARED) {
-        /* Its PIDs and core too, before the jobs read them at "renew"
-         * (else they take the retired daemon's). */
-        gs_agent_write_status(a);
-        gs_agent_tell_leases(a, g, line, gs_lease_fmt_renew(line, sizeof(line), g));
+    if (a->prog->renewed != NULL) {
+        a->prog->renewed(a, g);
     }
 }
 
@@ -340,74 +269,3 @@ void gs_agent_faults(gs_agent_t *a)
     }
 }
 
-/* The shared servers' logs read up to now (a job's lease). */
-static void follow_shared(gs_agent_t *a)
-{
-    gs_daemons_t *ds = &a->daemons;
-    char path[GS_PATH_MAX];
-    for (int e = 0; e < ds->n && e < GS_MAX_GPUS && ds->borrowed; e++) {
-        gs_mps_health_t *h = &ds->health[e];
-        gs_mps_out_path(&ds->daemon[e], path, sizeof(path));
-        gs_mps_health_follow(h, path);
-        gs_mps_health_settle(h); /* whole: the shared agent or the job's end says so */
-    }
-}
-
-int gs_agent_fault_untold(gs_agent_t *a)
-{
-    follow_shared(a);
-    for (int e = 0; e < a->daemons.n && e < GS_MAX_GPUS && a->daemons.borrowed; e++) {
-        if (a->daemons.health[e].faults > a->fault_told[e]) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-void gs_agent_fault_told(gs_agent_t *a, const char *line)
-{
-    gs_daemons_t *ds = &a->daemons;
-    char who[400];
-    pid_t pids[GS_MPS_HEALTH_PIDS];
-    gs_lease_fault_t f;
-    int changed = 0;
-    if (!ds->borrowed || gs_lease_parse_fault(line, &f, pids, GS_MPS_HEALTH_PIDS) != 0) {
-        return;
-    }
-    const int s = f.server, n = f.npids;
-    const char *at = f.at;
-    follow_shared(a);
-    for (int e = 0; e < ds->n && e < GS_MAX_GPUS; e++) {
-        if (a->share_server[e] != s) {
-            continue;
-        }
-        a->fault_told[e] = ds->health[e].faults; /* its log's fault: told */
-        /* Only a job whose ranks MPS ended; once for the shared server. */
-        int mine = 0;
-        for (int i = 0; i < n; i++) {
-            mine += gs_attach_rank_named(&a->attach, pids[i], "/proc") >= 0;
-        }
-        if (mine == 0 || changed) {
-            continue;
-        }
-        gs_agent_fault_who(a, pids, n, 0, who, sizeof(who));
-        char label[48];
-        gs_daemons_label(ds, e, label, sizeof(label));
-        /* Once, without -v, now: the job may hang on it, or end of it. */
-        char grace[300];
-        mark_faulted(a, pids, n);
-        grace_note(a, grace, sizeof(grace));
-        gs_report_tell(&a->report,
-                       "%s (%s): the MPS server this job shared with the user's other jobs hit a "
-                       "fatal GPU fault at %s; MPS ended every client on it: %s%s",
-                       label, ds->daemon[e].uuid, at, who, grace);
-        snprintf(a->fault_note[e], sizeof(a->fault_note[e]),
-                 "GPU fault at %s on the user's shared MPS server %d: MPS ended %s; the server "
-                 "was replaced",
-                 at, s, who);
-        changed = 1;
-    }
-    if (changed) {
-        gs_agent_write_status(a);
-    }
-}

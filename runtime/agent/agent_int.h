@@ -31,7 +31,6 @@
 #include "runtime/files/state.h"
 #include "runtime/files/status.h"
 #include "runtime/gpu/gpu.h"
-#include "runtime/agent/lister.h"
 #include "runtime/plan/policy.h"
 
 typedef enum {
@@ -72,8 +71,11 @@ typedef struct {
  * the GPUs themselves). */
 #define GS_AGENT_GPUS_WAITING 64
 
-typedef struct {
+typedef struct gs_agent_program gs_agent_program_t;
+
+typedef struct gs_agent {
     const gs_agent_opts_t *o;
+    const gs_agent_program_t *prog; /* the job's agent, or the node service */
     gs_agentcmd_mode_t mode;
     gs_agent_state_t state;
     int code; /* the agent's exit status */
@@ -126,7 +128,7 @@ typedef struct {
     int share_starting;                      /* the server whose start is under way, -1 none */
     long long share_start_deadline;          /* its start's bound (--mps-timeout) */
     long long idle_since;
-    gs_lister_t *lister;    /* the GPUs listed in a thread of their own ("gpus") */
+    struct gs_lister *lister; /* the GPUs listed in a thread of their own ("gpus": lister.h) */
     int lister_stuck;       /* its NVML call outlived the agent's end: _exit */
     gs_gpu_list_t *listing; /* the listing last told to a job */
     int gpus_waiting[GS_AGENT_GPUS_WAITING]; /* "gpus" asked while no listing was fresh */
@@ -216,16 +218,37 @@ typedef struct {
 extern const gs_agent_step_t gs_agent_job_states[GS_AGENT_NSTATES];
 extern const gs_agent_step_t gs_agent_service_states[GS_AGENT_NSTATES];
 
+/* A program of gsrun-agent: its table of states, its process name (NULL:
+ * the program's), what it does before the shared end (NULL: nothing), its
+ * own part of the status file (the rows' count, who holds them), how it
+ * tells a GPU fault its control daemon confirmed on server g (who: the
+ * clients MPS ended, as the user knows them), and what follows a fresh
+ * server in g's place (NULL: nothing). */
+struct gs_agent_program {
+    const gs_agent_step_t *states;
+    const char *comm;
+    void (*before_end)(gs_agent_t *a);
+    void (*status)(const gs_agent_t *a, gs_status_t *s);
+    void (*fault)(gs_agent_t *a, int g, const char *label, const char *uuid, const char *at,
+                  const pid_t *hit, int nhit, const char *who);
+    void (*renewed)(gs_agent_t *a, int g);
+};
+/* agent_status.c: the job's agent's status hook (its ranks and their rows). */
+void gs_agent_job_status(const gs_agent_t *a, gs_status_t *s);
+/* agent_fault_job.c: the job's agent's fault hook: the ranks MPS ended
+ * marked faulted (the grace), told at once with what the grace will do. */
+void gs_agent_job_fault(gs_agent_t *a, int g, const char *label, const char *uuid,
+                        const char *at, const pid_t *hit, int nhit, const char *who);
+
 /* agent_run.c: what both programs share to run. */
 const char *gs_agent_state_name(gs_agent_state_t s);
 /* 1 if table has state from and allows from -> to. */
 int gs_agent_transition_ok(const gs_agent_step_t *table, gs_agent_state_t from,
                            gs_agent_state_t to);
-/* Sets the agent up from o (comm: its process name, NULL the program's),
- * runs table from DISCOVERING to DONE, calls before_end (NULL: none), and
- * ends (the node dir removed, the report delivered); the exit status. */
-int gs_agent_run(const gs_agent_opts_t *o, const gs_agent_step_t *table, const char *comm,
-                 void (*before_end)(gs_agent_t *a));
+/* Sets the agent up from o as program prog, runs its table from
+ * DISCOVERING to DONE, and ends (the node dir removed, the report
+ * delivered); the exit status. */
+int gs_agent_run(const gs_agent_opts_t *o, const gs_agent_program_t *prog);
 /* A node-wide error: published for the ranks (publish: they exit with
  * code), the agent's status code; FAILED. */
 gs_agent_state_t gs_agent_fail(gs_agent_t *a, int code, const char *msg, int publish);
@@ -278,20 +301,18 @@ const char *gs_agent_read_signals(gs_agent_t *a);
 int gs_agent_rank_of_pid(const void *agent, pid_t pid);
 int gs_agent_listen(gs_agent_t *a, gs_error_t *err);
 
-/* agent_fault.c: a GPU fault on a server this agent runs (the shared
- * agent's, a job's own, a batch job's): read from the daemons' logs (the
- * loop's `faults`); the fault told once (a job's report; the shared
- * agent's leases: "fault S <time> <PIDs>"), the server retired and a fresh
- * one in its place before any job or rank is given it; the status's notes. */
+/* agent_fault.c: a GPU fault on a server this agent runs (the node
+ * service's, a job's own, a batch job's): read from the daemons' logs (the
+ * loop's `faults`); the fault told once by the program's fault hook (a
+ * job's report; the service's leases: "fault S <time> <PIDs>"), the server
+ * retired and a fresh one in its place before any job or rank is given it;
+ * the status's notes. */
 void gs_agent_faults(gs_agent_t *a);
 /* The PIDs MPS listed, as the user knows them: "this job's ranks 0-1, job
  * gsrun.X's rank 0 (prog, pid P), a process of the user's (prog, pid Q)";
  * named: this job's ranks too each with its program and PID. */
 void gs_agent_fault_who(const gs_agent_t *a, const pid_t *pids, int n, int named, char *buf,
                         size_t len);
-/* The ranks whose context a fault ended that still run ("0-1,4" into buf):
- * how many. What the fault grace looks at (agent_watch.c). */
-int gs_agent_fault_running(const gs_agent_t *a, char *buf, size_t len);
 /* agent_fault_word.c: whether a fault entry g's log tells of is one. Asks
  * g's control daemon now (its FAULT kept for the fault's whole list). */
 void gs_agent_fault_ask(gs_agent_t *a, int g);
@@ -299,6 +320,10 @@ void gs_agent_fault_ask(gs_agent_t *a, int g);
  * bears out into hit (GS_MPS_HEALTH_PIDS), how many; or -1 when it is no
  * fault (told with -v as "not taken", the log's fault forgotten). */
 int gs_agent_fault_confirm(gs_agent_t *a, int g, const char *label, pid_t *hit);
+/* agent_fault_job.c. The ranks whose context a fault ended that still run
+ * ("0-1,4" into buf): how many. What the fault grace looks at
+ * (agent_watch.c). */
+int gs_agent_fault_running(const gs_agent_t *a, char *buf, size_t len);
 /* A job's agent on the user's shared servers: whether their logs show a
  * fault the shared agent has not told yet (the
  * job's end waits a moment for its word: ranks the fault ended may end

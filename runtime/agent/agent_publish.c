@@ -248,25 +248,6 @@ void gs_agent_confirm_pending(gs_agent_t *a)
     }
 }
 
-/* The jobs leasing shared server g, "<job>:<clients> ...". */
-static void jobs_text(const gs_agent_t *a, int g, char *buf, size_t len)
-{
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < a->nleases && used < len; i++) {
-        const gs_agent_lease_t *l = &a->leases[i];
-        int clients = 0;
-        for (int e = 0; e < l->n; e++) {
-            clients += l->server[e] == g ? l->clients[e] : 0;
-        }
-        if (clients > 0) {
-            int w =
-                snprintf(buf + used, len - used, "%s%s:%d", used > 0 ? " " : "", l->job, clients);
-            used += w > 0 ? (size_t)w : 0;
-        }
-    }
-}
-
 int gs_agent_server_entry(const gs_agent_t *a, int pid)
 {
     long long parent = -2;
@@ -311,70 +292,14 @@ int gs_agent_servers_memory(gs_agent_t *a, const gs_gpu_list_t *l)
     return changed;
 }
 
-/* Each rank's line (its MPS state and GPU memory as the driver shows them),
- * and each server's clients and their memory in all (unknown when one
- * client's is). Without the watch (no MPS), the registered ranks only. */
-static int rank_live(const gs_agent_t *a, int rank)
-{
-    for (int i = 0; i < a->ranks.nlive; i++) {
-        if (a->ranks.live[i].rank == rank) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static void rank_rows(const gs_agent_t *a, gs_status_t *s)
-{
-    unsigned char unknown[GS_MAX_GPUS] = {0};
-    s->memory_every_ms = a->watching ? GS_AGENT_MEMORY_EVERY_MS : 0;
-    for (int g = 0; g < s->nservers; g++) {
-        /* the node service's from its listing, a job's from its looks */
-        s->server[g].server_mib = g < GS_MAX_GPUS ? a->server_mib[g] : -1;
-        s->server[g].clients_mib = 0;
-        s->server[g].nclients = a->watching ? 0 : -1; /* not watched: not known */
-    }
-    int n = a->watching ? a->attach.n : a->ranks.registered;
-    for (int i = 0; i < n && s->nranks < GS_STATUS_MAX_RANKS; i++) {
-        gs_status_rank_t *o = &s->rank[s->nranks];
-        const gs_attach_rank_t *x = a->watching ? &a->attach.r[i] : NULL;
-        o->rank = x != NULL ? i : a->ranks.seen != NULL ? a->ranks.seen[i].rank : -1;
-        if (o->rank < 0) {
-            continue;
-        }
-        o->pid = x != NULL ? (int)x->pid : (int)a->ranks.seen[i].pid;
-        s->nranks++;
-        o->entry = gs_placer_gpu(&a->placer, o->rank);
-        o->entry = o->entry < s->nservers && o->entry < GS_MAX_GPUS ? o->entry : -1;
-        snprintf(o->state, sizeof(o->state), "%s",
-                 x != NULL ? gs_attach_name(x->state) : "unwatched");
-        o->alive = x != NULL ? x->pid > 0 && !x->gone : rank_live(a, o->rank);
-        o->memory_mib = x != NULL ? x->mib : -1;
-        if (x != NULL && o->memory_mib == 0 && gs_attach_has_context(x->state)) {
-            /* a rank with a context that the last look (or the node service's
-             * listing, up to 2 s old) did not hold yet: not known, not 0 */
-            o->memory_mib = -1;
-        }
-        o->peak_mib = x != NULL ? x->peak_mib : -1;
-        if (x != NULL && o->entry >= 0 && x->state == GS_ATTACH_CLIENT && o->alive) {
-            s->server[o->entry].nclients++;
-            s->server[o->entry].clients_mib += x->mib > 0 ? x->mib : 0;
-            unknown[o->entry] |= x->mib < 0;
-        }
-    }
-    for (int g = 0; g < s->nservers; g++) {
-        s->server[g].clients_mib = !a->watching || unknown[g] ? -1 : s->server[g].clients_mib;
-    }
-}
-
 /* Rewritten on every change, never read back by the agent. A failure only
- * costs the status display. */
+ * costs the status display. What both programs write is here; each one's
+ * own (the rows' count, the ranks, the jobs) is its program's status hook. */
 void gs_agent_write_status(const gs_agent_t *a)
 {
     gs_status_t *s = calloc(1, sizeof(*s));
     gs_error_t err;
     const gs_daemons_t *ds = &a->daemons;
-    const gs_placer_t *p = &a->placer;
     int on = a->plan.use_mps && ds->n > 0;
 
     if (s == NULL) {
@@ -390,27 +315,8 @@ void gs_agent_write_status(const gs_agent_t *a)
     s->started_ms = a->started_ms;
     s->memory_limit_mb = on ? a->o->cfg.mem_limit_mb : 0;
     s->local_size = a->local_size;
-    s->registered = a->ranks.registered;
-    s->alive = a->ranks.nlive;
-    if (a->mode == GS_MODE_SHARED) {
-        snprintf(s->shared, sizeof(s->shared), "node");
-        s->registered = s->alive = a->nleases; /* its "ranks" are the jobs' leases */
-    } else if (ds->borrowed) {
-        snprintf(s->shared, sizeof(s->shared), "%s", a->share_dir);
-    }
-    /* Every registration's PID (MPS's logs name PIDs: another job's agent
-     * names them as this job's ranks). */
-    size_t used = 0;
-    for (int i = 0; i < a->ranks.registered && a->ranks.seen != NULL; i++) {
-        const gs_rank_t *r = &a->ranks.seen[i];
-        if (r->rank < 0 || used + 24 >= sizeof(s->pids)) {
-            continue;
-        }
-        used += (size_t)snprintf(s->pids + used, sizeof(s->pids) - used, "%s%d:%d",
-                                 used > 0 ? " " : "", r->rank, (int)r->pid);
-    }
-    s->nservers = p->ngpus;
-    for (int g = 0; g < p->ngpus; g++) {
+    a->prog->status(a, s);
+    for (int g = 0; g < s->nservers; g++) {
         gs_status_server_t *x = &s->server[g];
         snprintf(x->uuid, sizeof(x->uuid), "%s", a->servers.gpu[g].uuid);
         snprintf(x->name, sizeof(x->name), "%s", a->servers.gpu[g].name);
@@ -425,29 +331,13 @@ void gs_agent_write_status(const gs_agent_t *a)
             snprintf(x->pipe_dir, sizeof(x->pipe_dir), "%s", ds->daemon[g].pipe_dir);
             snprintf(x->pct, sizeof(x->pct), "%s", a->plan.server[g].pct_text);
         }
-        if (a->mode == GS_MODE_SHARED) {
-            jobs_text(a, g, x->jobs, sizeof(x->jobs));
-        }
         if (g < GS_MAX_GPUS) {
             snprintf(x->fault, sizeof(x->fault), "%s", a->fault_note[g]);
             snprintf(x->wedged, sizeof(x->wedged), "%s", a->stuck_note[g]);
         }
-        if (p->rank_gpu != NULL) {
-            gs_placer_ranks_text(p, g, x->ranks, sizeof(x->ranks));
-            if (a->watching) {
-                gs_attach_status(&a->attach, p->rank_gpu, p->size, g, x->clients,
-                                 sizeof(x->clients));
-            }
-            for (int r = 0; r < p->size; r++) {
-                x->registered += p->rank_gpu[r] == g;
-            }
-            for (int i = 0; i < a->ranks.nlive; i++) {
-                int r = a->ranks.live[i].rank;
-                x->alive += r >= 0 && r < p->size && p->rank_gpu[r] == g;
-            }
-        }
+        /* the node service's from its listing, a job's from its looks */
+        x->server_mib = g < GS_MAX_GPUS ? a->server_mib[g] : -1;
     }
-    rank_rows(a, s);
     gs_status_write(a->node_dir, s, &err);
     free(s);
 }

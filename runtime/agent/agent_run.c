@@ -56,9 +56,9 @@ void gs_agent_find_control(gs_agent_t *a)
                     &a->report, &a->guard);
 }
 
-int gs_agent_run(const gs_agent_opts_t *o, const gs_agent_step_t *table, const char *comm,
-                 void (*before_end)(gs_agent_t *a))
+int gs_agent_run(const gs_agent_opts_t *o, const gs_agent_program_t *prog)
 {
+    const gs_agent_step_t *table = prog->states;
     gs_agent_t *a = calloc(1, sizeof(*a));
     int lockfd = -1, code;
 
@@ -66,11 +66,12 @@ int gs_agent_run(const gs_agent_opts_t *o, const gs_agent_step_t *table, const c
         return GS_EXIT_SETUP;
     }
     a->o = o;
+    a->prog = prog;
     a->mode = o->args.mode;
-    if (comm != NULL) {
+    if (prog->comm != NULL) {
         /* Set before the guard is forked: a launcher that waits for its
          * job's agents (and ends what its ranks left) knows both by it. */
-        prctl(PR_SET_NAME, comm);
+        prctl(PR_SET_NAME, prog->comm);
     }
     a->local_size = o->args.local_size;
     a->watch_pid = o->args.watch_pid;
@@ -102,8 +103,8 @@ int gs_agent_run(const gs_agent_opts_t *o, const gs_agent_step_t *table, const c
         a->state = next;
     }
 
-    if (before_end != NULL) {
-        before_end(a);
+    if (prog->before_end != NULL) {
+        prog->before_end(a);
     }
     gs_agent_teardown(a, lockfd);
     code = a->code;

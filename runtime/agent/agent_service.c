@@ -15,8 +15,10 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "runtime/agent/agent_int.h"
+#include "runtime/wire/lease.h"
 
 static gs_agent_state_t discovering(gs_agent_t *a)
 {
@@ -72,12 +74,78 @@ static gs_agent_state_t stopping(gs_agent_t *a)
     return GS_AGENT_DONE;
 }
 
+/* The jobs leasing shared server g, "<job>:<clients> ...". */
+static void jobs_text(const gs_agent_t *a, int g, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < a->nleases && used < len; i++) {
+        const gs_agent_lease_t *l = &a->leases[i];
+        int clients = 0;
+        for (int e = 0; e < l->n; e++) {
+            clients += l->server[e] == g ? l->clients[e] : 0;
+        }
+        if (clients > 0) {
+            int w =
+                snprintf(buf + used, len - used, "%s%s:%d", used > 0 ? " " : "", l->job, clients);
+            used += w > 0 ? (size_t)w : 0;
+        }
+    }
+}
+
+/* Its part of the status file: a row for each server that serves, with the
+ * jobs that lease it; its "ranks" are the jobs' leases; no client of its
+ * own is watched. */
+static void status(const gs_agent_t *a, gs_status_t *s)
+{
+    snprintf(s->shared, sizeof(s->shared), "node");
+    s->registered = s->alive = a->nleases;
+    s->nservers = a->plan.nservers;
+    for (int g = 0; g < s->nservers; g++) {
+        jobs_text(a, g, s->server[g].jobs, sizeof(s->server[g].jobs));
+        s->server[g].nclients = -1;
+        s->server[g].clients_mib = -1;
+    }
+}
+
+/* A server's fault its control daemon confirmed: said in its report, and
+ * told first to every job that leases the server (a job whose ranks the
+ * fault ended is ending now). */
+static void fault(gs_agent_t *a, int g, const char *label, const char *uuid, const char *at,
+                  const pid_t *hit, int nhit, const char *who)
+{
+    char line[GS_MPS_HEALTH_PIDS * 12 + 64];
+    gs_report_add(&a->report, 1,
+                  "%s (%s): the shared MPS server hit a fatal GPU fault at %s; MPS ended every "
+                  "client on it: %s",
+                  label, uuid, at, who);
+    gs_agent_tell_leases(a, g, line, gs_lease_fmt_fault(line, sizeof(line), g, at, hit, nhit));
+}
+
+/* A fresh server took g's place: its PIDs and core in the status before
+ * the jobs read them at "renew" (else they take the retired daemon's). */
+static void renewed(gs_agent_t *a, int g)
+{
+    char line[64];
+    gs_agent_write_status(a);
+    gs_agent_tell_leases(a, g, line, gs_lease_fmt_renew(line, sizeof(line), g));
+}
+
 /* It has no launcher to wait for: the report goes, the guard is told. */
 static gs_agent_state_t failed(gs_agent_t *a)
 {
     gs_report_deliver(&a->report);
     gs_guard_tell(&a->guard, "noreport", 0);
     return GS_AGENT_DONE;
+}
+
+/* Its GPU listing's NVML call outlived its end (agent_share.c): set before
+ * the shared end, read after it. */
+static int lister_stuck;
+
+static void before_end(gs_agent_t *a)
+{
+    lister_stuck = a->lister_stuck;
 }
 
 #define BIT(s) (1u << (s))
@@ -90,7 +158,23 @@ const gs_agent_step_t gs_agent_service_states[GS_AGENT_NSTATES] = {
     [GS_AGENT_FAILED] = {BIT(GS_AGENT_DONE), failed},
 };
 
+static const gs_agent_program_t service = {
+    .states = gs_agent_service_states,
+    .comm = GS_AGENT_SHARED_COMM,
+    .before_end = before_end,
+    .status = status,
+    .fault = fault,
+    .renewed = renewed,
+};
+
 int gs_agent_service_main(const gs_agent_opts_t *o)
 {
-    return gs_agent_run(o, gs_agent_service_states, GS_AGENT_SHARED_COMM, NULL);
+    int code = gs_agent_run(o, &service);
+    if (lister_stuck) {
+        /* A thread is still in NVML: exit()'s handlers (NVML's own) could
+         * wait for it; the servers are stopped, the dirs gone. */
+        fflush(NULL);
+        _exit(code);
+    }
+    return code;
 }

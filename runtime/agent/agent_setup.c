@@ -163,10 +163,4 @@ void gs_agent_teardown(gs_agent_t *a, int lockfd)
         gs_report_deliver(&a->report);
     }
     close(lockfd);
-    if (a->lister_stuck) {
-        /* A thread is still in NVML: exit()'s handlers (NVML's own) could
-         * wait for it; the servers are stopped, the dirs gone. */
-        fflush(NULL);
-        _exit(a->code);
-    }
 }

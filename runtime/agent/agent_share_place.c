@@ -81,18 +81,13 @@ static int begin_server(gs_agent_t *a, int g, gs_error_t *err)
     return e;
 }
 
-/* Server e serves: published, listed for `gsrun status`. */
+/* Server e serves: published, a row of `gsrun status` (the plan's servers). */
 static void server_ready(gs_agent_t *a, int e)
 {
     a->plan.nservers = a->plan.nused = e + 1;
     a->share_confirm_ms[e] = gs_proc_now_ms() + SHARE_CONFIRM_MS;
     a->share_answered_ms[e] = gs_proc_now_ms();
     gs_agent_publish_on(a);
-    int none[GS_MAX_GPUS] = {0};
-    gs_placer_free(&a->placer); /* no ranks: lists the servers for `gsrun status` */
-    if (gs_placer_init(&a->placer, 0, e + 1, none, a->servers.gpu, 1, 0) != 0) {
-        gs_report_add(&a->report, 1, "out of memory for the status");
-    }
 }
 
 void gs_agent_share_end(gs_agent_t *a, int i, int linger_ms)
