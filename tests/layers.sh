@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # covers: the dependency order of the whole tree (doc/architecture.md,
-# "Layers"): runtime/'s folders, the agent's parts, and the front ends.
+# "Layers"): runtime/'s folders, the agent's parts and rooms, and the front
+# ends.
 #
 # A file may include and call only what is in its own layer or below it;
 # in the agent (layers 7 to 18) only strictly below, its own part aside;
@@ -16,19 +17,25 @@
 #                       helper programs
 #   6  runtime/batch/   a batch job's node: provisioning, root's keeper and end
 #                       of a job (for the front ends; the agent never uses it)
-#   7  agent: report ranks placer      12 agent: agent_share_place
-#            lister attach                 agent_lease_watch
-#   8  agent: guard                     13 agent: agent_share agent_lease
-#   9  agent: daemons                   14 agent: agent_memory
-#   10 agent: agent_setup agent_publish 15 agent: agent_watch agent_watch_end
-#            agent_pack                    agent_stuck
-#            agent_fault_word           16 agent: agent_serve
-#   11 agent: agent_loop agent_fault    17 agent: agent (agent.c: the states)
-#            agent_share_wedge          18 agent: agent_main (gsrun-agent)
-#            agent_lease_gpus
+#   7  report ranks placer lister attach
+#   8  guard                              13 agent_share agent_lease_watch
+#   9  daemons                            14 agent_memory agent_lease
+#   10 agent_setup agent_publish          15 agent_watch agent_watch_end
+#      agent_pack agent_fault_word           agent_stuck
+#      agent_status                       16 agent_serve
+#   11 agent_loop agent_fault agent_run   17 agent (the job's states),
+#      agent_share_wedge agent_lease_gpus    agent_service (the service's)
+#   12 agent_share_place agent_fault_job  18 agent_main (gsrun-agent)
 #   pmix/               uses runtime/core only
 #   launcher/ ompi/ slurm/ (front ends) use runtime/ (not the agent) and pmix/,
 #                       never each other (launcher/ is gsrun's own)
+#
+# The agent's parts live in three rooms, a folder each: runtime/job/ (a
+# job's agent), runtime/service/ (the user's node service) and
+# runtime/agent/ (what both use). Neither program's room uses the other's;
+# what both use calls neither (they reach it through their hooks and
+# tables), the job's attach and placer aside (fields of the one struct);
+# agent_main picks the program.
 # TAP output. GS_LAYERS_ROOT points it at another tree (its own test),
 # GS_LAYERS_ONLY at one file of it.
 S=${GS_LAYERS_ROOT:-${GS_TOP_SRCDIR:?run through make check}}
@@ -42,7 +49,7 @@ part_of() {
     b=$(basename "$f")
     [ "$b" = agent.h ] || b=${b%.*}
     case $f in
-    runtime/agent/*)
+    runtime/agent/* | runtime/job/* | runtime/service/*)
         case $b in
         # The parts' shared view (agent_int.h) and the agent's types
         # (agent.h), used by agent.c and its helpers alike.
@@ -77,17 +84,20 @@ layer_of() { # part -> layer
     esac
 }
 in_agent() { [ "$(layer_of "$1")" -ge 7 ] && [ "$(layer_of "$1")" -le 18 ]; }
-# The agent's rooms: gsrun-agent runs one of two programs, a job's agent
-# (job) or the user's node service (service), over what both use (node).
+# The agent's rooms, one folder each: gsrun-agent runs one of two programs,
+# a job's agent (runtime/job/) or the user's node service
+# (runtime/service/), over what both use (runtime/agent/: node).
 room_of() {
-    case $1 in
-    agent | agent_serve | agent_lease | agent_lease_watch | agent_lease_gpus | agent_watch | \
-        agent_watch_end | agent_memory | agent_stuck | agent_pack | agent_status | \
-        agent_fault_job | attach | placer) echo job ;;
-    agent_service | agent_share | agent_share_place | agent_share_wedge | lister) echo service ;;
-    agent_main) echo main ;; # picks the program
-    *) in_agent "$1" && echo node || echo none ;;
-    esac
+    local d
+    [ "$1" = agent_main ] && { echo main; return; } # picks the program
+    [ "$1" = agent_int ] && { echo node; return; }
+    for d in job service agent; do
+        if [ -e "$S/runtime/$d/$1.c" ] || [ -e "$S/runtime/$d/$1.h" ]; then
+            [ $d = agent ] && echo node || echo $d
+            return
+        fi
+    done
+    echo none
 }
 # Whether part me may use part p across rooms: never the other program's,
 # and what both use reaches neither program's parts (their hooks and
@@ -125,7 +135,7 @@ names_of() {
     guard) re='|gs_guard_[a-z_]+' ;;
     daemons) re='|gs_daemons_[a-z_]+|GS_DAEMON_[A-Z_]+' ;;
     agent | agent_*)
-        for m in $(grep -hoE '^[a-z][a-z_ *]*\bgs_agent_[a-z_]+\(' "$S/runtime/agent/$p.c" |
+        for m in $(grep -hoE '^[a-z][a-z_ *]*\bgs_agent_[a-z_]+\(' "$S"/runtime/{agent,job,service}/"$p".c 2>/dev/null |
             grep -oE 'gs_agent_[a-z_]+\(' | tr -d '('); do
             re="$re|$m"
         done
@@ -213,6 +223,8 @@ for f in $files; do
 done
 
 # The check itself: a back-arrow planted in a copy of the tree fails it.
+# Each call planted across the rooms goes to a lower layer: only the room
+# rule can fail it.
 if [ -z "${GS_LAYERS_ROOT:-}" ]; then
     tmp=$(mktemp -d /tmp/gs-layers.XXXXXX)
     trap 'rm -rf "$tmp"' EXIT
@@ -225,7 +237,7 @@ if [ -z "${GS_LAYERS_ROOT:-}" ]; then
     plant runtime/core/proc.c '#include "runtime/files/rundir.h"' &&
         ok "a planted include of files/ in core/ fails the check" ||
         not_ok "a planted include of files/ in core/ passes the check"
-    plant runtime/agent/agent_serve.c 'static void f(void) { gs_agent_main(0); }' &&
+    plant runtime/job/agent_serve.c 'static void f(void) { gs_agent_main(0); }' &&
         ok "a planted call from agent_serve.c into agent.c fails the check" ||
         not_ok "a planted call from agent_serve.c into agent.c passes the check"
     plant runtime/rank/node.c '#include "runtime/batch/provision.h"' &&
@@ -237,24 +249,27 @@ if [ -z "${GS_LAYERS_ROOT:-}" ]; then
     ! GS_LAYERS_ROOT=$tmp GS_LAYERS_ONLY=runtime/agent/agent_new.c bash "$0" >/dev/null 2>&1 &&
         ok "a new agent file in no layer fails the check" ||
         not_ok "a new agent file in no layer passes the check"
-    plant runtime/agent/agent_share_place.c 'static void f(void) { gs_agent_share_hold(0); }' &&
+    plant runtime/service/agent_share_place.c 'static void f(void) { gs_agent_share_hold(0); }' &&
         ok "a planted call from agent_share_place.c into agent_share.c fails the check" ||
         not_ok "a planted call from agent_share_place.c into agent_share.c passes the check"
-    plant runtime/agent/agent_serve.c 'static void f(void) { gs_agent_share_hold(0); }' &&
+    plant runtime/job/agent_serve.c 'static void f(void) { gs_agent_share_hold(0); }' &&
         ok "a planted call from the job's room (agent_serve.c) into the service's fails the check" ||
         not_ok "a planted call from the job's room (agent_serve.c) into the service's passes the check"
-    plant runtime/agent/agent_share.c 'static void f(void) { gs_agent_watch_start(0); }' &&
+    plant runtime/service/agent_share.c 'static void f(void) { gs_agent_job_status(0, 0); }' &&
         ok "a planted call from the service's room (agent_share.c) into the job's fails the check" ||
         not_ok "a planted call from the service's room (agent_share.c) into the job's passes the check"
-    plant runtime/agent/agent_share_place.c '#include "runtime/agent/placer.h"' &&
+    plant runtime/service/agent_share_place.c '#include "runtime/job/placer.h"' &&
         ok "a planted include of the job's placer.h in the service's room fails the check" ||
         not_ok "a planted include of the job's placer.h in the service's room passes the check"
-    plant runtime/agent/agent_fault.c 'static void f(void) { gs_agent_share_place(0); }' &&
-        ok "a planted call from what both use (agent_fault.c) into the service's room fails the check" ||
-        not_ok "a planted call from what both use (agent_fault.c) into the service's room passes the check"
-    plant runtime/agent/agent_publish.c 'static void f(void) { gs_agent_pack(0, 0, 0); }' &&
-        ok "a planted call from what both use (agent_publish.c) into the job's room fails the check" ||
-        not_ok "a planted call from what both use (agent_publish.c) into the job's room passes the check"
+    plant runtime/job/agent_watch.c '#include "runtime/service/lister.h"' &&
+        ok "a planted include of the service's lister.h in the job's room fails the check" ||
+        not_ok "a planted include of the service's lister.h in the job's room passes the check"
+    plant runtime/agent/agent_publish.c 'static void f(void) { gs_lister_start(); }' &&
+        ok "a planted call from what both use (agent_publish.c) into the service's room fails the check" ||
+        not_ok "a planted call from what both use (agent_publish.c) into the service's room passes the check"
+    plant runtime/agent/agent_fault.c 'static void f(void) { gs_agent_pack(0, 0, 0); }' &&
+        ok "a planted call from what both use (agent_fault.c) into the job's room fails the check" ||
+        not_ok "a planted call from what both use (agent_fault.c) into the job's room passes the check"
     plant slurm/srun_task.c '#include "launcher/options.h"' &&
         ok "a planted include of launcher/ in slurm/ fails the check" ||
         not_ok "a planted include of launcher/ in slurm/ passes the check"

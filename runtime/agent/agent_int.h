@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The node agent's own state, seen only by the agent layer (agent.c, the
- * state machine and loop; agent_setup.c, its start and end; agent_serve.c,
- * the waits on the socket; agent_publish.c, the node state and status
- * files). The parts below it
- * each own their state and know nothing of this struct:
+/* gsrun-agent's state, seen only by its parts. gsrun-agent runs one of two
+ * programs over what both use (runtime/agent/: the loop, set-up and end,
+ * the run of a program's table, the node state and status, GPU faults): a
+ * job's agent (runtime/job/: agent.c's table of states, agent_serve.c's
+ * messages) or the user's node service (runtime/service/: agent_service.c,
+ * agent_share.c). Each hands the shared code its behaviour as data (a
+ * gs_agent_program_t, a table of messages, each wait's watches), never as
+ * a mode to test. The parts below them each own their state and know
+ * nothing of this struct:
  *
  *   report.c   what happened, delivered once         (uses nothing)
  *   ranks.c    the rank table                        (uses nothing)
@@ -11,8 +15,8 @@
  *   guard.c    cleans up if the agent is killed      (ranks, report)
  *   daemons.c  the MPS daemons of the node           (guard, report)
  *
- * The order and the state table are in doc/architecture.md;
- * tests/layers.sh checks the order. */
+ * The order, the rooms and the state tables are in doc/architecture.md;
+ * tests/layers.sh checks the order and the rooms. */
 #ifndef GS_AGENT_INT_H
 #define GS_AGENT_INT_H
 
@@ -20,10 +24,10 @@
 #include <sys/types.h>
 
 #include "runtime/agent/agent.h"
-#include "runtime/agent/attach.h"
+#include "runtime/job/attach.h"
 #include "runtime/agent/daemons.h"
 #include "runtime/agent/guard.h"
-#include "runtime/agent/placer.h"
+#include "runtime/job/placer.h"
 #include "runtime/agent/ranks.h"
 #include "runtime/agent/report.h"
 #include "runtime/core/limits.h"
@@ -354,7 +358,7 @@ void gs_agent_wait_launcher(gs_agent_t *a);
  * not use stopped, daemons moved off the ranks' cores, status. */
 void gs_agent_ranks_came(gs_agent_t *a);
 
-/* agent_share.c: --mps-share=node, both sides. */
+/* runtime/service/agent_share.c: the node service (--mps-share=node). */
 /* The shared agent (GS_MODE_SHARED): no server until a job leases one. */
 void gs_agent_share_open(gs_agent_t *a);
 /* HOLDING: leases come and go (its own messages: lease, gpus, retire,

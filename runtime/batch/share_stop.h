@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* `gsrun stop`: ends the user's shared MPS agent on this node (the node
- * service of --mps-share=node, runtime/agent/agent_share.c) through its
+ * service of --mps-share=node, runtime/service/agent_share.c) through its
  * socket, and prints what it says. */
 #ifndef GS_SHARE_STOP_H
 #define GS_SHARE_STOP_H

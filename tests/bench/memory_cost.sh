@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: runtime/agent/agent_memory.c (its cost: a memory look every second while ranks run), on the GPU
+# covers: runtime/job/agent_memory.c (its cost: a memory look every second while ranks run), on the GPU
 # What looking at each rank's GPU memory costs a job (issue 68): two gsrun
 # builds side by side in one run, on the GPU, each with its own warm shared
 # servers (a TMPDIR of its own); each round runs the same job with each

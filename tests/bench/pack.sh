@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: runtime/agent/agent_pack.c, runtime/plan/pack.c (packing a user's jobs), on the GPU
+# covers: runtime/job/agent_pack.c, runtime/plan/pack.c (packing a user's jobs), on the GPU
 #
 #   tests/bench/pack.sh [BUILD_DIR] [ROUNDS]
 #

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: runtime/agent/agent_share.c (--mps-share=node), on the GPU
+# covers: runtime/service/agent_share.c (--mps-share=node), on the GPU
 #
 #   tests/bench/share.sh [BUILD_DIR] [ROUNDS]
 #

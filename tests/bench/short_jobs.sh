@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: runtime/agent/agent_share.c, runtime/agent/agent_lease.c, runtime/core/config.c (short jobs' start), on the GPU
+# covers: runtime/service/agent_share.c, runtime/job/agent_lease.c, runtime/core/config.c (short jobs' start), on the GPU
 #
 #   tests/bench/short_jobs.sh [BUILD_DIR]
 #

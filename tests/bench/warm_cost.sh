@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: runtime/agent/agent_share_wedge.c, runtime/agent/agent_stuck.c (their cost on the healthy path), on the GPU
+# covers: runtime/service/agent_share_wedge.c, runtime/job/agent_stuck.c (their cost on the healthy path), on the GPU
 # What probing MPS costs a healthy warm job (issue 66): two gsrun builds
 # side by side in one run, on the GPU. Each keeps its own warm shared
 # servers (a TMPDIR of its own); each round runs one short 2-rank job

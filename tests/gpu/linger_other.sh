@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: runtime/gpu/usage.c, runtime/agent/agent_pack.c with real MPS and NVML (GPU machine)
+# covers: runtime/gpu/usage.c, runtime/job/agent_pack.c with real MPS and NVML (GPU machine)
 # Another user's shared MPS server lingering idle (the default linger, auto:
 # 60 s) is no load for this user's packing (not run by CI; needs root and
 # the user nobody, else skips).

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: runtime/agent/agent_share.c, runtime/agent/agent_lease.c with real MPS (GPU machine)
+# covers: runtime/service/agent_share.c, runtime/job/agent_lease.c with real MPS (GPU machine)
 # --mps-share=node on a GPU machine (issue 38; not run by CI).
 #
 #   tests/gpu/share.sh BUILD_DIR

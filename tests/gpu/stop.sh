@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: runtime/agent/agent_lease.c, runtime/agent/agent_share.c, runtime/batch/share_stop.c with real MPS (GPU machine; issue 58)
+# covers: runtime/job/agent_lease.c, runtime/service/agent_share.c, runtime/batch/share_stop.c with real MPS (GPU machine; issue 58)
 # The user's node service (the shared agent) stopped or ended, with real
 # MPS (not run by CI; passes on 1, 2 and 4 GPUs):
 #

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: runtime/agent/attach.c, runtime/agent/agent_watch.c, runtime/gpu/mps_health.c, runtime/agent/report.c, runtime/files/status_format.c
+# covers: runtime/job/attach.c, runtime/job/agent_watch.c, runtime/gpu/mps_health.c, runtime/agent/report.c, runtime/files/status_format.c
 # Every rank's MPS state known, told and shown (issue 57), with the fake MPS
 # and NVML: a rank of the fakes' is an MPS client only when it reaches its
 # server's pipe dir (the fake daemon then prints the real server's lines),

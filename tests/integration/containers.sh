@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: runtime/files/rundir.c, runtime/core/container.c, runtime/agent/attach.c
+# covers: runtime/files/rundir.c, runtime/core/container.c, runtime/job/attach.c
 # Ranks in containers get MPS with no flag (issue 59), with the fake MPS and
 # NVML. Each rank is started the way container runtimes start one: in a
 # mount namespace with a fresh /tmp (enroot), a fresh /dev/shm (podman, its

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: runtime/agent/agent_memory.c, runtime/agent/agent_publish.c, runtime/files/status.c, runtime/files/status_format.c, runtime/files/record.c
+# covers: runtime/job/agent_memory.c, runtime/agent/agent_publish.c, runtime/files/status.c, runtime/files/status_format.c, runtime/files/record.c
 # Each rank's GPU memory as NVML lists it (issue 68), with the fake MPS and
 # NVML: each rank's context is listed with (rank + 1) x 256 MiB
 # (rank_report --gpu-mib), the server's with 66 MiB (FAKE_MPS_SERVER_CTX).

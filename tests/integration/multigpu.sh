@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: runtime/gpu/gpu.c, runtime/plan/placement.c, runtime/agent/placer.c, runtime/files/status.c
+# covers: runtime/gpu/gpu.c, runtime/plan/placement.c, runtime/job/placer.c, runtime/files/status.c
 # Several GPUs (fake NVML: 4 GPUs on 2 NUMA nodes, MIG instances): which GPU
 # each rank gets, daemon cores, one GPU per rank without MPS, the memory
 # limit, and `gsrun status` during a job.

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: runtime/plan/pack.c, runtime/files/ledger.c, runtime/gpu/usage.c, runtime/agent/agent_pack.c
+# covers: runtime/plan/pack.c, runtime/files/ledger.c, runtime/gpu/usage.c, runtime/job/agent_pack.c
 # A user's concurrent jobs on a node of 2, 4 and 8 GPUs (fake NVML) go where
 # the node has room (issue 44): one a GPU before any GPU gets a second,
 # uneven jobs balanced, a GPU busy with another process taken last, the

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: runtime/files/rundir_base.c, runtime/files/ledger.c, runtime/agent/agent_pack.c, runtime/gpu/gpu.c, runtime/files/status_format.c, launcher/reports.c
+# covers: runtime/files/rundir_base.c, runtime/files/ledger.c, runtime/job/agent_pack.c, runtime/gpu/gpu.c, runtime/files/status_format.c, launcher/reports.c
 # Packing against another user, stuck locks and slow daemons (issue 52), on
 # the fake NVML: another user (nobody, through setpriv) who takes every
 # guessable name of the user's base cannot make the user's jobs pile onto

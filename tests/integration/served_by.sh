@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: runtime/agent/agent_watch.c, runtime/agent/agent_watch_end.c, runtime/agent/attach.c, runtime/agent/agent_publish.c, runtime/agent/report.c, runtime/files/status_end.c, launcher/reports.c, runtime/gpu/mps.c
+# covers: runtime/job/agent_watch.c, runtime/job/agent_watch_end.c, runtime/job/attach.c, runtime/agent/agent_publish.c, runtime/agent/report.c, runtime/files/status_end.c, launcher/reports.c, runtime/gpu/mps.c
 # "Served" means by gsrun's own server, and the job's last words are true
 # (issue 66, items 4 and 5), with the fakes (tests/fake) and
 # tests/progs/ct_client:

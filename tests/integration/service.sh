@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: runtime/agent/agent_share.c, runtime/agent/agent_share_place.c, runtime/agent/agent_lease.c, runtime/gpu/gpu_text.c, runtime/core/config.c, runtime/files/status_format.c
+# covers: runtime/service/agent_share.c, runtime/service/agent_share_place.c, runtime/job/agent_lease.c, runtime/gpu/gpu_text.c, runtime/core/config.c, runtime/files/status_format.c
 # Short jobs (issue 53) on the fake NVML (2, 4 and 8 GPUs): the user's node
 # service (the shared agent) tells a job's agent the GPUs, so that the job
 # loads no NVML of its own; its death mid-job and mid-linger, or a SIGSTOP,

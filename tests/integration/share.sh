@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: runtime/agent/agent_share.c, runtime/agent/agent_lease.c, runtime/agent/agent_serve.c, runtime/files/status_format.c
+# covers: runtime/service/agent_share.c, runtime/job/agent_lease.c, runtime/job/agent_serve.c, runtime/files/status_format.c
 # --mps-share=node (issue 38) with the fake control daemon: a user's
 # concurrent and back-to-back jobs on one MPS control daemon, each job's own
 # status, output and end, a killed job or shared agent, the linger, the client

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: launcher/supervise.c, runtime/agent/guard.c, runtime/agent/agent_serve.c
+# covers: launcher/supervise.c, runtime/agent/guard.c, runtime/job/agent_serve.c
 # Signals to gsrun and mpirun, and ranks that resist: the job ends as it
 # would under plain mpirun, and MPS is torn down every time.
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: runtime/gpu/mps_probe.c, runtime/agent/agent_stuck.c, runtime/agent/agent_share_wedge.c, runtime/agent/agent_share_place.c, runtime/agent/agent_lease_watch.c, runtime/agent/daemons.c
+# covers: runtime/gpu/mps_probe.c, runtime/job/agent_stuck.c, runtime/service/agent_share_wedge.c, runtime/service/agent_share_place.c, runtime/job/agent_lease_watch.c, runtime/agent/daemons.c
 # MPS itself stuck (issue 66), with the fakes (tests/fake: a daemon or its
 # server stopped with SIGSTOP answers nothing, as the real ones; with
 # FAKE_MPS_MUTE_FILE, and the file .PID made, daemon PID runs, takes

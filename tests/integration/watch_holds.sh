@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: runtime/agent/agent_watch.c, runtime/agent/attach.c, runtime/agent/agent_fault.c, runtime/agent/agent_fault_word.c, runtime/gpu/gpu.c, runtime/gpu/mps.c, runtime/gpu/mps_health.c
+# covers: runtime/job/agent_watch.c, runtime/job/attach.c, runtime/agent/agent_fault.c, runtime/agent/agent_fault_word.c, runtime/gpu/gpu.c, runtime/gpu/mps.c, runtime/gpu/mps_health.c
 # What gsrun says of a rank holds, and the fault grace never ends a job
 # wrongly (issue 65), with the fakes (tests/fake: the fake NVML answers a
 # listing too small for its processes as the real one does, with none of

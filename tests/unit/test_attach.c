@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Each rank's MPS state (runtime/agent/attach.c): which findings win, a
+/* Each rank's MPS state (runtime/job/attach.c): which findings win, a
  * wrapper's child found by its parents, what a rank's program was started
  * with (a made-up /proc), the lines that explain it, and what status and
  * the summary count. */
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runtime/agent/attach.h"
+#include "runtime/job/attach.h"
 
 static char root[] = "/tmp/gst-attach.XXXXXX";
 

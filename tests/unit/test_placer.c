@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "runtime/gpu/affinity.h"
-#include "runtime/agent/placer.h"
+#include "runtime/job/placer.h"
 
 static gs_gpu_t numa[4], same[4];
 

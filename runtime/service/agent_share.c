@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 #include "runtime/agent/agent_int.h"
-#include "runtime/agent/lister.h"
+#include "runtime/service/lister.h"
 #include "runtime/core/proc.h"
 #include "runtime/core/unixsock.h"
 #include "runtime/files/rundir.h"

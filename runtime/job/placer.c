@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "runtime/agent/placer.h"
+#include "runtime/job/placer.h"
 
 #include <errno.h>
 #include <stdio.h>

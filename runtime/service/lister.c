@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "runtime/agent/lister.h"
+#include "runtime/service/lister.h"
 
 #include <errno.h>
 #include <pthread.h>

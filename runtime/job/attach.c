@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "gs_autoconf.h"
 
-#include "runtime/agent/attach.h"
+#include "runtime/job/attach.h"
 
 #include <errno.h>
 #include <fcntl.h>
