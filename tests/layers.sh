@@ -83,7 +83,18 @@ layer_of() { # part -> layer
     *) echo 99 ;;
     esac
 }
-in_agent() { [ "$(layer_of "$1")" -ge 7 ] && [ "$(layer_of "$1")" -le 18 ]; }
+# Cached, without a fork after the first: a whole pass asks tens of
+# thousands of times. Each sets REPLY.
+declare -A LAYER_C ROOM_C PART_C OWN_H
+L_of() {
+    [ -n "${LAYER_C[$1]+x}" ] || LAYER_C[$1]=$(layer_of "$1")
+    REPLY=${LAYER_C[$1]}
+}
+P_of() {
+    [ -n "${PART_C[$1]+x}" ] || PART_C[$1]=$(part_of "$1")
+    REPLY=${PART_C[$1]}
+}
+in_agent() { L_of "$1"; [ "$REPLY" -ge 7 ] && [ "$REPLY" -le 18 ]; }
 # The agent's rooms, one folder each: gsrun-agent runs one of two programs,
 # a job's agent (runtime/job/) or the user's node service
 # (runtime/service/), over what both use (runtime/agent/: node).
@@ -103,9 +114,14 @@ room_of() {
 # and what both use reaches neither program's parts (their hooks and
 # tables reach it), the job's leaf modules aside (the rank table's
 # neighbours attach and placer, still fields of the one agent struct).
+R_of() {
+    [ -n "${ROOM_C[$1]+x}" ] || ROOM_C[$1]=$(room_of "$1")
+    REPLY=${ROOM_C[$1]}
+}
 room_ok() {
     local rm rp
-    rm=$(room_of "$1") rp=$(room_of "$2")
+    R_of "$1"; rm=$REPLY
+    R_of "$2"; rp=$REPLY
     case $rm:$rp in
     job:service | service:job) return 1 ;;
     node:service) return 1 ;;
@@ -135,8 +151,10 @@ names_of() {
     guard) re='|gs_guard_[a-z_]+' ;;
     daemons) re='|gs_daemons_[a-z_]+|GS_DAEMON_[A-Z_]+' ;;
     agent | agent_*)
+        # Its functions, and its tables (a program's states and messages).
         for m in $(grep -hoE '^[a-z][a-z_ *]*\bgs_agent_[a-z_]+\(' "$S"/runtime/{agent,job,service}/"$p".c 2>/dev/null |
-            grep -oE 'gs_agent_[a-z_]+\(' | tr -d '('); do
+            grep -oE 'gs_agent_[a-z_]+\(' | tr -d '(') $(grep -hoE '^const gs_agent_[a-z_]+_t gs_agent_[a-z_]+\[' \
+            "$S"/runtime/{agent,job,service}/"$p".c 2>/dev/null | grep -oE 'gs_agent_[a-z_]+\[' | tr -d '['); do
             re="$re|$m"
         done
         ;;
@@ -156,6 +174,16 @@ files=$(cd "$S" && ls runtime/*/*.[ch] pmix/*.[ch] launcher/*.[ch] ompi/*.c slur
 # forks tens of thousands of greps, minutes on a loaded 2-core machine.
 [ -n "${GS_LAYERS_ONLY:-}" ] && files=$GS_LAYERS_ONLY
 [ -n "$files" ] || { echo "not ok 1 - no source under $S"; echo "1..1"; exit 1; }
+# A part's room is its folder: a name in two of the agent's folders would
+# give both the first one's room.
+twice=$(cd "$S" && for d in agent job service; do
+    for f in runtime/$d/*.[ch]; do [ -e "$f" ] && echo "$(part_of "$f") $d"; done | sort -u
+done | awk '{print $1}' | sort | uniq -d | tr '\n' ' ')
+if [ -z "$twice" ]; then
+    ok "each of the agent's parts is in one room's folder"
+else
+    not_ok "parts in two rooms' folders (a part's room is its folder): $twice"
+fi
 stray=$(cd "$S" && ls runtime/*.[ch] 2>/dev/null | tr '\n' ' ')
 if [ -z "$stray" ]; then
     ok "every runtime file is in a layer's folder"
@@ -167,8 +195,8 @@ declare -A RE
 for p in $parts; do RE[$p]=$(names_of "$p"); done
 
 for f in $files; do
-    me=$(part_of "$f")
-    L=$(layer_of "$me")
+    P_of "$f"; me=$REPLY
+    L_of "$me"; L=$REPLY
     why=""
     if [ "$me" != other ] && [ "$L" = 99 ]; then
         not_ok "$f (part $me): in no layer: give it one here and in doc/architecture.md"
@@ -176,10 +204,10 @@ for f in $files; do
     fi
     # Includes of the tree's own headers.
     for h in $(sed -nE 's/^#include "((runtime|pmix|launcher|ompi|slurm)\/[a-z_/]*\.h)".*/\1/p' "$S/$f"); do
-        p=$(part_of "$h")
+        P_of "$h"; p=$REPLY
         [ "$p" = "$me" ] && continue
         [ "$me" = agent_int ] || [ "$p" != agent_int ] || { [ "$L" -ge 10 ] && continue; }
-        pl=$(layer_of "$p")
+        L_of "$p"; pl=$REPLY
         if ! room_ok "$me" "$p"; then
             why="$why includes $h (the $(room_of "$p") room's, from the $(room_of "$me") room);"
         elif in_agent "$me" && [ "$p" = batch ]; then
@@ -199,11 +227,15 @@ for f in $files; do
     # Names defined in a higher layer (or, in the agent, beside it), used
     # here: comments and include guards aside.
     code=$(grep -vE '^\s*(/?\*|//)|^#(ifndef|define) GS_[A-Z_]*_H$' "$S/$f")
+    # Its identifiers, once: each part's names are matched against them
+    # in the shell, not by a grep for each part.
+    words=$(echo "$code" | grep -oE '\b[A-Za-z_][A-Za-z0-9_]*\b' | sort -u)
     for p in $parts; do
         [ "$p" = "$me" ] && continue
-        pl=$(layer_of "$p")
+        L_of "$p"; pl=$REPLY
         if [ "$me" != agent_int ] && ! room_ok "$me" "$p" && [ -n "${RE[$p]}" ]; then
-            used=$(echo "$code" | grep -oE "\b(${RE[$p]})\b" | sort -u | tr '\n' ' ')
+            used=""
+            for u in $words; do [[ $u =~ ^(${RE[$p]})$ ]] && used="$used$u "; done
             [ -n "$used" ] && why="$why uses the $(room_of "$p") room's $p from the $(room_of "$me") room: $used;"
             continue
         fi
@@ -212,10 +244,12 @@ for f in $files; do
         [ "$L" -eq 20 ] && ! in_agent "$p" && continue
         [ -n "${RE[$p]}" ] || continue
         used=""
-        for u in $(echo "$code" | grep -oE "\b(${RE[$p]})\b" | sort -u); do
+        [ -n "${OWN_H[$L]+x}" ] || OWN_H[$L]=$(own_headers "$L")
+        for u in $words; do
+            [[ $u =~ ^(${RE[$p]})$ ]] || continue
             # A name that a header of this layer or below defines is its own
             # (config.h's GS_MPS_ON is a setting, not the MPS module's).
-            grep -qwE "(define|typedef.*|[a-z_]+ \**)$u|$u[,;= ]" $(own_headers "$L") 2>/dev/null || used="$used$u "
+            grep -qwE "(define|typedef.*|[a-z_]+ \**)$u|$u[,;= ]" ${OWN_H[$L]} 2>/dev/null || used="$used$u "
         done
         [ -n "$used" ] && why="$why uses $p (layer $pl): $used;"
     done
@@ -249,6 +283,12 @@ if [ -z "${GS_LAYERS_ROOT:-}" ]; then
     ! GS_LAYERS_ROOT=$tmp GS_LAYERS_ONLY=runtime/agent/agent_new.c bash "$0" >/dev/null 2>&1 &&
         ok "a new agent file in no layer fails the check" ||
         not_ok "a new agent file in no layer passes the check"
+    rm -rf "${tmp:?}"/*
+    (cd "$S" && tar cf - runtime pmix launcher ompi slurm) | tar xf - -C "$tmp"
+    cp "$tmp/runtime/job/placer.h" "$tmp/runtime/service/placer.h"
+    ! GS_LAYERS_ROOT=$tmp GS_LAYERS_ONLY=runtime/job/placer.c bash "$0" >/dev/null 2>&1 &&
+        ok "a part in two rooms' folders fails the check" ||
+        not_ok "a part in two rooms' folders passes the check"
     plant runtime/service/agent_share_place.c 'static void f(void) { gs_agent_share_hold(0); }' &&
         ok "a planted call from agent_share_place.c into agent_share.c fails the check" ||
         not_ok "a planted call from agent_share_place.c into agent_share.c passes the check"
@@ -261,6 +301,9 @@ if [ -z "${GS_LAYERS_ROOT:-}" ]; then
     plant runtime/service/agent_share_place.c '#include "runtime/job/placer.h"' &&
         ok "a planted include of the job's placer.h in the service's room fails the check" ||
         not_ok "a planted include of the job's placer.h in the service's room passes the check"
+    plant runtime/job/agent_serve.c 'static const void *f = gs_agent_service_messages;' &&
+        ok "a planted use of the service's message table in the job's room fails the check" ||
+        not_ok "a planted use of the service's message table in the job's room passes the check"
     plant runtime/job/agent_watch.c '#include "runtime/service/lister.h"' &&
         ok "a planted include of the service's lister.h in the job's room fails the check" ||
         not_ok "a planted include of the service's lister.h in the job's room passes the check"

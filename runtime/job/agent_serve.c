@@ -224,11 +224,12 @@ static void add_servers(gs_agent_t *a, int fd, int n, const int *want)
     close(fd);
 }
 
-/* "servers <n> <GPU of each>" from a task prolog whose step needs more. */
+/* "servers <n> <GPU of each>" from a task prolog whose step needs more
+ * (taken while holding: job-long only). */
 static void on_servers(gs_agent_t *a, gs_agent_conn_t *c)
 {
     int n = 0, gpu[GS_MAX_GPUS];
-    if (a->mode != GS_MODE_JOB_LONG || gs_protocol_servers_parse(c->line, GS_MAX_GPUS, &n, gpu) != 0) {
+    if (gs_protocol_servers_parse(c->line, GS_MAX_GPUS, &n, gpu) != 0) {
         dprintf(c->fd, "error malformed request for servers\n");
         close(c->fd);
         return;
