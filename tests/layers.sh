@@ -262,60 +262,59 @@ done
 if [ -z "${GS_LAYERS_ROOT:-}" ]; then
     tmp=$(mktemp -d /tmp/gs-layers.XXXXXX)
     trap 'rm -rf "$tmp"' EXIT
-    plant() { # file line -> whether the check fails on the copy
+    copy() { # the tree, afresh into $tmp
         rm -rf "${tmp:?}"/*
         (cd "$S" && tar cf - runtime pmix launcher ompi slurm) | tar xf - -C "$tmp"
-        sed -i "0,/^#include \"/s||$2\n#include \"|" "$tmp/$1"
+    }
+    fails_on() { # file of the copy -> whether the check fails on it
         ! GS_LAYERS_ROOT=$tmp GS_LAYERS_ONLY=$1 bash "$0" >/dev/null 2>&1
     }
-    plant runtime/core/proc.c '#include "runtime/files/rundir.h"' &&
-        ok "a planted include of files/ in core/ fails the check" ||
-        not_ok "a planted include of files/ in core/ passes the check"
-    plant runtime/job/agent_serve.c 'static void f(void) { gs_agent_main(0); }' &&
-        ok "a planted call from agent_serve.c into agent.c fails the check" ||
-        not_ok "a planted call from agent_serve.c into agent.c passes the check"
-    plant runtime/rank/node.c '#include "runtime/batch/provision.h"' &&
-        ok "a planted include of batch/ in rank/ fails the check" ||
-        not_ok "a planted include of batch/ in rank/ passes the check"
-    rm -rf "${tmp:?}"/*
-    (cd "$S" && tar cf - runtime pmix launcher ompi slurm) | tar xf - -C "$tmp"
-    printf '#include "runtime/agent/agent_int.h"\n' >"$tmp/runtime/agent/agent_new.c"
-    ! GS_LAYERS_ROOT=$tmp GS_LAYERS_ONLY=runtime/agent/agent_new.c bash "$0" >/dev/null 2>&1 &&
-        ok "a new agent file in no layer fails the check" ||
-        not_ok "a new agent file in no layer passes the check"
-    rm -rf "${tmp:?}"/*
-    (cd "$S" && tar cf - runtime pmix launcher ompi slurm) | tar xf - -C "$tmp"
-    cp "$tmp/runtime/job/placer.h" "$tmp/runtime/service/placer.h"
-    ! GS_LAYERS_ROOT=$tmp GS_LAYERS_ONLY=runtime/job/placer.c bash "$0" >/dev/null 2>&1 &&
-        ok "a part in two rooms' folders fails the check" ||
-        not_ok "a part in two rooms' folders passes the check"
-    plant runtime/service/agent_share_place.c 'static void f(void) { gs_agent_share_hold(0); }' &&
-        ok "a planted call from agent_share_place.c into agent_share.c fails the check" ||
-        not_ok "a planted call from agent_share_place.c into agent_share.c passes the check"
-    plant runtime/job/agent_serve.c 'static void f(void) { gs_agent_share_hold(0); }' &&
-        ok "a planted call from the job's room (agent_serve.c) into the service's fails the check" ||
-        not_ok "a planted call from the job's room (agent_serve.c) into the service's passes the check"
-    plant runtime/service/agent_share.c 'static void f(void) { gs_agent_job_status(0, 0); }' &&
-        ok "a planted call from the service's room (agent_share.c) into the job's fails the check" ||
-        not_ok "a planted call from the service's room (agent_share.c) into the job's passes the check"
-    plant runtime/service/agent_share_place.c '#include "runtime/job/placer.h"' &&
-        ok "a planted include of the job's placer.h in the service's room fails the check" ||
-        not_ok "a planted include of the job's placer.h in the service's room passes the check"
-    plant runtime/job/agent_serve.c 'static const void *f = gs_agent_service_messages;' &&
-        ok "a planted use of the service's message table in the job's room fails the check" ||
-        not_ok "a planted use of the service's message table in the job's room passes the check"
-    plant runtime/job/agent_watch.c '#include "runtime/service/lister.h"' &&
-        ok "a planted include of the service's lister.h in the job's room fails the check" ||
-        not_ok "a planted include of the service's lister.h in the job's room passes the check"
-    plant runtime/agent/agent_publish.c 'static void f(void) { gs_lister_start(); }' &&
-        ok "a planted call from what both use (agent_publish.c) into the service's room fails the check" ||
-        not_ok "a planted call from what both use (agent_publish.c) into the service's room passes the check"
-    plant runtime/agent/agent_fault.c 'static void f(void) { gs_agent_pack(0, 0, 0); }' &&
-        ok "a planted call from what both use (agent_fault.c) into the job's room fails the check" ||
-        not_ok "a planted call from what both use (agent_fault.c) into the job's room passes the check"
-    plant slurm/srun_task.c '#include "launcher/options.h"' &&
-        ok "a planted include of launcher/ in slurm/ fails the check" ||
-        not_ok "a planted include of launcher/ in slurm/ passes the check"
+    plant() { # file line -> whether the check fails on the copy with line in file
+        copy
+        sed -i "0,/^#include \"/s||$2\n#include \"|" "$tmp/$1"
+        fails_on "$1"
+    }
+    must_fail() { # what was planted, then the command that plants it and checks
+        local what=$1
+        shift
+        if "$@"; then ok "$what fails the check"; else not_ok "$what passes the check"; fi
+    }
+    new_file() { # an agent file in no layer
+        copy
+        printf '#include "runtime/agent/agent_int.h"\n' >"$tmp/runtime/agent/agent_new.c"
+        fails_on runtime/agent/agent_new.c
+    }
+    twice() { # a part in two rooms' folders
+        copy
+        cp "$tmp/runtime/job/placer.h" "$tmp/runtime/service/placer.h"
+        fails_on runtime/job/placer.c
+    }
+    must_fail "a planted include of files/ in core/" \
+        plant runtime/core/proc.c '#include "runtime/files/rundir.h"'
+    must_fail "a planted call from agent_serve.c into agent.c" \
+        plant runtime/job/agent_serve.c 'static void f(void) { gs_agent_main(0); }'
+    must_fail "a planted include of batch/ in rank/" \
+        plant runtime/rank/node.c '#include "runtime/batch/provision.h"'
+    must_fail "a new agent file in no layer" new_file
+    must_fail "a part in two rooms' folders" twice
+    must_fail "a planted call from agent_share_place.c into agent_share.c" \
+        plant runtime/service/agent_share_place.c 'static void f(void) { gs_agent_share_hold(0); }'
+    must_fail "a planted call from the job's room (agent_serve.c) into the service's" \
+        plant runtime/job/agent_serve.c 'static void f(void) { gs_agent_share_hold(0); }'
+    must_fail "a planted call from the service's room (agent_share.c) into the job's" \
+        plant runtime/service/agent_share.c 'static void f(void) { gs_agent_job_status(0, 0); }'
+    must_fail "a planted include of the job's placer.h in the service's room" \
+        plant runtime/service/agent_share_place.c '#include "runtime/job/placer.h"'
+    must_fail "a planted use of the service's message table in the job's room" \
+        plant runtime/job/agent_serve.c 'static const void *f = gs_agent_service_messages;'
+    must_fail "a planted include of the service's lister.h in the job's room" \
+        plant runtime/job/agent_watch.c '#include "runtime/service/lister.h"'
+    must_fail "a planted call from what both use (agent_publish.c) into the service's room" \
+        plant runtime/agent/agent_publish.c 'static void f(void) { gs_lister_start(); }'
+    must_fail "a planted call from what both use (agent_fault.c) into the job's room" \
+        plant runtime/agent/agent_fault.c 'static void f(void) { gs_agent_pack(0, 0, 0); }'
+    must_fail "a planted include of launcher/ in slurm/" \
+        plant slurm/srun_task.c '#include "launcher/options.h"'
 fi
 echo "1..$n"
 [ $bad -eq 0 ]
