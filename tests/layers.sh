@@ -18,14 +18,16 @@
 #   6  runtime/batch/   a batch job's node: provisioning, root's keeper and end
 #                       of a job (for the front ends; the agent never uses it)
 #   7  report ranks placer lister attach
-#   8  guard                              13 agent_share agent_lease_watch
-#   9  daemons                            14 agent_memory agent_lease
-#   10 agent_setup agent_publish          15 agent_watch agent_watch_end
-#      agent_pack agent_fault_word           agent_stuck
-#      agent_status                       16 agent_serve
-#   11 agent_loop agent_fault agent_run   17 agent (the job's states),
-#      agent_share_wedge agent_lease_gpus    agent_service (the service's)
-#   12 agent_share_place agent_fault_job  18 agent_main (gsrun-agent)
+#   8  guard                              12 agent_share_place agent_fault_job
+#   9  daemons                            13 agent_share agent_lease_watch
+#   10 agent_int job_int service_int      14 agent_memory agent_lease
+#      (each room's struct and names)     15 agent_watch agent_watch_end
+#      agent_setup agent_publish             agent_stuck
+#      agent_pack agent_fault_word        16 agent_serve
+#      agent_status agent_share_tell      17 agent (the job's states),
+#   11 agent_loop agent_fault agent_run      agent_service (the service's)
+#      agent_share_wedge agent_lease_gpus 18 agent_main (gsrun-agent)
+#      agent_confirm
 #   pmix/               uses runtime/core only
 #   launcher/ ompi/ slurm/ (front ends) use runtime/ (not the agent) and pmix/,
 #                       never each other (launcher/ is gsrun's own)
@@ -33,9 +35,10 @@
 # The agent's parts live in three rooms, a folder each: runtime/job/ (a
 # job's agent), runtime/service/ (the user's node service) and
 # runtime/agent/ (what both use). Neither program's room uses the other's;
-# what both use calls neither (they reach it through their hooks and
-# tables), the job's attach and placer aside (fields of the one struct);
-# agent_main picks the program.
+# what both use uses neither (they reach it through their hooks and
+# tables); agent_main picks the program. Each room's header (agent_int.h,
+# job_int.h, service_int.h: its struct and what its parts give one
+# another) is included by each of its parts and by the rooms above it.
 # TAP output. GS_LAYERS_ROOT points it at another tree (its own test),
 # GS_LAYERS_ONLY at one file of it.
 S=${GS_LAYERS_ROOT:-${GS_TOP_SRCDIR:?run through make check}}
@@ -51,8 +54,8 @@ part_of() {
     case $f in
     runtime/agent/* | runtime/job/* | runtime/service/*)
         case $b in
-        # The parts' shared view (agent_int.h) and the agent's types
-        # (agent.h), used by agent.c and its helpers alike.
+        # What both programs share (agent_int.h) and the agent's types
+        # (agent.h); each program's own struct is its room's *_int.h.
         agent_int | agent.h) echo agent_int ;;
         *) echo "$b" ;;
         esac
@@ -69,8 +72,9 @@ layer_of() { # part -> layer
     report | ranks | placer | lister | attach) echo 7 ;;
     guard) echo 8 ;;
     daemons) echo 9 ;;
-    agent_setup | agent_publish | agent_pack | agent_fault_word | agent_status | agent_int) echo 10 ;;
-    agent_loop | agent_fault | agent_share_wedge | agent_lease_gpus | agent_run) echo 11 ;;
+    agent_int | job_int | service_int) echo 10 ;;
+    agent_setup | agent_publish | agent_pack | agent_fault_word | agent_status | agent_share_tell) echo 10 ;;
+    agent_loop | agent_fault | agent_share_wedge | agent_lease_gpus | agent_run | agent_confirm) echo 11 ;;
     agent_share_place | agent_fault_job) echo 12 ;;
     agent_share | agent_lease_watch) echo 13 ;;
     agent_memory | agent_lease) echo 14 ;;
@@ -95,6 +99,7 @@ P_of() {
     REPLY=${PART_C[$1]}
 }
 in_agent() { L_of "$1"; [ "$REPLY" -ge 7 ] && [ "$REPLY" -le 18 ]; }
+is_int() { case $1 in agent_int | job_int | service_int) return 0 ;; esac; return 1; }
 # The agent's rooms, one folder each: gsrun-agent runs one of two programs,
 # a job's agent (runtime/job/) or the user's node service
 # (runtime/service/), over what both use (runtime/agent/: node).
@@ -112,8 +117,7 @@ room_of() {
 }
 # Whether part me may use part p across rooms: never the other program's,
 # and what both use reaches neither program's parts (their hooks and
-# tables reach it), the job's leaf modules aside (the rank table's
-# neighbours attach and placer, still fields of the one agent struct).
+# tables reach it).
 R_of() {
     [ -n "${ROOM_C[$1]+x}" ] || ROOM_C[$1]=$(room_of "$1")
     REPLY=${ROOM_C[$1]}
@@ -124,8 +128,7 @@ room_ok() {
     R_of "$2"; rp=$REPLY
     case $rm:$rp in
     job:service | service:job) return 1 ;;
-    node:service) return 1 ;;
-    node:job) case $2 in attach | placer) return 0 ;; *) return 1 ;; esac ;;
+    node:service | node:job) return 1 ;;
     esac
     return 0
 }
@@ -148,6 +151,9 @@ names_of() {
     placer) re='|gs_placer_[a-z_]+|GS_PLACER_WAIT' ;;
     lister) re='|gs_lister_[a-z_]+' ;;
     attach) re='|gs_attach_[a-z_]+|GS_ATTACH_[A-Z_]+' ;;
+    # Each program's struct, and the service's leases.
+    job_int) re='|gs_job_t|gs_job|gs_job_const' ;;
+    service_int) re='|gs_service_t|gs_service|gs_service_const|gs_agent_lease_t|GS_AGENT_LEASES_MAX|GS_AGENT_GPUS_WAITING' ;;
     guard) re='|gs_guard_[a-z_]+' ;;
     daemons) re='|gs_daemons_[a-z_]+|GS_DAEMON_[A-Z_]+' ;;
     agent | agent_*)
@@ -190,7 +196,7 @@ if [ -z "$stray" ]; then
 else
     not_ok "runtime files outside the layer folders: $stray"
 fi
-parts="core wire gpu plan files rank batch report ranks placer lister attach guard daemons agent_setup agent_publish agent_pack agent_fault_word agent_status agent_loop agent_fault agent_share_wedge agent_lease_gpus agent_run agent_share_place agent_fault_job agent_share agent_lease_watch agent_memory agent_lease agent_watch agent_watch_end agent_stuck agent_serve agent agent_service agent_main"
+parts="core wire gpu plan files rank batch report ranks placer lister attach guard daemons job_int service_int agent_setup agent_publish agent_pack agent_fault_word agent_status agent_share_tell agent_loop agent_fault agent_share_wedge agent_lease_gpus agent_run agent_confirm agent_share_place agent_fault_job agent_share agent_lease_watch agent_memory agent_lease agent_watch agent_watch_end agent_stuck agent_serve agent agent_service agent_main"
 declare -A RE
 for p in $parts; do RE[$p]=$(names_of "$p"); done
 
@@ -206,10 +212,11 @@ for f in $files; do
     for h in $(sed -nE 's/^#include "((runtime|pmix|launcher|ompi|slurm)\/[a-z_/]*\.h)".*/\1/p' "$S/$f"); do
         P_of "$h"; p=$REPLY
         [ "$p" = "$me" ] && continue
-        [ "$me" = agent_int ] || [ "$p" != agent_int ] || { [ "$L" -ge 10 ] && continue; }
         L_of "$p"; pl=$REPLY
         if ! room_ok "$me" "$p"; then
             why="$why includes $h (the $(room_of "$p") room's, from the $(room_of "$me") room);"
+        elif is_int "$p" && [ "$L" -ge 10 ] && ! { is_int "$me" && [ "$p" != agent_int ]; }; then
+            : # its room's header (or what both share): each part's own view
         elif in_agent "$me" && [ "$p" = batch ]; then
             why="$why includes $h (a batch job's provisioning is the front ends', never the agent's);"
         elif in_agent "$me" && [ "$me" != agent_main ] && [ "$pl" -ge "$L" ] && [ "$p" != agent_int ]; then
@@ -233,14 +240,16 @@ for f in $files; do
     for p in $parts; do
         [ "$p" = "$me" ] && continue
         L_of "$p"; pl=$REPLY
-        if [ "$me" != agent_int ] && ! room_ok "$me" "$p" && [ -n "${RE[$p]}" ]; then
+        # agent.h declares both programs' mains (agent_main picks one).
+        if [ "$f" != runtime/agent/agent.h ] && ! room_ok "$me" "$p" && [ -n "${RE[$p]}" ]; then
             used=""
             for u in $words; do [[ $u =~ ^(${RE[$p]})$ ]] && used="$used$u "; done
             [ -n "$used" ] && why="$why uses the $(room_of "$p") room's $p from the $(room_of "$me") room: $used;"
             continue
         fi
+        is_int "$p" && continue # a room's header: its room is what counts
         if in_agent "$me"; then [ "$pl" -lt "$L" ] && continue; else [ "$pl" -le "$L" ] && continue; fi
-        [ "$me" = agent_int ] && continue # declares the agent files' functions
+        is_int "$me" && continue # declares its room's parts' functions
         [ "$L" -eq 20 ] && ! in_agent "$p" && continue
         [ -n "${RE[$p]}" ] || continue
         used=""
@@ -305,6 +314,18 @@ if [ -z "${GS_LAYERS_ROOT:-}" ]; then
         plant runtime/service/agent_share.c 'static void f(void) { gs_agent_job_status(0, 0); }'
     must_fail "a planted include of the job's placer.h in the service's room" \
         plant runtime/service/agent_share_place.c '#include "runtime/job/placer.h"'
+    must_fail "a planted include of the job's job_int.h in the service's room" \
+        plant runtime/service/agent_share.c '#include "runtime/job/job_int.h"'
+    must_fail "a planted include of the service's service_int.h in the job's room" \
+        plant runtime/job/agent_lease.c '#include "runtime/service/service_int.h"'
+    must_fail "a planted include of the job's job_int.h in what both use" \
+        plant runtime/agent/agent_loop.c '#include "runtime/job/job_int.h"'
+    must_fail "a planted use of the job's struct in the service's room" \
+        plant runtime/service/agent_share_wedge.c 'static int f(void *a) { return ((gs_job_t *)a)->share_fd; }'
+    must_fail "a planted use of the service's struct in the job's room" \
+        plant runtime/job/agent_stuck.c 'static int f(void *a) { return ((gs_service_t *)a)->nleases; }'
+    must_fail "a planted use of the job's struct in what both share (agent_int.h)" \
+        plant runtime/agent/agent_int.h 'typedef gs_job_t gs_x_t;'
     must_fail "a planted use of the service's message table in the job's room" \
         plant runtime/job/agent_serve.c 'static const void *f = gs_agent_service_messages;'
     must_fail "a planted include of the service's lister.h in the job's room" \

@@ -119,8 +119,10 @@ void gs_agent_fault_who(const gs_agent_t *a, const pid_t *pids, int n, int named
     snprintf(self, sizeof(self), "%s", gs_rundir_job_name(a->o->args.job_dir));
     buf[0] = '\0';
     /* This job's ranks first, in rank order. */
-    for (int r = 0; r < a->ranks.size && nown < n; r++) { /* the service has none */
-        pid_t p = gs_ranks_pid_of_rank(&a->ranks, r);
+    gs_ranks_t none = {0};
+    const gs_ranks_t *t = a->prog->ranks != NULL ? a->prog->ranks(a) : &none; /* a job's */
+    for (int r = 0; r < t->size && nown < n; r++) {
+        pid_t p = gs_ranks_pid_of_rank(t, r);
         for (int i = 0; i < n && p > 0; i++) {
             if (pids[i] == p) {
                 own[nown++] = r;
@@ -135,10 +137,10 @@ void gs_agent_fault_who(const gs_agent_t *a, const pid_t *pids, int n, int named
     for (int i = 0; i < nown && named; i++) {
         /* Each with its process: the user may have to end it. */
         snprintf(text, sizeof(text), "this job's rank %d", own[i]);
-        name_process(buf, len, &used, text, gs_ranks_pid_of_rank(&a->ranks, own[i]));
+        name_process(buf, len, &used, text, gs_ranks_pid_of_rank(t, own[i]));
     }
     for (int i = 0; i < n; i++) {
-        if (gs_ranks_rank_of_pid(&a->ranks, pids[i]) >= 0) {
+        if (gs_ranks_rank_of_pid(t, pids[i]) >= 0) {
             continue;
         }
         if (njobs < 0) { /* read once, only when another job's PID is named */
@@ -149,9 +151,8 @@ void gs_agent_fault_who(const gs_agent_t *a, const pid_t *pids, int n, int named
         for (; j < njobs && r < 0; j++) {
             r = strcmp(jobs[j].job, self) != 0 ? rank_in(jobs[j].pids, pids[i]) : -1;
         }
-        gs_attach_env_t id = {.uid = -1, .euid = -1};
-        gs_attach_read_uid(pids[i], "/proc", &id);
-        long uid = id.uid;
+        long uid = -1, euid = -1;
+        gs_proc_uids(NULL, pids[i], &uid, &euid);
         if (r >= 0) {
             snprintf(text, sizeof(text), "job %s's rank %d", jobs[j - 1].job, r);
         } else if (uid == (long)getuid()) {

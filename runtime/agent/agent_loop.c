@@ -23,11 +23,6 @@
 #include "runtime/core/unixsock.h"
 #include "runtime/wire/protocol.h"
 
-int gs_agent_rank_of_pid(const void *agent, pid_t pid)
-{
-    return gs_ranks_rank_of_pid(&((const gs_agent_t *)agent)->ranks, pid);
-}
-
 const char *gs_agent_read_signals(gs_agent_t *a)
 {
     struct signalfd_siginfo si;
@@ -195,9 +190,11 @@ static int takes_messages(const gs_agent_t *a, const gs_agent_msg_t *msgs)
 
 const char *gs_agent_loop(gs_agent_t *a, const gs_agent_msg_t *msgs, const gs_agent_wait_t *w)
 {
-    gs_ranks_t *t = &a->ranks;
+    /* The program's ranks (a job's): their exits are followed here. */
+    gs_ranks_t none = {0};
+    gs_ranks_t *t = a->prog->ranks != NULL ? a->prog->ranks(a) : &none;
     /* The rank table grows to the node's size at most (serving). */
-    int nfds = 4 + GS_AGENT_CONN_MAX + GS_AGENT_LEASES_MAX +
+    int nfds = 4 + GS_AGENT_CONN_MAX + GS_AGENT_EXTRA_MAX +
                (a->local_size > t->nlive ? a->local_size : t->nlive);
     struct pollfd *p = calloc((size_t)nfds, sizeof(*p));
     conns_t *q = calloc(1, sizeof(*q));
@@ -223,7 +220,7 @@ const char *gs_agent_loop(gs_agent_t *a, const gs_agent_msg_t *msgs, const gs_ag
             }
         }
         int first_extra = k;
-        k += w->extra != NULL ? w->extra(a, p + k, GS_AGENT_LEASES_MAX) : 0;
+        k += w->extra != NULL ? w->extra(a, p + k, GS_AGENT_EXTRA_MAX) : 0;
         int first_rank = k;
         for (int i = 0; i < t->nlive && k < nfds; i++) {
             p[k++] = (struct pollfd){t->live[i].fd, gs_ranks_events(&t->live[i]), 0};

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* What the agent tells others: the node state the ranks wait for (state.c's
  * file; "ok"/"error" on the ready pipe), the status `gsrun status` reads,
- * both made from the parts' state, and the node service's lines to the jobs
- * leasing a server. */
+ * both made from the parts' state; each program adds its own part through
+ * its hooks. */
 #include "gs_autoconf.h"
 
 #include <stdio.h>
@@ -25,27 +25,14 @@ void gs_agent_signal_ready(gs_agent_t *a, const char *word)
     }
 }
 
-void gs_agent_tell_leases(gs_agent_t *a, int s, const char *line, int n)
-{
-    for (int i = 0; i < a->nleases && n > 0; i++) {
-        const gs_agent_lease_t *l = &a->leases[i];
-        for (int e = 0; e < l->n && !l->waiting; e++) {
-            if (l->server[e] == s) {
-                /* Short: one write the job's agent reads whole. */
-                if (write(l->fd, line, (size_t)n) < 0) {
-                    /* Its job is gone: the lease ends at its hang-up. */
-                }
-                break;
-            }
-        }
-    }
-}
-
 /* Writes st (NULL: out of memory, said as such) and frees it. */
 static void publish(gs_agent_t *a, gs_state_t *st, const char *word)
 {
     gs_error_t err;
     if (st != NULL) {
+        if (a->prog->state != NULL) {
+            a->prog->state(a, st);
+        }
         st->generation = a->nstates++;
     }
     if (st == NULL) {
@@ -79,19 +66,7 @@ void gs_agent_publish_without_mps(gs_agent_t *a, gs_state_kind_t kind, int notic
     st->exit_code = code;
     snprintf(st->message, sizeof(st->message), "%s", msg);
     snprintf(st->socket, sizeof(st->socket), "%s", with_socket ? a->sock : "");
-    if (kind == GS_STATE_OFF && a->ledger.entry_fd >= 0) {
-        snprintf(st->placed, sizeof(st->placed), "%s", a->ledger.entry); /* gpu-bind's GPUs */
-    }
-    /* Without MPS the ranks still get a GPU each (gpu-bind): the list-> */
-    st->nservers = kind == GS_STATE_OFF ? a->placer.ngpus : 0;
-    for (int g = 0; g < st->nservers; g++) {
-        st->server[g].nranks = a->placer.target[g];
-        snprintf(st->server[g].uuid, sizeof(st->server[g].uuid), "%s", a->servers.gpu[g].uuid);
-    }
-    for (int g = 1; g < st->nservers; g++) {
-        st->server[g].first_rank = st->server[g - 1].first_rank + st->server[g - 1].nranks;
-    }
-    publish(a, st, word);
+    publish(a, st, word); /* a job's GPUs without MPS: its state hook */
 }
 
 void gs_agent_explain_no_gpu(gs_agent_t *a, gs_error_t *err)
@@ -113,9 +88,6 @@ void gs_agent_publish_on(gs_agent_t *a)
     }
     st->kind = GS_STATE_ON;
     snprintf(st->socket, sizeof(st->socket), "%s", a->sock);
-    if (a->ledger.entry_fd >= 0) {
-        snprintf(st->placed, sizeof(st->placed), "%s", a->ledger.entry);
-    }
     if (a->warning[0] != '\0') {
         st->notice = 1;
         snprintf(st->message, sizeof(st->message), "%s", a->warning);
@@ -167,84 +139,6 @@ void gs_agent_confirm_servers_from(gs_agent_t *a, int first)
     for (int g = first; g < a->plan.nservers; g++) {
         gs_agent_confirm_server(a, g,
                                 first > 0 ? "the job's tasks (added for a step)" : "the job's tasks");
-    }
-}
-
-/* A borrowed server's PIDs for the line of its GPU: the shared agent lists
- * a new server's PIDs a little after it serves, so those the lease did not
- * have are read from its status now; what is still not listed is said so
- * (the line is read at the job's end: "starting" would not be true then). */
-static void borrowed_pids(gs_agent_t *a, int g, char *buf, size_t len)
-{
-    const gs_mps_daemon_t *d = &a->daemons.daemon[g];
-    int daemon = (int)d->daemon_pid, server = (int)d->server_pid[0];
-    const char *core = a->daemons.pinned[g];
-    gs_status_t *ss = daemon > 0 && server > 0 ? NULL : calloc(1, sizeof(*ss));
-    gs_error_t err;
-    int s = a->share_server[g];
-    if (ss != NULL && gs_status_read(a->share_dir, ss, &err) == 0 && s >= 0 && s < ss->nservers) {
-        daemon = daemon > 0 ? daemon : ss->server[s].daemon_pid;
-        server = server > 0 ? server : ss->server[s].server_pid;
-        core = core[0] ? core : ss->server[s].core;
-    }
-    if (daemon <= 0) {
-        snprintf(buf, len, "its control daemon's and server's PIDs not listed when the ranks came");
-    } else if (server <= 0) {
-        snprintf(buf, len, "control daemon %d on %s, server PID not listed when the ranks came",
-                 daemon, core[0] ? core : "no core");
-    } else {
-        snprintf(buf, len, "control daemon %d on %s, server %d", daemon, core[0] ? core : "no core",
-                 server);
-    }
-    free(ss);
-}
-
-void gs_agent_confirm_servers(gs_agent_t *a, int job_long)
-{
-    if (job_long) {
-        gs_agent_confirm_servers_from(a, 0);
-        return;
-    }
-    for (int g = 0; g < a->plan.nservers; g++) {
-        const gs_server_share_t *s = &a->plan.server[g];
-        gs_mps_daemon_t *d = &a->daemons.daemon[g];
-        const char *pct = s->pct_set ? s->pct_text : "100 (unset)";
-        char who[48];
-        gs_daemons_label(&a->daemons, g, who, sizeof(who));
-        if (a->daemons.borrowed) {
-            char pids[200];
-            borrowed_pids(a, g, pids, sizeof(pids));
-            gs_report_add(&a->report, 0,
-                          "%s (%s, %s): the user's shared MPS server %d (%s), %d rank%s at %s%%",
-                          who, a->servers.gpu[g].name, d->uuid, a->share_server[g], pids, s->nranks,
-                          s->nranks == 1 ? "" : "s", pct);
-            continue;
-        }
-        if (a->o->cfg.prestart) {
-            gs_daemons_record_servers(&a->daemons, g);
-        }
-        gs_report_add(&a->report, 0,
-                      "%s (%s, %s): MPS control daemon %d on %s, server %d, %d rank%s at %s%%, "
-                      "ready in %lld ms",
-                      who, a->servers.gpu[g].name, d->uuid, (int)d->daemon_pid,
-                      a->daemons.pinned[g], (int)d->server_pid[0], s->nranks,
-                      s->nranks == 1 ? "" : "s", pct, d->ready_ms - d->start_ms);
-        if (!a->o->cfg.prestart) {
-            gs_report_add(&a->report, 0,
-                          "%s: server not started in advance "
-                          "(GSRUN_MPS_PRESTART=0): the first rank that uses CUDA "
-                          "starts it",
-                          who);
-        }
-    }
-}
-
-void gs_agent_confirm_pending(gs_agent_t *a)
-{
-    if (a->confirm_pending) {
-        a->confirm_pending = 0;
-        gs_agent_confirm_servers(a, 0);
-        gs_report_mark(&a->report, "servers listed");
     }
 }
 

@@ -59,7 +59,7 @@ void gs_agent_find_control(gs_agent_t *a)
 int gs_agent_run(const gs_agent_opts_t *o, const gs_agent_program_t *prog)
 {
     const gs_agent_step_t *table = prog->states;
-    gs_agent_t *a = calloc(1, sizeof(*a));
+    gs_agent_t *a = prog->create();
     int lockfd = -1, code;
 
     if (a == NULL) {
@@ -76,19 +76,17 @@ int gs_agent_run(const gs_agent_opts_t *o, const gs_agent_program_t *prog)
     a->local_size = o->args.local_size;
     a->watch_pid = o->args.watch_pid;
     a->ready_fd = o->args.ready_fd;
-    a->stop_from = -1;
     a->t_start = gs_proc_now_ms();
     a->started_ms = gs_proc_wall_ms();
-    a->listen_fd = a->sig_fd = a->watch_fd = a->gsrun_fd = a->share_fd = -1;
+    a->listen_fd = a->sig_fd = a->watch_fd = a->gsrun_fd = -1;
     a->guard.fd = -1;
-    gs_ledger_init(&a->ledger);
     gs_agent_init_report(a);
     gs_report_mark(&a->report, "agent");
     if (gs_agent_setup(a, &lockfd) != 0) {
         /* Another agent holds this node dir: never share one between jobs,
          * and leave its state alone. The leader reports the agent's end. */
         gs_agent_signal_ready(a, "error\n");
-        free(a);
+        prog->destroy(a);
         return GS_EXIT_RUNDIR;
     }
 
@@ -108,6 +106,6 @@ int gs_agent_run(const gs_agent_opts_t *o, const gs_agent_program_t *prog)
     }
     gs_agent_teardown(a, lockfd);
     code = a->code;
-    free(a);
+    prog->destroy(a);
     return code;
 }

@@ -139,9 +139,6 @@ void gs_agent_teardown(gs_agent_t *a, int lockfd)
     if (a->listen_fd >= 0) {
         close(a->listen_fd);
     }
-    gs_ranks_free(&a->ranks);
-    gs_attach_free(&a->attach);
-    gs_placer_free(&a->placer);
     if (a->code == 0) {
         /* A file, read by gsrun once we unlock; or lines on a descriptor,
          * written before the dir goes: a rank that finds the dir gone takes

@@ -198,6 +198,26 @@ int gs_proc_threads(const char *proc_root, pid_t pid)
     return tasks;
 }
 
+int gs_proc_uids(const char *proc_root, pid_t pid, long *uid, long *euid)
+{
+    char path[300], line[256];
+    int rc = -1;
+    snprintf(path, sizeof(path), "%s/%d/status", proc_root != NULL ? proc_root : "/proc", (int)pid);
+    FILE *f = fopen(path, "re");
+    while (f != NULL && rc != 0 && fgets(line, sizeof(line), f) != NULL) {
+        long u, e;
+        if (sscanf(line, "Uid: %ld %ld", &u, &e) == 2) {
+            *uid = u;
+            *euid = e;
+            rc = 0;
+        }
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    return rc;
+}
+
 /* One fork (and a second in the child where grandchild), the child in a
  * session of its own running child(ctx, ready_w). */
 static int spawn(void (*child)(void *ctx, int ready_w), void *ctx, int grandchild, int *ready_rd,

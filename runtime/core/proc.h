@@ -60,6 +60,10 @@ int gs_proc_comm(const char *proc_root, pid_t pid, char *buf, size_t len);
  * the rest of its thread group runs (and may fork): it is not a zombie. */
 int gs_proc_threads(const char *proc_root, pid_t pid);
 
+/* The real and effective uids of <proc_root>/<pid> (proc_root NULL:
+ * /proc): 0, or -1 with both left as they were when it is gone. */
+int gs_proc_uids(const char *proc_root, pid_t pid, long *uid, long *euid);
+
 /* Starts a daemon: a grandchild in a session of its own (not our child, so
  * the program we exec later does not inherit it, and a launcher that kills
  * our process group misses it), which runs child(ctx, ready_w) and must exec

@@ -23,7 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/agent/agent_int.h"
+#include "runtime/job/job_int.h"
 #include "runtime/core/proc.h"
 #include "runtime/wire/protocol.h"
 
@@ -90,15 +90,16 @@ static int any_exclusive(const gs_gpu_list_t *gpus)
  * the servers wait for the plan. */
 static gs_agent_state_t prestarting(gs_agent_t *a)
 {
+    gs_job_t *j = gs_job(a);
     /* With --mps-share=node the servers are leased once the plan is known. */
     if (a->o->cfg.mps != GS_MPS_OFF && !a->o->cfg.share_node && a->gpus.count > 0 &&
         a->have_control &&
         gs_policy_may_need_mps(&a->o->cfg, a->o->args.ranks_at_most, a->gpus.count)) {
         int n = a->gpus.count < GS_MAX_GPUS ? a->gpus.count : GS_MAX_GPUS;
         a->daemons.prestart = a->o->cfg.prestart && !any_exclusive(&a->gpus);
-        a->early_rc = gs_daemons_start(&a->daemons, &a->gpus, n, &a->early_err);
+        j->early_rc = gs_daemons_start(&a->daemons, &a->gpus, n, &j->early_err);
         a->daemons.prestart = a->o->cfg.prestart;
-        a->early_ready_ms = gs_proc_now_ms();
+        j->early_ready_ms = gs_proc_now_ms();
         gs_report_mark(&a->report, "mps started");
     }
     gs_agent_write_status(a); /* `gsrun status` sees the job while mpirun launches */
@@ -107,8 +108,9 @@ static gs_agent_state_t prestarting(gs_agent_t *a)
 
 static gs_agent_state_t sizing(gs_agent_t *a)
 {
+    gs_job_t *j = gs_job(a);
     int size = gs_agent_wait_size(a);
-    a->size_ms = gs_proc_now_ms();
+    j->size_ms = gs_proc_now_ms();
     gs_report_mark(&a->report, "size");
     if (size == 0) {
         /* Started by gsrun on its node, which had no rank of the job. */
@@ -125,6 +127,7 @@ static gs_agent_state_t sizing(gs_agent_t *a)
  * to the daemons as GPU and server), or the GPUs themselves. */
 static void list_servers(gs_agent_t *a)
 {
+    gs_job_t *j = gs_job(a);
     if (!a->plan.use_mps) {
         a->servers = a->gpus;
         return;
@@ -133,12 +136,13 @@ static void list_servers(gs_agent_t *a)
     for (int i = 0; i < a->plan.nservers; i++) {
         const gs_server_share_t *s = &a->plan.server[i];
         a->servers.gpu[i] = a->gpus.gpu[s->gpu];
-        gs_daemons_set_server(&a->daemons, i, a->gpu_pos[s->gpu], s->server, s->gpu_servers);
+        gs_daemons_set_server(&a->daemons, i, j->gpu_pos[s->gpu], s->server, s->gpu_servers);
     }
 }
 
 static gs_agent_state_t planning(gs_agent_t *a)
 {
+    gs_job_t *j = gs_job(a);
     gs_error_t err;
     const gs_config_t *cfg = &a->o->cfg;
     int limit = gs_policy_clients_per_server(cfg->clients_per_server, a->gpus.cuda_version);
@@ -186,12 +190,12 @@ static gs_agent_state_t planning(gs_agent_t *a)
             /* Daemons the plan does not use stop once the ranks have
              * registered: stopping a server takes up to 100 ms, which the
              * ranks must not wait for. */
-            a->stop_from = a->plan.use_mps ? a->plan.nservers : 0;
+            j->stop_from = a->plan.use_mps ? a->plan.nservers : 0;
         }
         if (!a->plan.use_mps) {
-            a->early_rc = 0; /* no MPS wanted: a failed start does not matter */
-        } else if (a->early_rc == 0 && a->o->cfg.prestart && any_exclusive(&a->gpus)) {
-            a->early_rc = gs_daemons_start_servers(&a->daemons, a->plan.nservers, &a->early_err);
+            j->early_rc = 0; /* no MPS wanted: a failed start does not matter */
+        } else if (j->early_rc == 0 && a->o->cfg.prestart && any_exclusive(&a->gpus)) {
+            j->early_rc = gs_daemons_start_servers(&a->daemons, a->plan.nservers, &j->early_err);
         }
     }
     return GS_AGENT_STARTING;
@@ -202,6 +206,7 @@ static gs_agent_state_t planning(gs_agent_t *a)
  * published for the tasks: on, or off (auto: why) or an error (on). */
 static gs_agent_state_t provisioning(gs_agent_t *a)
 {
+    gs_job_t *j = gs_job(a);
     const gs_config_t *cfg = &a->o->cfg;
     gs_error_t err;
     char msg[1200];
@@ -229,7 +234,7 @@ static gs_agent_state_t provisioning(gs_agent_t *a)
             gs_policy_clients_per_server(cfg->clients_per_server, a->gpus.cuda_version);
         a->servers = a->gpus;
         /* No ranks: the placer only lists the GPUs for `gsrun status`. */
-        if (gs_placer_init(&a->placer, 0, n, none, a->gpus.gpu, 1, 0) != 0) {
+        if (gs_placer_init(&j->placer, 0, n, none, a->gpus.gpu, 1, 0) != 0) {
             gs_report_add(&a->report, 1, "out of memory for the status");
         }
         gs_agent_confirm_servers(a, 1);
@@ -252,6 +257,7 @@ static gs_agent_state_t provisioning(gs_agent_t *a)
  * blocks; without, one GPU per rank (gpu-bind) or none. NULL, or why not. */
 static const char *init_ranks(gs_agent_t *a, int mps_on, gs_error_t *err)
 {
+    gs_job_t *j = gs_job(a);
     const gs_config_t *cfg = &a->o->cfg;
     int target[GS_MAX_GPUS] = {0}, first[GS_MAX_GPUS] = {0}, ngpus = 0;
     if (mps_on) {
@@ -265,14 +271,14 @@ static const char *init_ranks(gs_agent_t *a, int mps_on, gs_error_t *err)
         ngpus = a->gpus.count; /* without MPS, one GPU per rank */
         gs_placer_blocks(a->local_size, ngpus, target);
     }
-    if (gs_ranks_init(&a->ranks, a->local_size) != 0 ||
-        gs_placer_init(&a->placer, a->local_size, ngpus, target, a->servers.gpu,
+    if (gs_ranks_init(&j->ranks, a->local_size) != 0 ||
+        gs_placer_init(&j->placer, a->local_size, ngpus, target, a->servers.gpu,
                        a->o->args.in_sequence,
                        gs_proc_now_ms() + (long long)cfg->timeout_s * 1000) != 0) {
         return "out of memory";
     }
     if (mps_on) {
-        gs_placer_set_blocks(&a->placer, first); /* the servers' blocks, server-major */
+        gs_placer_set_blocks(&j->placer, first); /* the servers' blocks, server-major */
     }
     if (a->listen_fd < 0 && gs_agent_listen(a, err) != 0) {
         return err->text;
@@ -284,6 +290,7 @@ static const char *init_ranks(gs_agent_t *a, int mps_on, gs_error_t *err)
  * msg says why MPS could not start). */
 static void publish_start(gs_agent_t *a, int mps_failed, char *msg, size_t len)
 {
+    gs_job_t *j = gs_job(a);
     const gs_config_t *cfg = &a->o->cfg;
     if (mps_failed) {
         gs_agent_publish_without_mps(a, GS_STATE_OFF, 1, 0, msg, 1);
@@ -297,17 +304,17 @@ static void publish_start(gs_agent_t *a, int mps_failed, char *msg, size_t len)
         gs_report_mark(&a->report, "mps ready");
         gs_agent_publish_on(a);
         gs_report_mark(&a->report, "published");
-        if (a->early_ready_ms > 0) {
+        if (j->early_ready_ms > 0) {
             gs_report_add(&a->report, 0,
                           "MPS ready %lld ms after the agent started, %lld ms "
                           "before the node's first rank came (started with "
                           "mpirun, before the job's ranks)",
-                          a->early_ready_ms - a->t_start, a->size_ms - a->early_ready_ms);
+                          j->early_ready_ms - a->t_start, j->size_ms - j->early_ready_ms);
         } else {
             gs_report_add(&a->report, 0, "MPS ready for the ranks %lld ms after the agent started",
                           gs_proc_now_ms() - a->t_start);
         }
-        a->confirm_pending = 1; /* once the ranks came: gs_agent_ranks_came */
+        j->confirm_pending = 1; /* once the ranks came: gs_agent_ranks_came */
     }
 }
 
@@ -315,6 +322,7 @@ static void publish_start(gs_agent_t *a, int mps_failed, char *msg, size_t len)
  * table and placement, the node state published. */
 static gs_agent_state_t starting(gs_agent_t *a)
 {
+    gs_job_t *j = gs_job(a);
     const gs_config_t *cfg = &a->o->cfg;
     gs_error_t err;
     char msg[1200];
@@ -323,15 +331,15 @@ static gs_agent_state_t starting(gs_agent_t *a)
     if (a->mode == GS_MODE_JOB_LONG) {
         return provisioning(a);
     }
-    if (a->early_rc != 0) {
-        rc = a->early_rc; /* MPS was tried before the ranks came, and failed */
-        err = a->early_err;
+    if (j->early_rc != 0) {
+        rc = j->early_rc; /* MPS was tried before the ranks came, and failed */
+        err = j->early_err;
     } else if (a->plan.use_mps && cfg->share_node) {
         rc = gs_agent_share_join(a, &err); /* the user's servers on this node */
         if (rc == -ECANCELED) {
             return gs_agent_fail(a, GS_EXIT_SETUP, err.text, 1); /* the job ends: nothing to start */
         }
-        if (rc != 0 && !a->share_refused_own) {
+        if (rc != 0 && !j->share_refused_own) {
             /* Sharing is an optimisation, never a reason to lose MPS: the
              * job runs servers of its own, and says why. (Not where the
              * shared agent it started with its own settings could not
@@ -422,13 +430,49 @@ const gs_agent_step_t gs_agent_job_states[GS_AGENT_NSTATES] = {
     [GS_AGENT_FAILED] = {BIT(GS_AGENT_DONE), failed},
 };
 
+static gs_agent_t *job_create(void)
+{
+    gs_job_t *j = calloc(1, sizeof(*j));
+    if (j == NULL) {
+        return NULL;
+    }
+    j->stop_from = -1;
+    j->share_fd = -1;
+    gs_ledger_init(&j->ledger);
+    return &j->agent;
+}
+
+static void job_destroy(gs_agent_t *a)
+{
+    free(gs_job(a));
+}
+
+/* The job's entry in the user's placement record goes before the node
+ * dir, also where the job failed before it stopped; the ranks' table
+ * (their connections closed) before the report is written. */
+static void job_before_end(gs_agent_t *a)
+{
+    gs_job_t *j = gs_job(a);
+    gs_agent_pack_release(a);
+    gs_ranks_free(&j->ranks);
+    gs_attach_free(&j->attach);
+    gs_placer_free(&j->placer);
+}
+
+static gs_ranks_t *job_ranks(const gs_agent_t *a)
+{
+    return (gs_ranks_t *)&gs_job_const(a)->ranks;
+}
+
 static const gs_agent_program_t job = {
     .states = gs_agent_job_states,
-    /* The job's entry in the user's placement record goes before the node
-     * dir, also where the job failed before it stopped. */
-    .before_end = gs_agent_pack_release,
+    .create = job_create,
+    .destroy = job_destroy,
+    .before_end = job_before_end,
+    .state = gs_agent_job_state,
     .status = gs_agent_job_status,
     .fault = gs_agent_job_fault,
+    .ranks = job_ranks,
 };
 
 int gs_agent_main(const gs_agent_opts_t *o)

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime/agent/agent_int.h"
+#include "runtime/job/job_int.h"
 #include "runtime/core/proc.h"
 #include "runtime/wire/lease.h"
 
@@ -18,14 +18,15 @@
  * after the fault in a process of its own, or exited, holds nothing up. */
 int gs_agent_fault_running(const gs_agent_t *a, char *buf, size_t len)
 {
+    const gs_job_t *j = gs_job_const(a);
     int n = 0;
     size_t used = 0;
     buf[0] = '\0';
-    for (int r = 0; r < a->attach.n; r++) {
-        const gs_attach_rank_t *x = &a->attach.r[r];
+    for (int r = 0; r < j->attach.n; r++) {
+        const gs_attach_rank_t *x = &j->attach.r[r];
         if (x->state != GS_ATTACH_FAULTED || x->gone ||
             (x->ctx_pid > 0 && x->ctx_pid != x->pid &&
-             gs_attach_rank_of(&a->attach, x->ctx_pid, "/proc") != r)) {
+             gs_attach_rank_of(&j->attach, x->ctx_pid, "/proc") != r)) {
             continue;
         }
         int w = snprintf(buf + used, used < len ? len - used : 0, "%s%d", n ? "," : "", r);
@@ -54,13 +55,14 @@ static void grace_note(const gs_agent_t *a, char *buf, size_t len)
  * tells the grace from fault_at_ms). 1 when any was this job's. */
 static int mark_faulted(gs_agent_t *a, const pid_t *pids, int n)
 {
+    gs_job_t *j = gs_job(a);
     int hit = 0;
     for (int i = 0; i < n; i++) {
-        int r = gs_attach_rank_named(&a->attach, pids[i], "/proc");
-        hit |= r >= 0 && gs_attach_set(&a->attach, r, GS_ATTACH_FAULTED, pids[i], -1);
+        int r = gs_attach_rank_named(&j->attach, pids[i], "/proc");
+        hit |= r >= 0 && gs_attach_set(&j->attach, r, GS_ATTACH_FAULTED, pids[i], -1);
     }
-    if (hit && a->fault_at_ms <= 0) {
-        a->fault_at_ms = gs_proc_now_ms();
+    if (hit && j->fault_at_ms <= 0) {
+        j->fault_at_ms = gs_proc_now_ms();
     }
     return hit;
 }
@@ -93,9 +95,10 @@ static void follow_shared(gs_agent_t *a)
 
 int gs_agent_fault_untold(gs_agent_t *a)
 {
+    gs_job_t *j = gs_job(a);
     follow_shared(a);
     for (int e = 0; e < a->daemons.n && e < GS_MAX_GPUS && a->daemons.borrowed; e++) {
-        if (a->daemons.health[e].faults > a->fault_told[e]) {
+        if (a->daemons.health[e].faults > j->fault_told[e]) {
             return 1;
         }
     }
@@ -104,6 +107,7 @@ int gs_agent_fault_untold(gs_agent_t *a)
 
 void gs_agent_fault_told(gs_agent_t *a, const char *line)
 {
+    gs_job_t *j = gs_job(a);
     gs_daemons_t *ds = &a->daemons;
     char who[400];
     pid_t pids[GS_MPS_HEALTH_PIDS];
@@ -116,14 +120,14 @@ void gs_agent_fault_told(gs_agent_t *a, const char *line)
     const char *at = f.at;
     follow_shared(a);
     for (int e = 0; e < ds->n && e < GS_MAX_GPUS; e++) {
-        if (a->share_server[e] != s) {
+        if (j->share_server[e] != s) {
             continue;
         }
-        a->fault_told[e] = ds->health[e].faults; /* its log's fault: told */
+        j->fault_told[e] = ds->health[e].faults; /* its log's fault: told */
         /* Only a job whose ranks MPS ended; once for the shared server. */
         int mine = 0;
         for (int i = 0; i < n; i++) {
-            mine += gs_attach_rank_named(&a->attach, pids[i], "/proc") >= 0;
+            mine += gs_attach_rank_named(&j->attach, pids[i], "/proc") >= 0;
         }
         if (mine == 0 || changed) {
             continue;

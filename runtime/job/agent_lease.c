@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/agent/agent_int.h"
+#include "runtime/job/job_int.h"
 #include "runtime/core/proc.h"
 #include "runtime/core/proctree.h"
 #include "runtime/core/unixsock.h"
@@ -42,11 +42,12 @@ static void lease_name(const gs_agent_t *a, char *out, size_t len);
  * nothing for a job that gave up). */
 static int stopped_error(const gs_agent_t *a, pid_t peer, int asked, gs_error_t *err)
 {
+    const gs_job_t *j = gs_job_const(a);
     return gs_error_set(err, EAGAIN,
                         "the user's shared MPS agent on this node (PID %d, %s) %s (SIGSTOP, or a "
                         "suspended session)%s: `kill -CONT %d` resumes it, `kill %d` ends it and "
                         "its servers",
-                        (int)peer, a->share_dir, asked ? "was stopped" : "is stopped",
+                        (int)peer, j->share_dir, asked ? "was stopped" : "is stopped",
                         asked ? " before it answered this job's lease" : " and answers no job",
                         (int)peer, (int)peer);
 }
@@ -229,7 +230,8 @@ static int take_servers(gs_agent_t *a, const int *server, gs_error_t *err)
  * that hangs must not cost it --mps-timeout). 0 while it may wait. */
 static int ending_too_long(gs_agent_t *a, int held, long long *since, gs_error_t *err)
 {
-    pid_t pid = held ? gs_share_dir_ending(a->share_dir) : 0;
+    gs_job_t *j = gs_job(a);
+    pid_t pid = held ? gs_share_dir_ending(j->share_dir) : 0;
     if (pid == 0) {
         *since = 0;
         return 0;
@@ -245,11 +247,12 @@ static int ending_too_long(gs_agent_t *a, int held, long long *since, gs_error_t
                         "the user's shared MPS agent on this node (PID %d, %s) is ending and "
                         "has not let go of its directory within %d ms (its servers' stop or an "
                         "NVML call is slow or hangs; `kill %d` ends it)",
-                        (int)pid, a->share_dir, ENDING_WAIT_MS, (int)pid);
+                        (int)pid, j->share_dir, ENDING_WAIT_MS, (int)pid);
 }
 
 int gs_agent_share_join(gs_agent_t *a, gs_error_t *err)
 {
+    gs_job_t *j = gs_job(a);
     char dir[560], sock[700], req[GS_LINE_MAX];
     gs_lease_req_t q;
     int server[GS_MAX_GPUS], rc, started = 0;
@@ -263,19 +266,19 @@ int gs_agent_share_join(gs_agent_t *a, gs_error_t *err)
      * in the user's base): a TMPDIR they do not fit is the job's to find,
      * before a shared agent refuses it as if MPS could not start. */
     char pipe[700];
-    snprintf(pipe, sizeof(pipe), "%s/g%d", a->share_dir, GS_MAX_GPUS - 1);
+    snprintf(pipe, sizeof(pipe), "%s/g%d", j->share_dir, GS_MAX_GPUS - 1);
     if (!gs_rundir_socket_fits(pipe)) {
         return gs_error_set(err, ENAMETOOLONG,
                             "its servers' sockets in '%s' would be too long (108 bytes); set "
                             "TMPDIR to a shorter directory to share them",
-                            a->share_dir);
+                            j->share_dir);
     }
     memset(&q, 0, sizeof(q));
     int exclusive = 0;
     for (int e = 0; e < a->plan.nservers; e++) {
         exclusive |= a->servers.gpu[e].exclusive;
     }
-    q.linger_s = a->share_linger_s = gs_policy_linger(&a->o->cfg, exclusive);
+    q.linger_s = j->share_linger_s = gs_policy_linger(&a->o->cfg, exclusive);
     lease_name(a, q.job, sizeof(q.job));
     q.n = a->plan.nservers;
     for (int e = 0; e < q.n; e++) {
@@ -285,33 +288,33 @@ int gs_agent_share_join(gs_agent_t *a, gs_error_t *err)
     if (gs_lease_fmt_lease(req, sizeof(req), &q) < 0) {
         return gs_error_set(err, E2BIG, "the lease of %d servers does not fit a message", q.n);
     }
-    a->share_refused_own = 0;
+    j->share_refused_own = 0;
     for (;;) {
-        rc = try_lease(a, sock, req, server, &a->share_fd, deadline, err);
+        rc = try_lease(a, sock, req, server, &j->share_fd, deadline, err);
         if (rc <= 0) {
             /* Refused by the shared agent this job started, with this job's
              * settings: MPS itself failed here, not the sharing. */
-            a->share_refused_own = rc < 0 && rc != -ECANCELED && started;
+            j->share_refused_own = rc < 0 && rc != -ECANCELED && started;
             break;
         }
         if (gs_proc_now_ms() >= deadline) {
             return gs_error_set(err, ETIMEDOUT,
                                 "the user's shared MPS on this node (%s) took no lease within "
                                 "%d s",
-                                a->share_dir, a->o->cfg.timeout_s);
+                                j->share_dir, a->o->cfg.timeout_s);
         }
         /* None takes leases: start one (a second start, by another job at
          * the same time or while the last one stops, fails on its lock,
          * and the next try finds the one that won). */
         rc = gs_rundir_ensure(dir, err);
-        rc = rc == 0 ? gs_rundir_ensure(a->share_dir, err) : rc;
+        rc = rc == 0 ? gs_rundir_ensure(j->share_dir, err) : rc;
         if (rc != 0 && rc != -ENOENT) {
             return rc; /* ENOENT: the last shared agent removed it as we looked */
         }
         /* One start while another agent holds the dir is all it takes to
          * know: starting them in a loop would fill the node with agents
          * that each find the dir taken. */
-        int held = rc == 0 && gs_share_dir_held(a->share_dir);
+        int held = rc == 0 && gs_share_dir_held(j->share_dir);
         int up = rc != 0 || held ? 1 : spawn(a, dir, err);
         if (up < 0) {
             return up;
@@ -325,7 +328,7 @@ int gs_agent_share_join(gs_agent_t *a, gs_error_t *err)
         }
         gs_state_t st;
         gs_error_t ignored;
-        if (rc == 0 && gs_state_read(a->share_dir, &st, &ignored) == 0 &&
+        if (rc == 0 && gs_state_read(j->share_dir, &st, &ignored) == 0 &&
             st.kind == GS_STATE_ERROR) {
             return gs_error_set(err, EIO, "%s", st.message);
         }
@@ -339,7 +342,7 @@ int gs_agent_share_join(gs_agent_t *a, gs_error_t *err)
     }
     if (rc == 0) {
         gs_report_add(&a->report, 0, "the user's shared MPS on this node (%s): %s, leased in %lld ms",
-                      a->share_dir, started ? "started for this job" : "found running",
+                      j->share_dir, started ? "started for this job" : "found running",
                       gs_proc_now_ms() - t0);
     }
     return rc;
@@ -375,6 +378,7 @@ static int listed(const gs_status_t *ss, const char *job)
  * leases without this one's (the servers stay for them). */
 static void wait_shared_end(gs_agent_t *a, int dirfd)
 {
+    gs_job_t *j = gs_job(a);
     char job[96];
     gs_status_t *ss = malloc(sizeof(*ss));
     gs_error_t ignored;
@@ -384,7 +388,7 @@ static void wait_shared_end(gs_agent_t *a, int dirfd)
         if (flock(dirfd, LOCK_EX | LOCK_NB) == 0) {
             break; /* its lock is free: it has ended */
         }
-        if (gs_status_read(a->share_dir, ss, &ignored) == 0 && ss->alive > 0 && !listed(ss, job)) {
+        if (gs_status_read(j->share_dir, ss, &ignored) == 0 && ss->alive > 0 && !listed(ss, job)) {
             break;
         }
         usleep(5000);
@@ -394,7 +398,8 @@ static void wait_shared_end(gs_agent_t *a, int dirfd)
 
 void gs_agent_share_leave(gs_agent_t *a)
 {
-    if (a->share_fd < 0) {
+    gs_job_t *j = gs_job(a);
+    if (j->share_fd < 0) {
         return;
     }
     /* A fault its log shows that the shared agent has not told yet (the
@@ -402,20 +407,20 @@ void gs_agent_share_leave(gs_agent_t *a)
      * ms. The log is the user's to write; the shared agent told only what
      * the control daemon confirmed, so nothing else is told. */
     long long end = gs_proc_now_ms() + FAULT_WORD_MS;
-    while (a->share_fd >= 0 && gs_agent_fault_untold(a) && gs_proc_now_ms() < end) {
-        struct pollfd p = {a->share_fd, POLLIN, 0};
+    while (j->share_fd >= 0 && gs_agent_fault_untold(a) && gs_proc_now_ms() < end) {
+        struct pollfd p = {j->share_fd, POLLIN, 0};
         if (poll(&p, 1, (int)(end - gs_proc_now_ms())) == 1) {
             gs_agent_lease_ready(a, &p, 1); /* its "fault" line: told now */
         }
     }
-    if (a->share_fd < 0) {
+    if (j->share_fd < 0) {
         return;
     }
     /* The shared agent holds its dir's flock while it runs. */
-    int dirfd = open(a->share_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    close(a->share_fd);
-    a->share_fd = -1;
-    if (dirfd >= 0 && a->share_linger_s == 0 && a->state == GS_AGENT_STOPPING) {
+    int dirfd = open(j->share_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    close(j->share_fd);
+    j->share_fd = -1;
+    if (dirfd >= 0 && j->share_linger_s == 0 && a->state == GS_AGENT_STOPPING) {
         wait_shared_end(a, dirfd);
     }
     if (dirfd >= 0) {

@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "runtime/agent/agent_int.h"
+#include "runtime/job/job_int.h"
 #include "runtime/core/proc.h"
 #include "runtime/core/proctree.h"
 #include "runtime/core/unixsock.h"
@@ -22,8 +22,9 @@
 int gs_agent_share_socket(gs_agent_t *a, char *dir, size_t dlen, char *sock, size_t slen,
                           int make, gs_error_t *err)
 {
+    gs_job_t *j = gs_job(a);
     char taken[512];
-    int rc = gs_share_dir_find(make, dir, dlen, a->share_dir, sizeof(a->share_dir), sock, slen,
+    int rc = gs_share_dir_find(make, dir, dlen, j->share_dir, sizeof(j->share_dir), sock, slen,
                                taken, sizeof(taken), err);
     if (rc == 0 && make) {
         gs_agent_tell_base(a, taken, dir);
@@ -39,6 +40,7 @@ int gs_agent_share_socket(gs_agent_t *a, char *dir, size_t dlen, char *sock, siz
  * set (in this job's CUDA order), or -errno (none answered). */
 int gs_agent_share_listing(gs_agent_t *a, gs_gpu_list_t *l)
 {
+    gs_job_t *j = gs_job(a);
     char dir[560], sock[700];
     gs_error_t ignored;
     size_t cap = (size_t)GS_MAX_GPUS * GS_GPU_LINE_MAX + 256;
@@ -90,7 +92,7 @@ int gs_agent_share_listing(gs_agent_t *a, gs_gpu_list_t *l)
             gs_gpu_sort(l, order != NULL && strcmp(order, "PCI_BUS_ID") == 0);
         }
     }
-    if (rc != 0 && !a->gpus_ask_told) {
+    if (rc != 0 && !j->gpus_ask_told) {
         /* Once (the watch asks again while the job runs), with -v. */
         char why[300];
         if (got > 0 && gs_lease_parse_refusal(buf, &why_not) == 0) {
@@ -103,7 +105,7 @@ int gs_agent_share_listing(gs_agent_t *a, gs_gpu_list_t *l)
                      : got == 0 ? "it closed the connection without an answer"
                                 : strerror((int)-got));
         }
-        a->gpus_ask_told = 1;
+        j->gpus_ask_told = 1;
         gs_report_add(&a->report, 0, "the user's shared MPS on this node could not tell the GPUs "
                       "(%s); this job lists them itself", why);
     }
@@ -113,6 +115,7 @@ int gs_agent_share_listing(gs_agent_t *a, gs_gpu_list_t *l)
 
 int gs_agent_share_list_gpus(gs_agent_t *a, gs_error_t *err)
 {
+    gs_job_t *j = gs_job(a);
     /* NVML's load and start are most of a listing: 25-90 ms alone on the
      * lent GPUs, over a second with two dozen jobs starting at once. */
     long long asked = gs_proc_now_ms();
@@ -121,7 +124,7 @@ int gs_agent_share_list_gpus(gs_agent_t *a, gs_error_t *err)
                gs_agent_share_listing(a, &a->gpus) == 0;
     if (told) {
         gs_report_add(&a->report, 0, "the GPUs from the user's shared MPS on this node (%s) in "
-                      "%lld ms", a->share_dir, gs_proc_now_ms() - asked);
+                      "%lld ms", j->share_dir, gs_proc_now_ms() - asked);
     } else if ((rc = gs_gpu_discover(&a->gpus, err)) != 0) {
         return rc;
     }

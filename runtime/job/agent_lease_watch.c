@@ -15,21 +15,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runtime/agent/agent_int.h"
+#include "runtime/job/job_int.h"
 #include "runtime/files/status.h"
 #include "runtime/wire/lease.h"
 
 int gs_agent_lease_read_service(const gs_agent_t *a, gs_state_t **st, gs_status_t **ss,
                                 gs_error_t *err)
 {
+    const gs_job_t *j = gs_job_const(a);
     gs_error_t ignored;
     *st = calloc(1, sizeof(**st));
     *ss = calloc(1, sizeof(**ss));
     if (*st == NULL || *ss == NULL) {
         return gs_error_set(err, ENOMEM, "out of memory");
     }
-    int rc = gs_state_read(a->share_dir, *st, err);
-    if (rc == 0 && gs_status_read(a->share_dir, *ss, &ignored) != 0) {
+    int rc = gs_state_read(j->share_dir, *st, err);
+    if (rc == 0 && gs_status_read(j->share_dir, *ss, &ignored) != 0) {
         (*ss)->nservers = 0;
     }
     return rc;
@@ -38,6 +39,7 @@ int gs_agent_lease_read_service(const gs_agent_t *a, gs_state_t **st, gs_status_
 void gs_agent_lease_take(gs_agent_t *a, int e, int s, const gs_state_t *st,
                          const gs_status_t *ss)
 {
+    gs_job_t *j = gs_job(a);
     gs_mps_daemon_t *d = &a->daemons.daemon[e];
     int listed = s < ss->nservers;
     /* Another server (a first take, a renewal in new dirs, or a wedged
@@ -53,7 +55,7 @@ void gs_agent_lease_take(gs_agent_t *a, int e, int s, const gs_state_t *st,
     d->nservers = d->server_pid[0] > 0;
     snprintf(a->daemons.pinned[e], sizeof(a->daemons.pinned[e]), "%s",
              listed ? ss->server[s].core : "");
-    a->share_server[e] = s;
+    j->share_server[e] = s;
     if (fresh) {
         /* Its log from its end as it is now: what it says from now on is
          * this job's to hear of (a fresh server's log is a new file, not
@@ -63,7 +65,7 @@ void gs_agent_lease_take(gs_agent_t *a, int e, int s, const gs_state_t *st,
         gs_mps_health_init(&a->daemons.health[e]);
         gs_mps_out_path(d, out, sizeof(out));
         a->daemons.health[e].offset = stat(out, &sb) == 0 ? (long long)sb.st_size : 0;
-        a->fault_told[e] = 0;
+        j->fault_told[e] = 0;
     }
 }
 
@@ -72,6 +74,7 @@ void gs_agent_lease_take(gs_agent_t *a, int e, int s, const gs_state_t *st,
  * ranks still to come. */
 static void renewed(gs_agent_t *a, const char *line)
 {
+    gs_job_t *j = gs_job(a);
     gs_state_t *st = NULL;
     gs_status_t *ss = NULL;
     gs_error_t err;
@@ -81,7 +84,7 @@ static void renewed(gs_agent_t *a, const char *line)
     }
     if (gs_agent_lease_read_service(a, &st, &ss, &err) == 0 && s < st->nservers) {
         for (int e = 0; e < a->daemons.n; e++) {
-            if (a->share_server[e] == s) {
+            if (j->share_server[e] == s) {
                 gs_agent_lease_take(a, e, s, st, ss);
             }
         }
@@ -100,14 +103,15 @@ static void renewed(gs_agent_t *a, const char *line)
  * gone. */
 static void own_servers_now(gs_agent_t *a)
 {
+    gs_job_t *j = gs_job(a);
     const gs_config_t *cfg = &a->o->cfg;
     gs_error_t err;
     char msg[GS_ERROR_LEN + 64];
-    int before = a->answered, rc;
+    int before = j->answered, rc;
 
     gs_daemons_unborrow(&a->daemons);
     for (int e = 0; e < GS_MAX_GPUS; e++) {
-        a->share_server[e] = -1;
+        j->share_server[e] = -1;
     }
     rc = gs_daemons_start(&a->daemons, &a->servers, a->plan.nservers, &err);
     char told[96] = "";
@@ -120,7 +124,7 @@ static void own_servers_now(gs_agent_t *a)
                       "the user's shared MPS on this node (%s) ended before %d of the job's %d "
                       "ranks were told their servers: this job runs MPS servers of its own for "
                       "them%s",
-                      a->share_dir, a->local_size - before, a->local_size, told);
+                      j->share_dir, a->local_size - before, a->local_size, told);
         gs_agent_publish_on(a);
     } else if (cfg->mps == GS_MPS_ON) {
         snprintf(msg, sizeof(msg),
@@ -144,13 +148,14 @@ static void own_servers_now(gs_agent_t *a)
  * job's servers that is shared server S. */
 static void on_lost(gs_agent_t *a, const char *line)
 {
+    gs_job_t *j = gs_job(a);
     gs_lease_lost_t how;
     int s, code;
     if (gs_lease_parse_lost(line, &s, &how, &code) != 0) {
         return;
     }
     for (int e = 0; e < a->daemons.n; e++) {
-        if (a->share_server[e] != s) {
+        if (j->share_server[e] != s) {
             continue;
         }
         char who[48];
@@ -172,8 +177,9 @@ static void on_lost(gs_agent_t *a, const char *line)
 
 int gs_agent_lease_fds(gs_agent_t *a, struct pollfd *p, int max)
 {
-    if (a->share_fd >= 0 && max > 0) {
-        p[0] = (struct pollfd){a->share_fd, POLLIN, 0};
+    gs_job_t *j = gs_job(a);
+    if (j->share_fd >= 0 && max > 0) {
+        p[0] = (struct pollfd){j->share_fd, POLLIN, 0};
         return 1;
     }
     return 0;
@@ -181,12 +187,13 @@ int gs_agent_lease_fds(gs_agent_t *a, struct pollfd *p, int max)
 
 void gs_agent_lease_ready(gs_agent_t *a, const struct pollfd *p, int n)
 {
+    gs_job_t *j = gs_job(a);
     short revents = n > 0 ? p[0].revents : 0;
     if (!(revents & (POLLIN | POLLHUP | POLLERR))) {
         return;
     }
     char buf[4096]; /* each line one write, shorter than this */
-    ssize_t got = (revents & POLLIN) ? read(a->share_fd, buf, sizeof(buf) - 1) : 0;
+    ssize_t got = (revents & POLLIN) ? read(j->share_fd, buf, sizeof(buf) - 1) : 0;
     if (got > 0) {
         buf[got] = '\0';
         for (char *line = buf, *nl; (nl = strchr(line, '\n')) != NULL; line = nl + 1) {
@@ -206,16 +213,16 @@ void gs_agent_lease_ready(gs_agent_t *a, const struct pollfd *p, int n)
         }
         return;
     }
-    close(a->share_fd);
-    a->share_fd = -1;
-    if (a->state == GS_AGENT_SERVING && a->answered < a->local_size) {
+    close(j->share_fd);
+    j->share_fd = -1;
+    if (a->state == GS_AGENT_SERVING && j->answered < a->local_size) {
         own_servers_now(a);
         return;
     }
     gs_report_add(&a->report, 1,
                   "the user's shared MPS on this node (%s) ended while this job ran: its "
                   "servers are gone",
-                  a->share_dir);
+                  j->share_dir);
 }
 
 void gs_agent_lease_poll(gs_agent_t *a)

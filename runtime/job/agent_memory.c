@@ -19,17 +19,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/agent/agent_int.h"
+#include "runtime/job/job_int.h"
 #include "runtime/core/proc.h"
 
 int gs_agent_memory_listing(gs_agent_t *a, gs_gpu_list_t *l)
 {
+    gs_job_t *j = gs_job(a);
     gs_error_t err;
-    if (a->daemons.borrowed && !a->watch_own_nvml) {
+    if (a->daemons.borrowed && !j->watch_own_nvml) {
         if (gs_agent_share_listing(a, l) == 0) {
             return 0;
         }
-        a->watch_own_nvml = 1; /* the service did not answer: not asked again (2 s each) */
+        j->watch_own_nvml = 1; /* the service did not answer: not asked again (2 s each) */
     }
     gs_gpu_hold();
     return gs_gpu_discover(l, &err);
@@ -57,12 +58,13 @@ struct rank_mem {
  * theirs). */
 static void take_listing(gs_agent_t *a, const gs_gpu_list_t *l, struct rank_mem *m)
 {
+    gs_job_t *j = gs_job(a);
     for (int g = 0; g < l->count; g++) {
         const gs_gpu_t *d = &l->gpu[g];
         for (int i = 0; i < d->nprocs; i++) {
             int mib = d->procs_mib[i], r = -1;
             if (gs_agent_server_entry(a, d->procs[i]) < 0) {
-                r = gs_attach_rank_of(&a->attach, d->procs[i], "/proc");
+                r = gs_attach_rank_of(&j->attach, d->procs[i], "/proc");
             }
             if (r < 0) {
                 continue;
@@ -77,7 +79,8 @@ static void take_listing(gs_agent_t *a, const gs_gpu_list_t *l, struct rank_mem 
 
 void gs_agent_memory_take(gs_agent_t *a, const gs_gpu_list_t *l)
 {
-    int n = a->attach.n, whole = listing_whole(l);
+    gs_job_t *j = gs_job(a);
+    int n = j->attach.n, whole = listing_whole(l);
     struct rank_mem *m = calloc((size_t)(n > 0 ? n : 1), sizeof(*m));
     if (m == NULL) {
         return; /* the figures stay as they were */
@@ -88,10 +91,10 @@ void gs_agent_memory_take(gs_agent_t *a, const gs_gpu_list_t *l)
     /* A shared server's own memory is the node service's to tell (its
      * status line): a job may not know its PIDs. */
     if (!a->daemons.borrowed) {
-        a->watch_changed |= gs_agent_servers_memory(a, whole ? l : NULL);
+        j->watch_changed |= gs_agent_servers_memory(a, whole ? l : NULL);
     }
     for (int r = 0; r < n; r++) {
-        gs_attach_rank_t *x = &a->attach.r[r];
+        gs_attach_rank_t *x = &j->attach.r[r];
         if (x->pid <= 0) {
             continue;
         }
@@ -101,7 +104,7 @@ void gs_agent_memory_take(gs_agent_t *a, const gs_gpu_list_t *l)
          * held GPU memory has none to tell. */
         x->peak_mib = x->mib > 0 && x->mib > x->peak_mib ? x->mib : x->peak_mib;
         x->peak_ctx_mib = whole && m[r].top > x->peak_ctx_mib ? m[r].top : x->peak_ctx_mib;
-        a->watch_changed |= x->mib != was;
+        j->watch_changed |= x->mib != was;
     }
     free(m);
 }
@@ -109,8 +112,9 @@ void gs_agent_memory_take(gs_agent_t *a, const gs_gpu_list_t *l)
 /* A rank that has started CUDA (or holds a context) runs still. */
 static int wanted(const gs_agent_t *a)
 {
-    for (int r = 0; r < a->attach.n; r++) {
-        const gs_attach_rank_t *x = &a->attach.r[r];
+    const gs_job_t *j = gs_job_const(a);
+    for (int r = 0; r < j->attach.n; r++) {
+        const gs_attach_rank_t *x = &j->attach.r[r];
         if (x->pid > 0 && !x->gone && (x->cuda_ms > 0 || x->state != GS_ATTACH_UNSEEN)) {
             return 1;
         }
@@ -120,7 +124,8 @@ static int wanted(const gs_agent_t *a)
 
 void gs_agent_memory_look(gs_agent_t *a, long long now)
 {
-    if (!a->watching || now < a->memory_due_ms || !wanted(a)) {
+    gs_job_t *j = gs_job(a);
+    if (!j->watching || now < j->memory_due_ms || !wanted(a)) {
         return;
     }
     gs_gpu_list_t *l = calloc(1, sizeof(*l));
@@ -128,15 +133,16 @@ void gs_agent_memory_look(gs_agent_t *a, long long now)
         gs_agent_memory_take(a, l);
     }
     free(l);
-    a->memory_due_ms = now + GS_AGENT_MEMORY_EVERY_MS;
+    j->memory_due_ms = now + GS_AGENT_MEMORY_EVERY_MS;
 }
 
 int gs_agent_memory_timeout(const gs_agent_t *a, long long now)
 {
-    if (!a->watching || a->ranks.nlive == 0 || !wanted(a)) {
+    const gs_job_t *j = gs_job_const(a);
+    if (!j->watching || j->ranks.nlive == 0 || !wanted(a)) {
         return -1;
     }
-    return a->memory_due_ms > now ? (int)(a->memory_due_ms - now) : 0;
+    return j->memory_due_ms > now ? (int)(j->memory_due_ms - now) : 0;
 }
 
 /* The ranks served on entry e: the largest peak (and whose), the smallest,
@@ -147,30 +153,32 @@ struct peaks {
 
 static void peaks_of(const gs_agent_t *a, int e, struct peaks *p)
 {
+    const gs_job_t *j = gs_job_const(a);
     p->big = p->small = p->ctx = -1;
     p->known = 0;
-    for (int r = 0; r < a->attach.n; r++) {
-        const gs_attach_rank_t *x = &a->attach.r[r];
-        if (x->pid <= 0 || gs_placer_gpu(&a->placer, r) != e) {
+    for (int r = 0; r < j->attach.n; r++) {
+        const gs_attach_rank_t *x = &j->attach.r[r];
+        if (x->pid <= 0 || gs_placer_gpu(&j->placer, r) != e) {
             continue;
         }
         if (x->peak_ctx_mib > 0 &&
-            (p->ctx < 0 || x->peak_ctx_mib > a->attach.r[p->ctx].peak_ctx_mib)) {
+            (p->ctx < 0 || x->peak_ctx_mib > j->attach.r[p->ctx].peak_ctx_mib)) {
             p->ctx = r;
         }
         if (x->peak_mib < 0) {
             continue;
         }
         p->known++;
-        p->big = p->big < 0 || x->peak_mib > a->attach.r[p->big].peak_mib ? r : p->big;
-        p->small = p->small < 0 || x->peak_mib < a->attach.r[p->small].peak_mib ? r : p->small;
+        p->big = p->big < 0 || x->peak_mib > j->attach.r[p->big].peak_mib ? r : p->big;
+        p->small = p->small < 0 || x->peak_mib < j->attach.r[p->small].peak_mib ? r : p->small;
     }
 }
 
 void gs_agent_memory_summary(gs_agent_t *a)
 {
+    gs_job_t *j = gs_job(a);
     long long limit = a->o->cfg.mem_limit_mb;
-    for (int e = 0; a->watching && e < a->placer.ngpus && e < GS_MAX_GPUS; e++) {
+    for (int e = 0; j->watching && e < j->placer.ngpus && e < GS_MAX_GPUS; e++) {
         struct peaks p;
         peaks_of(a, e, &p);
         if (p.known == 0) {
@@ -179,7 +187,7 @@ void gs_agent_memory_summary(gs_agent_t *a)
         /* The limit bounds each client context on each GPU (its CUDA
          * context included): the largest one within 10 % of it is said
          * always (the next run's allocations may fail), the rest with -v. */
-        long long ctx = p.ctx >= 0 ? a->attach.r[p.ctx].peak_ctx_mib : 0;
+        long long ctx = p.ctx >= 0 ? j->attach.r[p.ctx].peak_ctx_mib : 0;
         int near = limit > 0 && ctx * 10 >= limit * 9;
         char lim[240] = "";
         if (near) {
@@ -195,7 +203,7 @@ void gs_agent_memory_summary(gs_agent_t *a)
                       "ms: largest %lld MiB (local rank %d), smallest %lld MiB (local rank %d), "
                       "of %d rank%s%s",
                       a->servers.gpu[e].index, a->servers.gpu[e].uuid, GS_AGENT_MEMORY_EVERY_MS,
-                      a->attach.r[p.big].peak_mib, p.big, a->attach.r[p.small].peak_mib, p.small,
+                      j->attach.r[p.big].peak_mib, p.big, j->attach.r[p.small].peak_mib, p.small,
                       p.known, p.known == 1 ? "" : "s", lim);
     }
 }

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/agent/agent_int.h"
+#include "runtime/job/job_int.h"
 #include "runtime/files/ledger.h"
 #include "runtime/files/rundir.h"
 #include "runtime/gpu/usage.h"
@@ -26,6 +26,7 @@
 /* Puts the GPUs in the packing's order: emptiest first. */
 static void reorder(gs_agent_t *a, const gs_pack_t *pk)
 {
+    gs_job_t *j = gs_job(a);
     gs_gpu_list_t *old = malloc(sizeof(*old));
     if (old == NULL) {
         return; /* the GPUs' own order: a plan all the same */
@@ -33,7 +34,7 @@ static void reorder(gs_agent_t *a, const gs_pack_t *pk)
     *old = a->gpus;
     for (int k = 0; k < pk->ngpus; k++) {
         a->gpus.gpu[k] = old->gpu[pk->order[k]];
-        a->gpu_pos[k] = pk->order[k];
+        j->gpu_pos[k] = pk->order[k];
     }
     free(old);
 }
@@ -51,13 +52,14 @@ static int moves(const gs_pack_t *pk, int ndaemons)
 
 int gs_agent_pack(gs_agent_t *a, int *counts, int *packed)
 {
+    gs_job_t *j = gs_job(a);
     int load[GS_MAX_GPUS] = {0}, ours[GS_MAX_GPUS], foreign[GS_MAX_GPUS], n = a->gpus.count;
     gs_pack_t pk;
     gs_error_t err;
 
     *packed = 0;
     for (int g = 0; g < GS_MAX_GPUS; g++) {
-        a->gpu_pos[g] = g;
+        j->gpu_pos[g] = g;
     }
     if (n < 1 || (a->o->cfg.mps == GS_MPS_OFF && !a->o->cfg.gpu_bind)) {
         return 0; /* the ranks get no GPU of gsrun's choosing */
@@ -73,20 +75,20 @@ int gs_agent_pack(gs_agent_t *a, int *counts, int *packed)
     for (int g = 0; g < n; g++) {
         foreign[g] = gs_usage_foreign(&a->gpus.gpu[g], getuid(), "/proc", gs_rundir_tmpdir());
     }
-    if (gs_ledger_lock(&a->ledger, a->o->args.node_name, PACK_LOCK_MS, &err) == 0 ||
-        a->ledger.stuck) {
-        jobs = gs_ledger_load(&a->ledger, a->gpus.gpu, n, ours);
+    if (gs_ledger_lock(&j->ledger, a->o->args.node_name, PACK_LOCK_MS, &err) == 0 ||
+        j->ledger.stuck) {
+        jobs = gs_ledger_load(&j->ledger, a->gpus.gpu, n, ours);
     }
-    gs_agent_tell_base(a, a->ledger.taken, a->ledger.top);
-    if (a->ledger.stuck) {
+    gs_agent_tell_base(a, j->ledger.taken, j->ledger.top);
+    if (j->ledger.stuck) {
         /* Held by a process of the user's, not a deciding job: the job is
          * placed by the entries as they are and entered without the lock. */
         gs_report_add(&a->report, 1,
                       "the user's placement record %s stayed locked for %d s (a process of the "
                       "user's holds it: 'fuser -v %s' names it): this job is placed by the "
                       "entries as they are, without waiting longer",
-                      a->ledger.dir, PACK_LOCK_MS / 1000, a->ledger.dir);
-    } else if (a->ledger.lock_fd < 0) {
+                      j->ledger.dir, PACK_LOCK_MS / 1000, j->ledger.dir);
+    } else if (j->ledger.lock_fd < 0) {
         /* No record: the GPUs' other processes (NVML) still count. */
         gs_report_add(&a->report, 1,
                       "the job is placed without the user's other jobs: %s; the GPUs' other "
@@ -119,7 +121,7 @@ int gs_agent_pack(gs_agent_t *a, int *counts, int *packed)
             /* The early daemons sit on the GPUs in their own order: started
              * again where the job goes, once the record's lock is free
              * (gs_agent_pack_unlock: stopping a daemon can take seconds). */
-            a->pack_moved = 1;
+            j->pack_moved = 1;
         }
         reorder(a, &pk);
         memcpy(counts, pk.counts, sizeof(pk.counts));
@@ -130,10 +132,11 @@ int gs_agent_pack(gs_agent_t *a, int *counts, int *packed)
 
 void gs_agent_pack_record(gs_agent_t *a)
 {
+    gs_job_t *j = gs_job(a);
     int ranks[GS_MAX_GPUS] = {0};
     gs_error_t err;
 
-    if (a->ledger.lock_fd < 0 && !a->ledger.stuck) {
+    if (j->ledger.lock_fd < 0 && !j->ledger.stuck) {
         return; /* no record */
     }
     if (a->plan.nservers > 0 && (a->plan.use_mps || a->o->cfg.gpu_bind)) {
@@ -149,36 +152,39 @@ void gs_agent_pack_record(gs_agent_t *a)
                        (int)((long)g * a->local_size / used);
         }
     }
-    if (gs_ledger_record(&a->ledger, gs_rundir_job_name(a->o->args.job_dir), a->gpus.gpu,
+    if (gs_ledger_record(&j->ledger, gs_rundir_job_name(a->o->args.job_dir), a->gpus.gpu,
                          a->gpus.count, ranks, &err) != 0) {
         gs_report_add(&a->report, 0, "the user's later jobs on this node will not see this one: %s",
                       err.text);
     }
-    gs_ledger_unlock(&a->ledger);
+    gs_ledger_unlock(&j->ledger);
 }
 
 void gs_agent_pack_unlock(gs_agent_t *a)
 {
-    gs_ledger_unlock(&a->ledger);
-    if (a->pack_moved) {
-        a->pack_moved = 0;
+    gs_job_t *j = gs_job(a);
+    gs_ledger_unlock(&j->ledger);
+    if (j->pack_moved) {
+        j->pack_moved = 0;
         gs_daemons_stop_from(&a->daemons, 0, NULL, NULL);
-        a->early_rc = 0;
-        a->early_ready_ms = 0;
+        j->early_rc = 0;
+        j->early_ready_ms = 0;
     }
 }
 
 void gs_agent_pack_release(gs_agent_t *a)
 {
-    gs_ledger_close(&a->ledger);
+    gs_job_t *j = gs_job(a);
+    gs_ledger_close(&j->ledger);
 }
 
 void gs_agent_tell_base(gs_agent_t *a, const char *taken, const char *used)
 {
-    if (taken[0] == '\0' || a->base_told) {
+    gs_job_t *j = gs_job(a);
+    if (taken[0] == '\0' || j->base_told) {
         return;
     }
-    a->base_told = 1;
+    j->base_told = 1;
     char base[GS_PATH_MAX];
     const char *slash = strrchr(used, '/'); /* <base>/place, <base>/mps-share */
     snprintf(base, sizeof(base), "%.*s", slash != NULL ? (int)(slash - used) : (int)strlen(used),

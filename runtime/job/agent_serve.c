@@ -13,12 +13,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "runtime/agent/agent_int.h"
+#include "runtime/job/job_int.h"
 #include "runtime/core/limits.h"
 #include "runtime/core/proc.h"
 #include "runtime/gpu/affinity.h"
 #include "runtime/wire/lease.h"
 #include "runtime/wire/protocol.h"
+
+int gs_agent_rank_of_pid(const void *agent, pid_t pid)
+{
+    return gs_ranks_rank_of_pid(&gs_job_const(agent)->ranks, pid);
+}
 
 #define BIT(s) (1u << (s))
 
@@ -45,6 +50,7 @@ static void on_size(gs_agent_t *a, gs_agent_conn_t *c)
  * with a pidfd the connection is done with, else the rank keeps it. */
 static void answer(gs_agent_t *a, gs_rank_t *r, int gpu)
 {
+    gs_job_t *j = gs_job(a);
     char line[64];
     if (r->conn < 0) {
         return;
@@ -52,7 +58,7 @@ static void answer(gs_agent_t *a, gs_rank_t *r, int gpu)
     /* The lease's news first: a shared agent that ended before this answer
      * leaves the rank servers of the job's own, not its dead ones. */
     gs_agent_lease_poll(a);
-    a->answered++;
+    j->answered++;
     int len = gs_protocol_answer_format(line, sizeof(line), r->is_pidfd, gpu,
                                         a->nstates > 0 ? a->nstates - 1 : 0);
     if (len > 0 && write(r->conn, line, (size_t)len) < 0) {
@@ -66,28 +72,29 @@ static void answer(gs_agent_t *a, gs_rank_t *r, int gpu)
 
 void gs_agent_ranks_came(gs_agent_t *a)
 {
+    gs_job_t *j = gs_job(a);
     int m = 0;
 
     gs_report_mark(&a->report, "registered");
-    if (gs_placer_pending(&a->placer)) {
-        int near = gs_placer_flush(&a->placer, &m);
+    if (gs_placer_pending(&j->placer)) {
+        int near = gs_placer_flush(&j->placer, &m);
         gs_report_add(&a->report, 0,
                       "placement by the ranks' cores: %d of %d ranks on a GPU near "
                       "them",
                       near, m);
-        for (int i = 0; i < a->ranks.nlive; i++) {
-            answer(a, &a->ranks.live[i], gs_placer_gpu(&a->placer, a->ranks.live[i].rank));
+        for (int i = 0; i < j->ranks.nlive; i++) {
+            answer(a, &j->ranks.live[i], gs_placer_gpu(&j->placer, j->ranks.live[i].rank));
         }
     }
-    if (a->stop_from >= 0) {
-        gs_daemons_stop_from(&a->daemons, a->stop_from, gs_agent_rank_of_pid, a);
-        a->stop_from = -1;
+    if (j->stop_from >= 0) {
+        gs_daemons_stop_from(&a->daemons, j->stop_from, gs_agent_rank_of_pid, a);
+        j->stop_from = -1;
     }
     /* Every rank has its answer: now the agent may wait for the servers. */
     gs_agent_confirm_pending(a);
-    for (int g = 0; g < a->placer.ngpus && a->o->cfg.verbose; g++) {
+    for (int g = 0; g < j->placer.ngpus && a->o->cfg.verbose; g++) {
         char list[256];
-        gs_placer_ranks_text(&a->placer, g, list, sizeof(list));
+        gs_placer_ranks_text(&j->placer, g, list, sizeof(list));
         char who[48];
         gs_daemons_label(&a->daemons, g, who, sizeof(who));
         gs_report_add(&a->report, 0, "%s (%s): local ranks %s", who, a->servers.gpu[g].uuid,
@@ -95,7 +102,7 @@ void gs_agent_ranks_came(gs_agent_t *a)
     }
     /* A daemon pinned to a core a rank is bound to moves off it. */
     cpu_set_t bound;
-    if (gs_placer_bound_cpus(&a->placer, sysconf(_SC_NPROCESSORS_ONLN), &bound) > 0) {
+    if (gs_placer_bound_cpus(&j->placer, sysconf(_SC_NPROCESSORS_ONLN), &bound) > 0) {
         gs_daemons_avoid(&a->daemons, &a->servers, &bound);
     }
     gs_agent_write_status(a);
@@ -107,6 +114,7 @@ void gs_agent_ranks_came(gs_agent_t *a)
  * job's user registers ranks. */
 static void on_hello(gs_agent_t *a, gs_agent_conn_t *c)
 {
+    gs_job_t *j = gs_job(a);
     int fd = c->fd;
     const char *buf = c->line;
     char cpulist[4100] = "";
@@ -114,7 +122,7 @@ static void on_hello(gs_agent_t *a, gs_agent_conn_t *c)
     pid_t pid = 0, holder = 0;
     cpu_set_t cpus;
 
-    a->last_change = gs_proc_now_ms();
+    j->last_change = gs_proc_now_ms();
     if (c->uid != getuid() ||
         gs_protocol_hello_parse(buf, &rank, cpulist, sizeof(cpulist), &parent) != 0 ||
         (pid = gs_ranks_registered_pid(c->pid, parent)) <= 0) {
@@ -122,7 +130,7 @@ static void on_hello(gs_agent_t *a, gs_agent_conn_t *c)
         close(fd);
         return;
     }
-    if ((holder = gs_ranks_holder(&a->ranks, rank)) > 0) {
+    if ((holder = gs_ranks_holder(&j->ranks, rank)) > 0) {
         /* Two processes cannot both be one local rank: the second one is
          * refused, and both are named. */
         dprintf(fd, "error local rank %d is already registered by PID %d (this is PID %d)\n", rank,
@@ -133,23 +141,23 @@ static void on_hello(gs_agent_t *a, gs_agent_conn_t *c)
         close(fd);
         return;
     }
-    if (!gs_ranks_accepts(&a->ranks, rank)) {
+    if (!gs_ranks_accepts(&j->ranks, rank)) {
         dprintf(fd, "error bad registration\n");
         close(fd);
         return;
     }
-    gs_rank_t *r = gs_ranks_add(&a->ranks, pid, rank, fd);
+    gs_rank_t *r = gs_ranks_add(&j->ranks, pid, rank, fd);
     gs_guard_tell(&a->guard, "rank", pid);
     gs_agent_watch_registered(a, rank, pid);
     int gpu =
-        gs_placer_add(&a->placer, rank,
+        gs_placer_add(&j->placer, rank,
                       cpulist[0] && gs_affinity_cpuset_parse(cpulist, &cpus) == 0 ? &cpus : NULL);
     if (gpu != GS_PLACER_WAIT) {
         answer(a, r, gpu);
     }
     /* Rank start-up waits here: the status file is rewritten once all have
      * come, not once per rank. */
-    if (gs_ranks_complete(&a->ranks)) {
+    if (gs_ranks_complete(&j->ranks)) {
         gs_agent_ranks_came(a);
     }
 }
@@ -171,6 +179,7 @@ static void on_stop(gs_agent_t *a, gs_agent_conn_t *c)
  * prolog that asked: "ok", or "error <why>" (it then runs without them). */
 static void add_servers(gs_agent_t *a, int fd, int n, const int *want)
 {
+    gs_job_t *j = gs_job(a);
     gs_daemons_t *ds = &a->daemons;
     gs_error_t err;
     int per_gpu[GS_MAX_GPUS] = {0}, rc = 0;
@@ -203,8 +212,8 @@ static void add_servers(gs_agent_t *a, int fd, int n, const int *want)
         if (rc == 0) {
             int none[GS_MAX_GPUS] = {0};
             a->plan.nservers = n;
-            gs_placer_free(&a->placer);
-            if (gs_placer_init(&a->placer, 0, n, none, a->servers.gpu, 1, 0) != 0) {
+            gs_placer_free(&j->placer);
+            if (gs_placer_init(&j->placer, 0, n, none, a->servers.gpu, 1, 0) != 0) {
                 gs_report_add(&a->report, 1, "out of memory for the status");
             }
             gs_agent_confirm_servers_from(a, first);
@@ -258,19 +267,21 @@ int gs_agent_wait_size(gs_agent_t *a)
 
 static int serving_listens(const gs_agent_t *a)
 {
-    return !gs_ranks_complete(&a->ranks);
+    const gs_job_t *j = gs_job_const(a);
+    return !gs_ranks_complete(&j->ranks);
 }
 
 static int serving_timeout(gs_agent_t *a)
 {
-    gs_ranks_t *t = &a->ranks;
+    gs_job_t *j = gs_job(a);
+    gs_ranks_t *t = &j->ranks;
     long long timeout = -1;
     if (t->nlive == 0 && !gs_ranks_complete(t)) {
         timeout = 1000; /* ranks still expected: a bound on waiting for them */
     }
-    if (gs_placer_pending(&a->placer) && t->nlive > 0) {
+    if (gs_placer_pending(&j->placer) && t->nlive > 0) {
         /* Registered ranks wait for placement: bounded by the deadline. */
-        long long w = a->placer.deadline_ms - gs_proc_now_ms();
+        long long w = j->placer.deadline_ms - gs_proc_now_ms();
         w = w < 0 ? 0 : w;
         timeout = timeout < 0 || w < timeout ? w : timeout;
     }
@@ -292,35 +303,38 @@ static int serving_timeout(gs_agent_t *a)
 
 static void serving_dropped(gs_agent_t *a)
 {
-    a->last_change = gs_proc_now_ms();
+    gs_job_t *j = gs_job(a);
+    j->last_change = gs_proc_now_ms();
     gs_agent_watch_dropped(a);
     gs_agent_write_status(a);
 }
 
 static void serving_check(gs_agent_t *a)
 {
-    gs_ranks_t *t = &a->ranks;
+    gs_job_t *j = gs_job(a);
+    gs_ranks_t *t = &j->ranks;
     gs_agent_watch_check(a);
     gs_agent_stuck_check(a);
-    if (gs_placer_pending(&a->placer) && gs_proc_now_ms() >= a->placer.deadline_ms) {
+    if (gs_placer_pending(&j->placer) && gs_proc_now_ms() >= j->placer.deadline_ms) {
         gs_report_add(&a->report, 1, "%d of %d ranks registered in %d s; placing those",
                       t->registered, a->local_size, a->o->cfg.timeout_s);
         gs_agent_ranks_came(a);
     }
     if (t->nlive == 0 && gs_ranks_complete(t)) {
-        a->ended_whole = 1;
+        j->ended_whole = 1;
         gs_agent_loop_end(a, "every rank has exited");
     } else if (t->nlive == 0 &&
-               gs_proc_now_ms() - a->last_change > (long long)a->o->cfg.timeout_s * 1000 * 2) {
+               gs_proc_now_ms() - j->last_change > (long long)a->o->cfg.timeout_s * 1000 * 2) {
         /* Some ranks never registered (their shim failed) and the rest are
          * gone: keeping MPS up would serve nobody. */
-        a->ended_whole = 1;
+        j->ended_whole = 1;
         gs_agent_loop_end(a, "no rank left and the missing ones never registered");
     }
 }
 
 void gs_agent_serve(gs_agent_t *a)
 {
+    gs_job_t *j = gs_job(a);
     static const gs_agent_wait_t w = {.launcher = 1,
                                       .listening = serving_listens,
                                       .timeout = serving_timeout,
@@ -329,15 +343,15 @@ void gs_agent_serve(gs_agent_t *a)
                                       .extra = gs_agent_lease_fds, /* its lease */
                                       .extra_ready = gs_agent_lease_ready,
                                       .faults = gs_agent_faults};
-    gs_ranks_t *t = &a->ranks;
-    a->last_change = gs_proc_now_ms();
-    a->ended_whole = 0;
+    gs_ranks_t *t = &j->ranks;
+    j->last_change = gs_proc_now_ms();
+    j->ended_whole = 0;
     if (gs_agent_watch_start(a) != 0) {
         gs_report_add(&a->report, 1, "out of memory for the ranks' MPS states");
     }
     const char *why = gs_agent_loop(a, gs_agent_job_messages, &w);
     gs_agent_watch_final(a); /* the logs' last lines: who was a client */
-    if (!a->ended_whole && t->nlive > 0) {
+    if (!j->ended_whole && t->nlive > 0) {
         int n = t->nlive;
         int killed = gs_ranks_end(t->live, n, GS_RANKS_TERM_MS);
         gs_report_add(&a->report, 1, "%s while %d rank%s still ran: ended %s (SIGTERM%s)", why, n,
@@ -354,13 +368,13 @@ void gs_agent_serve(gs_agent_t *a)
                                       : "done",
                   why);
     gs_agent_memory_summary(a);
-    if (a->daemons.borrowed && a->share_linger_s > 0) {
+    if (a->daemons.borrowed && j->share_linger_s > 0) {
         /* Said, not hidden: the user's MPS outlives the job on purpose. */
         char opt[64];
         gs_report_add(&a->report, 0,
                       "the user's shared MPS stays up to %d s after the user's last job on this "
                       "node, for the next one to find it warm (%s=0 ends it with the last job)",
-                      a->share_linger_s, gs_config_opt(&a->o->cfg, "mps-linger", opt, sizeof(opt)));
+                      j->share_linger_s, gs_config_opt(&a->o->cfg, "mps-linger", opt, sizeof(opt)));
     }
 }
 

@@ -29,7 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/agent/agent_int.h"
+#include "runtime/job/job_int.h"
 #include "runtime/core/proc.h"
 #include "runtime/wire/lease.h"
 
@@ -44,16 +44,17 @@
 static int waiting_on(const gs_agent_t *a, int e, long long now, char *list, size_t len,
                       long long *longest)
 {
+    const gs_job_t *j = gs_job_const(a);
     int n = 0;
     size_t used = 0;
     list[0] = '\0';
     *longest = 0;
-    for (int r = 0; r < a->attach.n; r++) {
-        const gs_attach_rank_t *x = &a->attach.r[r];
+    for (int r = 0; r < j->attach.n; r++) {
+        const gs_attach_rank_t *x = &j->attach.r[r];
         long long waited = now - x->cuda_ms;
         if (x->pid <= 0 || x->gone || x->cuda_ms <= 0 || waited < STUCK_AFTER_MS ||
             (x->state != GS_ATTACH_UNSEEN && x->state != GS_ATTACH_BLOCKED) ||
-            gs_placer_gpu(&a->placer, r) != e) {
+            gs_placer_gpu(&j->placer, r) != e) {
             continue;
         }
         n++;
@@ -68,12 +69,13 @@ static int waiting_on(const gs_agent_t *a, int e, long long now, char *list, siz
 /* Entry e's ranks that are its MPS clients now: how many, and their list. */
 static int clients_on(const gs_agent_t *a, int e, char *list, size_t len)
 {
+    const gs_job_t *j = gs_job_const(a);
     int n = 0;
     size_t used = 0;
     list[0] = '\0';
-    for (int r = 0; r < a->attach.n; r++) {
-        const gs_attach_rank_t *x = &a->attach.r[r];
-        if (x->state == GS_ATTACH_CLIENT && !x->gone && gs_placer_gpu(&a->placer, r) == e) {
+    for (int r = 0; r < j->attach.n; r++) {
+        const gs_attach_rank_t *x = &j->attach.r[r];
+        if (x->state == GS_ATTACH_CLIENT && !x->gone && gs_placer_gpu(&j->placer, r) == e) {
             n++;
             if (used < len) {
                 used += (size_t)snprintf(list + used, len - used, "%s%d", n > 1 ? "," : "", r);
@@ -88,6 +90,7 @@ static int clients_on(const gs_agent_t *a, int e, char *list, size_t len)
  * stays (ending it would end them), as does one replaced twice already. */
 static void act(gs_agent_t *a, int e, int n, const char *ranks, char *did, size_t len)
 {
+    gs_job_t *j = gs_job(a);
     gs_daemons_t *ds = &a->daemons;
     gs_error_t err;
     char clients[160];
@@ -103,9 +106,9 @@ static void act(gs_agent_t *a, int e, int n, const char *ranks, char *did, size_
                  "GPU itself may be stuck: see nvidia-smi)");
     } else if (ds->borrowed) {
         char line[32];
-        int w = gs_lease_fmt_wedged(line, sizeof(line), a->share_server[e]);
-        int asked = a->share_fd >= 0 && a->share_server[e] >= 0 && w > 0 &&
-                    write(a->share_fd, line, (size_t)w) > 0;
+        int w = gs_lease_fmt_wedged(line, sizeof(line), j->share_server[e]);
+        int asked = j->share_fd >= 0 && j->share_server[e] >= 0 && w > 0 &&
+                    write(j->share_fd, line, (size_t)w) > 0;
         snprintf(did, len, "%s; rank%s %s, already waiting, %s that wait once it is ended (CUDA "
                  "then fails, or runs without MPS) and each is told as what it becomes",
                  asked ? "the user's node service was asked to end it and start a fresh one"
@@ -133,42 +136,43 @@ static void act(gs_agent_t *a, int e, int n, const char *ranks, char *did, size_
 
 void gs_agent_stuck_check(gs_agent_t *a)
 {
+    gs_job_t *j = gs_job(a);
     gs_daemons_t *ds = &a->daemons;
     long long now = gs_proc_now_ms(), longest;
     char ranks[160], why[300], did[400], who[48];
-    if (!a->watching) {
+    if (!j->watching) {
         return;
     }
     for (int e = 0; e < ds->n && e < GS_MAX_GPUS; e++) {
-        if (now < a->stuck_next_ms[e]) {
+        if (now < j->stuck_next_ms[e]) {
             continue;
         }
         int n = waiting_on(a, e, now, ranks, sizeof(ranks), &longest);
         if (n == 0) {
             continue;
         }
-        a->stuck_next_ms[e] = now + STUCK_PROBE_EVERY_MS;
+        j->stuck_next_ms[e] = now + STUCK_PROBE_EVERY_MS;
         int rc = gs_mps_probe(&ds->daemon[e], ds->control, GS_MPS_ANSWER_MS, why, sizeof(why));
-        if (rc != GS_MPS_PROBE_WEDGED || a->stuck_told[e]) {
+        if (rc != GS_MPS_PROBE_WEDGED || j->stuck_told[e]) {
             /* It answers (a slow start), or it died (told by its reaping),
              * or this wedge was told: once until it answers again. */
-            a->stuck_told[e] &= rc == GS_MPS_PROBE_WEDGED;
+            j->stuck_told[e] &= rc == GS_MPS_PROBE_WEDGED;
             continue;
         }
-        for (int r = 0; r < a->attach.n; r++) {
-            const gs_attach_rank_t *x = &a->attach.r[r];
+        for (int r = 0; r < j->attach.n; r++) {
+            const gs_attach_rank_t *x = &j->attach.r[r];
             if (x->pid > 0 && !x->gone && x->cuda_ms > 0 && now - x->cuda_ms >= STUCK_AFTER_MS &&
-                x->state == GS_ATTACH_UNSEEN && gs_placer_gpu(&a->placer, r) == e) {
-                gs_attach_set(&a->attach, r, GS_ATTACH_BLOCKED, x->pid, -1);
+                x->state == GS_ATTACH_UNSEEN && gs_placer_gpu(&j->placer, r) == e) {
+                gs_attach_set(&j->attach, r, GS_ATTACH_BLOCKED, x->pid, -1);
             }
         }
         gs_daemons_label(ds, e, who, sizeof(who));
         act(a, e, n, ranks, did, sizeof(did));
-        a->stuck_told[e] = 1;
+        j->stuck_told[e] = 1;
         /* What the blocked ranks become may last a moment (on an H200 they
          * ran 500 ms without MPS, then exited): the watch looks at them
          * from now on, not when its NVML look comes round again. */
-        a->nvml_due_ms = a->watch_due_ms = now;
+        j->nvml_due_ms = j->watch_due_ms = now;
         gs_report_tell(&a->report,
                        "%s: rank%s %s waited %.1f s for %s CUDA context on %s MPS, which is "
                        "wedged: %s; %s",
@@ -181,19 +185,20 @@ void gs_agent_stuck_check(gs_agent_t *a)
 
 int gs_agent_stuck_timeout(const gs_agent_t *a)
 {
+    const gs_job_t *j = gs_job_const(a);
     long long now = gs_proc_now_ms(), t = -1;
-    if (!a->watching) {
+    if (!j->watching) {
         return -1;
     }
-    for (int r = 0; r < a->attach.n; r++) {
-        const gs_attach_rank_t *x = &a->attach.r[r];
-        int e = gs_placer_gpu(&a->placer, r);
+    for (int r = 0; r < j->attach.n; r++) {
+        const gs_attach_rank_t *x = &j->attach.r[r];
+        int e = gs_placer_gpu(&j->placer, r);
         if (x->pid <= 0 || x->gone || x->cuda_ms <= 0 || x->state != GS_ATTACH_UNSEEN || e < 0 ||
             e >= a->daemons.n || e >= GS_MAX_GPUS) {
             continue;
         }
         long long at = x->cuda_ms + STUCK_AFTER_MS;
-        at = at > a->stuck_next_ms[e] ? at : a->stuck_next_ms[e];
+        at = at > j->stuck_next_ms[e] ? at : j->stuck_next_ms[e];
         at = at > now ? at - now : 0;
         t = t < 0 || at < t ? at : t;
     }

@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/agent/agent_int.h"
+#include "runtime/job/job_int.h"
 #include "runtime/core/proc.h"
 
 /* A control daemon is asked for its clients at most this often (a log line said a rank's
@@ -70,33 +70,36 @@
 /* The pipe dir gsrun gave rank r ("" unknown). */
 static const char *pipe_of(const gs_agent_t *a, int r)
 {
-    int e = gs_placer_gpu(&a->placer, r);
+    const gs_job_t *j = gs_job_const(a);
+    int e = gs_placer_gpu(&j->placer, r);
     return e >= 0 && e < a->daemons.n ? a->daemons.daemon[e].pipe_dir : "";
 }
 
 int gs_agent_watch_start(gs_agent_t *a)
 {
-    a->watch_due_ms = 0;
-    a->nvml_due_ms = 0;
-    a->fault_at_ms = 0;
-    a->recheck_ms = 0;
-    a->watch_final = 0;
-    a->memory_due_ms = 0;
+    gs_job_t *j = gs_job(a);
+    j->watch_due_ms = 0;
+    j->nvml_due_ms = 0;
+    j->fault_at_ms = 0;
+    j->recheck_ms = 0;
+    j->watch_final = 0;
+    j->memory_due_ms = 0;
     for (int e = 0; e < GS_MAX_GPUS; e++) {
         a->server_mib[e] = -1;
     }
-    memset(a->watch_ask, 0, sizeof(a->watch_ask));
-    a->watching = a->plan.use_mps && a->daemons.n > 0;
-    return gs_attach_init(&a->attach, a->local_size);
+    memset(j->watch_ask, 0, sizeof(j->watch_ask));
+    j->watching = a->plan.use_mps && a->daemons.n > 0;
+    return gs_attach_init(&j->attach, a->local_size);
 }
 
 void gs_agent_watch_registered(gs_agent_t *a, int rank, pid_t pid)
 {
+    gs_job_t *j = gs_job(a);
     long long now = gs_proc_now_ms();
-    gs_attach_registered(&a->attach, rank, pid, -1, now);
-    gs_attach_identify(&a->attach, rank, "/proc");
-    if (a->watching && (a->watch_due_ms == 0 || a->watch_due_ms > now + WATCH_EARLY_MS)) {
-        a->watch_due_ms = now + WATCH_EARLY_MS;
+    gs_attach_registered(&j->attach, rank, pid, -1, now);
+    gs_attach_identify(&j->attach, rank, "/proc");
+    if (j->watching && (j->watch_due_ms == 0 || j->watch_due_ms > now + WATCH_EARLY_MS)) {
+        j->watch_due_ms = now + WATCH_EARLY_MS;
     }
 }
 
@@ -130,12 +133,13 @@ static int cuda_in_tree(pid_t pid, int depth)
  * no longer be asked: the process it named has exited. */
 static void take_exited(gs_agent_t *a, int r, int kind, pid_t pid, int e)
 {
+    gs_job_t *j = gs_job(a);
     if (kind == GS_MPS_CLIENT_ACTIVE &&
-        gs_attach_set(&a->attach, r, GS_ATTACH_CLIENT, pid, -1)) {
-        a->attach.r[r].entry = e;
-        a->watch_changed = 1;
+        gs_attach_set(&j->attach, r, GS_ATTACH_CLIENT, pid, -1)) {
+        j->attach.r[r].entry = e;
+        j->watch_changed = 1;
     } else if (kind == GS_MPS_CLIENT_NODEVICE) {
-        a->watch_changed |= gs_attach_set(&a->attach, r, GS_ATTACH_NODEVICE, pid, -1);
+        j->watch_changed |= gs_attach_set(&j->attach, r, GS_ATTACH_NODEVICE, pid, -1);
     }
 }
 
@@ -145,48 +149,49 @@ static void take_exited(gs_agent_t *a, int r, int kind, pid_t pid, int e)
  * line being the client's own, on no server). */
 static void confirm(gs_agent_t *a, int e, long long now)
 {
+    gs_job_t *j = gs_job(a);
     gs_daemons_t *ds = &a->daemons;
     gs_mps_word_t *w = malloc(sizeof(*w));
     gs_error_t err;
-    a->watch_asked_ms[e] = now;
+    j->watch_asked_ms[e] = now;
     if (w == NULL || gs_mps_ask_word(&ds->daemon[e], ds->control, 0, WATCH_ASK_MS, w, &err) != 0) {
         free(w);
-        a->watch_asked_ms[e] = now + WATCH_ASK_BACKOFF_MS; /* NVML tells them meanwhile */
+        j->watch_asked_ms[e] = now + WATCH_ASK_BACKOFF_MS; /* NVML tells them meanwhile */
         return;
     }
-    a->watch_ask[e] = 0;
+    j->watch_ask[e] = 0;
     for (int i = 0; i < w->nclients; i++) {
-        int r = gs_attach_rank_of(&a->attach, w->clients[i], "/proc");
-        if (r >= 0 && gs_attach_set(&a->attach, r, GS_ATTACH_CLIENT, w->clients[i], -1)) {
-            a->attach.r[r].entry = e;
-            a->watch_changed = 1;
+        int r = gs_attach_rank_of(&j->attach, w->clients[i], "/proc");
+        if (r >= 0 && gs_attach_set(&j->attach, r, GS_ATTACH_CLIENT, w->clients[i], -1)) {
+            j->attach.r[r].entry = e;
+            j->watch_changed = 1;
         }
         if (r >= 0) {
-            a->attach.r[r].hint = 0;
+            j->attach.r[r].hint = 0;
         }
     }
-    for (int r = 0; r < a->attach.n; r++) {
-        gs_attach_rank_t *x = &a->attach.r[r];
+    for (int r = 0; r < j->attach.n; r++) {
+        gs_attach_rank_t *x = &j->attach.r[r];
         if (x->hint == 0 || x->hint_entry != e) {
             continue;
         }
-        if (gs_attach_rank_of(&a->attach, x->hint_pid, "/proc") != r || x->hint_left) {
+        if (gs_attach_rank_of(&j->attach, x->hint_pid, "/proc") != r || x->hint_left) {
             /* It exited, or its context came and went (the server logged
              * its end), before the daemon could be asked: the lines stand,
              * and NVML's word on a context without MPS still comes first. */
             take_exited(a, r, x->hint, x->hint_pid, e);
-        } else if (!a->watch_final &&
+        } else if (!j->watch_final &&
                    now - x->hint_ms < (x->hint == GS_MPS_CLIENT_NODEVICE ? WATCH_NODEVICE_MS
                                                                          : WATCH_HINT_MS)) {
             /* Asked again: an ACTIVE line's context may have ended before
              * the ask (its end's line not read yet); a process whose CUDA
              * found no device ends or stays no client, one that connects
              * later was never refused. */
-            a->watch_ask[e] = 1;
-            a->watch_asked_ms[e] = now + WATCH_HINT_EVERY_MS - WATCH_ASK_EVERY_MS;
+            j->watch_ask[e] = 1;
+            j->watch_asked_ms[e] = now + WATCH_HINT_EVERY_MS - WATCH_ASK_EVERY_MS;
             continue;
         } else if (x->hint == GS_MPS_CLIENT_NODEVICE) {
-            a->watch_changed |= gs_attach_set(&a->attach, r, GS_ATTACH_NODEVICE, x->hint_pid, -1);
+            j->watch_changed |= gs_attach_set(&j->attach, r, GS_ATTACH_NODEVICE, x->hint_pid, -1);
         }
         x->hint = 0; /* an ACTIVE line the daemon does not bear out: not a client */
     }
@@ -197,6 +202,7 @@ static void confirm(gs_agent_t *a, int e, long long now)
  * asks its server's daemon (at most every WATCH_ASK_EVERY_MS). */
 static void take_events(gs_agent_t *a, long long now)
 {
+    gs_job_t *j = gs_job(a);
     gs_daemons_t *ds = &a->daemons;
     pid_t pids[GS_MPS_HEALTH_EVENTS];
     int kinds[GS_MPS_HEALTH_EVENTS];
@@ -210,25 +216,25 @@ static void take_events(gs_agent_t *a, long long now)
         }
         int n = gs_mps_health_take(&ds->health[e], pids, kinds, GS_MPS_HEALTH_EVENTS);
         for (int i = 0; i < n; i++) {
-            int r = gs_attach_rank_of(&a->attach, pids[i], "/proc");
+            int r = gs_attach_rank_of(&j->attach, pids[i], "/proc");
             if (r >= 0 && kinds[i] == GS_MPS_CLIENT_GONE) {
-                gs_attach_rank_t *x = &a->attach.r[r];
+                gs_attach_rank_t *x = &j->attach.r[r];
                 x->hint_left |= x->hint == GS_MPS_CLIENT_ACTIVE && x->hint_pid == pids[i];
             } else if (r >= 0) {
-                gs_attach_rank_t *x = &a->attach.r[r];
+                gs_attach_rank_t *x = &j->attach.r[r];
                 x->hint = kinds[i];
                 x->hint_pid = pids[i];
                 x->hint_entry = e;
                 x->hint_ms = now;
                 x->hint_left = 0;
-                a->watch_ask[e] = 1;
+                j->watch_ask[e] = 1;
             } else if (kinds[i] != GS_MPS_CLIENT_GONE &&
-                       (r = gs_attach_rank_exited(&a->attach, pids[i], "/proc")) >= 0) {
+                       (r = gs_attach_rank_exited(&j->attach, pids[i], "/proc")) >= 0) {
                 take_exited(a, r, kinds[i], pids[i], e);
             }
         }
-        int due = a->watch_final || now >= a->watch_asked_ms[e] + WATCH_ASK_EVERY_MS;
-        if (a->watch_ask[e] && due) {
+        int due = j->watch_final || now >= j->watch_asked_ms[e] + WATCH_ASK_EVERY_MS;
+        if (j->watch_ask[e] && due) {
             confirm(a, e, now);
         }
     }
@@ -245,8 +251,9 @@ struct nvml_seen {
  * gsrun's) whose pipe dir its program was started with: -1 each none. */
 static void entries_of(const gs_agent_t *a, int r, int *given, int *named)
 {
-    const gs_attach_env_t *e = &a->attach.r[r].env;
-    *given = gs_placer_gpu(&a->placer, r);
+    const gs_job_t *j = gs_job_const(a);
+    const gs_attach_env_t *e = &j->attach.r[r].env;
+    *given = gs_placer_gpu(&j->placer, r);
     *given = *given >= 0 && *given < a->daemons.n && *given < GS_MAX_GPUS ? *given : -1;
     *named = -1;
     for (int k = 0; k < a->daemons.n && k < GS_MAX_GPUS && e->has_pipe && *named < 0; k++) {
@@ -259,22 +266,23 @@ static void entries_of(const gs_agent_t *a, int r, int *given, int *named)
 static const gs_mps_word_t *word_of(gs_agent_t *a, int e, gs_mps_word_t **words,
                                     unsigned char *asked, long long now)
 {
+    gs_job_t *j = gs_job(a);
     gs_error_t err;
     if (e < 0 || asked[e]) {
         return e >= 0 ? words[e] : NULL;
     }
     asked[e] = 1;
-    if (now < a->watch_asked_ms[e]) {
+    if (now < j->watch_asked_ms[e]) {
         return NULL; /* backed off: asked again at a later look */
     }
     words[e] = malloc(sizeof(*words[e]));
-    a->watch_asked_ms[e] = now;
+    j->watch_asked_ms[e] = now;
     if (words[e] != NULL &&
         gs_mps_ask_word(&a->daemons.daemon[e], a->daemons.control, 0, WATCH_ASK_MS, words[e],
                         &err) != 0) {
         free(words[e]);
         words[e] = NULL;
-        a->watch_asked_ms[e] = now + WATCH_ASK_BACKOFF_MS;
+        j->watch_asked_ms[e] = now + WATCH_ASK_BACKOFF_MS;
     }
     return words[e];
 }
@@ -286,10 +294,11 @@ static const gs_mps_word_t *word_of(gs_agent_t *a, int e, gs_mps_word_t **words,
  * left as it was (asked at a later look) while one did not answer. */
 static void judge_clients(gs_agent_t *a, const struct nvml_seen *seen, long long now)
 {
+    gs_job_t *j = gs_job(a);
     gs_mps_word_t *words[GS_MAX_GPUS] = {NULL};
     unsigned char asked[GS_MAX_GPUS] = {0};
-    for (int r = 0; r < a->attach.n; r++) {
-        gs_attach_rank_t *x = &a->attach.r[r];
+    for (int r = 0; r < j->attach.n; r++) {
+        gs_attach_rank_t *x = &j->attach.r[r];
         if (seen[r].plain > 0 || seen[r].client <= 0 || x->state == GS_ATTACH_CLIENT) {
             continue;
         }
@@ -300,13 +309,13 @@ static void judge_clients(gs_agent_t *a, const struct nvml_seen *seen, long long
             known &= e[k] < 0 || w != NULL;
             by = w != NULL && gs_mps_word_lists(w, seen[r].client) ? e[k] : -1;
         }
-        if (by >= 0 && gs_attach_set(&a->attach, r, GS_ATTACH_CLIENT, seen[r].client, -1)) {
+        if (by >= 0 && gs_attach_set(&j->attach, r, GS_ATTACH_CLIENT, seen[r].client, -1)) {
             x->entry = by;
-            a->watch_changed = 1;
+            j->watch_changed = 1;
         } else if (by < 0 && known && e[0] >= 0 &&
-                   gs_attach_rank_of(&a->attach, seen[r].client, "/proc") == r) {
+                   gs_attach_rank_of(&j->attach, seen[r].client, "/proc") == r) {
             /* (a context whose process ended since NVML's look is no word) */
-            a->watch_changed |= gs_attach_set(&a->attach, r, GS_ATTACH_OTHER, seen[r].client, -1);
+            j->watch_changed |= gs_attach_set(&j->attach, r, GS_ATTACH_OTHER, seen[r].client, -1);
         }
     }
     for (int e = 0; e < GS_MAX_GPUS; e++) {
@@ -320,27 +329,28 @@ static void judge_clients(gs_agent_t *a, const struct nvml_seen *seen, long long
  * whose daemon lists it (judge_clients). */
 static void ask_nvml(gs_agent_t *a)
 {
+    gs_job_t *j = gs_job(a);
     gs_gpu_list_t *l = calloc(1, sizeof(*l));
     if (l == NULL || gs_agent_memory_listing(a, l) != 0) {
         free(l);
         return;
     }
     gs_agent_memory_take(a, l); /* this look counts as the memory's */
-    a->memory_due_ms = gs_proc_now_ms() + GS_AGENT_MEMORY_EVERY_MS;
-    struct nvml_seen *seen = calloc((size_t)(a->attach.n > 0 ? a->attach.n : 1), sizeof(*seen));
-    for (int r = 0; r < a->attach.n; r++) {
-        a->attach.r[r].nctx = a->attach.r[r].nplain = 0;
+    j->memory_due_ms = gs_proc_now_ms() + GS_AGENT_MEMORY_EVERY_MS;
+    struct nvml_seen *seen = calloc((size_t)(j->attach.n > 0 ? j->attach.n : 1), sizeof(*seen));
+    for (int r = 0; r < j->attach.n; r++) {
+        j->attach.r[r].nctx = j->attach.r[r].nplain = 0;
     }
     for (int g = 0; g < l->count && seen != NULL; g++) {
         const gs_gpu_t *d = &l->gpu[g];
         for (int i = 0; i < d->nprocs && i < GS_GPU_PROCS_MAX && d->nmps >= 0; i++) {
-            int r = gs_attach_rank_of(&a->attach, d->procs[i], "/proc");
+            int r = gs_attach_rank_of(&j->attach, d->procs[i], "/proc");
             if (r < 0) {
                 continue;
             }
-            a->attach.r[r].nctx++;
+            j->attach.r[r].nctx++;
             if (!gs_gpu_is_mps_client(d, d->procs[i])) {
-                a->attach.r[r].nplain++;
+                j->attach.r[r].nplain++;
                 seen[r].plain = d->procs[i];
                 seen[r].gpu = d->index;
             } else {
@@ -348,10 +358,10 @@ static void ask_nvml(gs_agent_t *a)
             }
         }
     }
-    for (int r = 0; r < a->attach.n && seen != NULL; r++) {
+    for (int r = 0; r < j->attach.n && seen != NULL; r++) {
         if (seen[r].plain > 0) {
-            a->watch_changed |=
-                gs_attach_set(&a->attach, r, GS_ATTACH_PLAIN, seen[r].plain, seen[r].gpu);
+            j->watch_changed |=
+                gs_attach_set(&j->attach, r, GS_ATTACH_PLAIN, seen[r].plain, seen[r].gpu);
         }
     }
     if (seen != NULL) {
@@ -364,8 +374,9 @@ static void ask_nvml(gs_agent_t *a)
 /* Each rank in trouble, told once. */
 static void tell_new(gs_agent_t *a)
 {
-    for (int r = 0; r < a->attach.n; r++) {
-        gs_attach_rank_t *x = &a->attach.r[r];
+    gs_job_t *j = gs_job(a);
+    for (int r = 0; r < j->attach.n; r++) {
+        gs_attach_rank_t *x = &j->attach.r[r];
         if (x->told || (x->state != GS_ATTACH_PLAIN && x->state != GS_ATTACH_NODEVICE &&
                         x->state != GS_ATTACH_OTHER)) {
             continue;
@@ -381,7 +392,7 @@ static void tell_new(gs_agent_t *a)
         gs_attach_explain(x, r, pipe_of(a, r), "0", line, sizeof(line));
         gs_report_tell(&a->report, "%s", line);
         x->told = 1;
-        a->watch_changed = 1;
+        j->watch_changed = 1;
     }
 }
 
@@ -389,43 +400,45 @@ static void tell_new(gs_agent_t *a)
  * use the GPU again, and the others usually wait for it in MPI. */
 static void grace(gs_agent_t *a, long long now)
 {
+    gs_job_t *j = gs_job(a);
     int g = a->o->cfg.fault_grace_s;
     char ranks[128], all[128], opt[64], why[400];
-    if (a->fault_at_ms <= 0 || g <= 0 || now < a->fault_at_ms + (long long)g * 1000) {
+    if (j->fault_at_ms <= 0 || g <= 0 || now < j->fault_at_ms + (long long)g * 1000) {
         return;
     }
     int n = gs_agent_fault_running(a, ranks, sizeof(ranks));
     if (n == 0) {
         gs_report_add(&a->report, 0, "every rank a GPU fault ended had exited by the end of "
                       "--mps-fault-grace: the job runs on");
-        a->fault_at_ms = -1; /* this grace is over: nothing to end */
+        j->fault_at_ms = -1; /* this grace is over: nothing to end */
         return;
     }
-    gs_attach_ranks_in(&a->attach, GS_ATTACH_FAULTED, all, sizeof(all));
+    gs_attach_ranks_in(&j->attach, GS_ATTACH_FAULTED, all, sizeof(all));
     snprintf(why, sizeof(why),
              "the job still ran %d s after a GPU fault ended the MPS context of rank%s %s, and "
              "rank%s %s still ran (its GPU work cannot go on; %s=%d, 0 waits)",
              g, strchr(all, ',') || strchr(all, '-') ? "s" : "", all, n > 1 ? "s" : "", ranks,
              gs_config_opt(&a->o->cfg, "mps-fault-grace", opt, sizeof(opt)), g);
-    snprintf(a->fault_end_why, sizeof(a->fault_end_why), "%s", why);
+    snprintf(j->fault_end_why, sizeof(j->fault_end_why), "%s", why);
     a->report.fault_end = 1;
-    gs_agent_loop_end(a, a->fault_end_why);
+    gs_agent_loop_end(a, j->fault_end_why);
 }
 
 void gs_agent_watch_dropped(gs_agent_t *a)
 {
-    unsigned char *alive = calloc((size_t)(a->attach.n > 0 ? a->attach.n : 1), 1);
+    gs_job_t *j = gs_job(a);
+    unsigned char *alive = calloc((size_t)(j->attach.n > 0 ? j->attach.n : 1), 1);
     if (alive == NULL) {
         return; /* marked at the next exit */
     }
-    for (int i = 0; i < a->ranks.nlive; i++) {
-        int r = a->ranks.live[i].rank;
-        if (r >= 0 && r < a->attach.n) {
+    for (int i = 0; i < j->ranks.nlive; i++) {
+        int r = j->ranks.live[i].rank;
+        if (r >= 0 && r < j->attach.n) {
             alive[r] = 1;
         }
     }
-    for (int r = 0; r < a->attach.n; r++) {
-        a->attach.r[r].gone |= a->attach.r[r].pid > 0 && !alive[r];
+    for (int r = 0; r < j->attach.n; r++) {
+        j->attach.r[r].gone |= j->attach.r[r].pid > 0 && !alive[r];
     }
     free(alive);
 }
@@ -434,9 +447,10 @@ void gs_agent_watch_dropped(gs_agent_t *a)
  * CUDA started in them; 1 when one's CUDA is old enough for NVML. */
 static int look_unseen(gs_agent_t *a, long long now, int *early)
 {
+    gs_job_t *j = gs_job(a);
     int unseen_old = 0;
-    for (int r = 0; r < a->attach.n; r++) {
-        gs_attach_rank_t *x = &a->attach.r[r];
+    for (int r = 0; r < j->attach.n; r++) {
+        gs_attach_rank_t *x = &j->attach.r[r];
         if (x->pid <= 0 || x->gone || /* a blocked rank: what it becomes is told */
             (x->state != GS_ATTACH_UNSEEN && x->state != GS_ATTACH_BLOCKED)) {
             continue;
@@ -456,87 +470,90 @@ static int look_unseen(gs_agent_t *a, long long now, int *early)
 
 void gs_agent_watch_check(gs_agent_t *a)
 {
+    gs_job_t *j = gs_job(a);
     long long now = gs_proc_now_ms();
-    if (!a->watching || a->attach.n == 0) {
+    if (!j->watching || j->attach.n == 0) {
         return;
     }
     take_events(a, now);
     int clients = 0;
-    for (int r = 0; r < a->attach.n; r++) {
-        clients |= a->attach.r[r].state == GS_ATTACH_CLIENT && !a->attach.r[r].gone;
+    for (int r = 0; r < j->attach.n; r++) {
+        clients |= j->attach.r[r].state == GS_ATTACH_CLIENT && !j->attach.r[r].gone;
     }
-    if (clients && a->recheck_ms == 0) {
-        a->recheck_ms = now + WATCH_RECHECK_AFTER_MS;
+    if (clients && j->recheck_ms == 0) {
+        j->recheck_ms = now + WATCH_RECHECK_AFTER_MS;
     }
-    if (a->watch_due_ms > 0 && now >= a->watch_due_ms) {
+    if (j->watch_due_ms > 0 && now >= j->watch_due_ms) {
         int early = 0, blocked = 0;
-        for (int r = 0; r < a->attach.n; r++) {
-            blocked |= a->attach.r[r].pid > 0 && !a->attach.r[r].gone &&
-                       a->attach.r[r].state == GS_ATTACH_BLOCKED;
+        for (int r = 0; r < j->attach.n; r++) {
+            blocked |= j->attach.r[r].pid > 0 && !j->attach.r[r].gone &&
+                       j->attach.r[r].state == GS_ATTACH_BLOCKED;
         }
-        if ((look_unseen(a, now, &early) || blocked) && now >= a->nvml_due_ms) {
+        if ((look_unseen(a, now, &early) || blocked) && now >= j->nvml_due_ms) {
             ask_nvml(a);
-            a->nvml_due_ms = now + (blocked ? WATCH_BLOCKED_MS : WATCH_NVML_EVERY_MS);
+            j->nvml_due_ms = now + (blocked ? WATCH_BLOCKED_MS : WATCH_NVML_EVERY_MS);
         }
         int unseen = 0;
-        for (int r = 0, st; r < a->attach.n; r++) {
-            st = a->attach.r[r].state;
-            unseen |= a->attach.r[r].pid > 0 && !a->attach.r[r].gone &&
+        for (int r = 0, st; r < j->attach.n; r++) {
+            st = j->attach.r[r].state;
+            unseen |= j->attach.r[r].pid > 0 && !j->attach.r[r].gone &&
                       (st == GS_ATTACH_UNSEEN || st == GS_ATTACH_BLOCKED);
         }
-        a->watch_due_ms = early     ? now + WATCH_EARLY_MS
+        j->watch_due_ms = early     ? now + WATCH_EARLY_MS
                           : blocked ? now + WATCH_BLOCKED_MS
                           : unseen  ? now + WATCH_SLOW_MS
                                     : 0;
     }
-    if (clients && a->recheck_ms > 0 && now >= a->recheck_ms) {
+    if (clients && j->recheck_ms > 0 && now >= j->recheck_ms) {
         /* A client's workers: each context of its tree counted. */
-        if (now >= a->nvml_due_ms) {
+        if (now >= j->nvml_due_ms) {
             ask_nvml(a);
-            a->nvml_due_ms = now + WATCH_NVML_EVERY_MS;
+            j->nvml_due_ms = now + WATCH_NVML_EVERY_MS;
         }
-        a->recheck_ms = now + WATCH_RECHECK_EVERY_MS;
+        j->recheck_ms = now + WATCH_RECHECK_EVERY_MS;
     }
     gs_agent_memory_look(a, now);
     tell_new(a);
     grace(a, now);
-    if (a->watch_changed) {
-        a->watch_changed = 0;
+    if (j->watch_changed) {
+        j->watch_changed = 0;
         gs_agent_write_status(a);
     }
 }
 
 void gs_agent_watch_final(gs_agent_t *a)
 {
-    a->watch_final = 1; /* every line waiting for its daemon's word is settled now */
+    gs_job_t *j = gs_job(a);
+    j->watch_final = 1; /* every line waiting for its daemon's word is settled now */
     gs_agent_watch_check(a);
 }
 
 int gs_agent_watch_timeout(const gs_agent_t *a)
 {
+    const gs_job_t *j = gs_job_const(a);
     long long now = gs_proc_now_ms(), t = -1;
-    if (!a->watching) {
+    if (!j->watching) {
         return -1;
     }
-    if (a->watch_due_ms > 0) {
-        t = a->watch_due_ms > now ? a->watch_due_ms - now : 0;
+    if (j->watch_due_ms > 0) {
+        t = j->watch_due_ms > now ? j->watch_due_ms - now : 0;
     }
     for (int e = 0; e < a->daemons.n && e < GS_MAX_GPUS; e++) {
-        if (a->watch_ask[e]) { /* a log line waits for its daemon's word */
-            long long at = a->watch_asked_ms[e] + WATCH_ASK_EVERY_MS - now;
+        if (j->watch_ask[e]) { /* a log line waits for its daemon's word */
+            long long at = j->watch_asked_ms[e] + WATCH_ASK_EVERY_MS - now;
             at = at < 0 ? 0 : at;
             t = t < 0 || at < t ? at : t;
         }
     }
-    if (a->recheck_ms > 0 && a->ranks.nlive > 0) {
-        long long at = a->recheck_ms > now ? a->recheck_ms - now : 0;
+    if (j->recheck_ms > 0 && j->ranks.nlive > 0) {
+        long long at = j->recheck_ms > now ? j->recheck_ms - now : 0;
         t = t < 0 || at < t ? at : t;
     }
     long long m = gs_agent_memory_timeout(a, now);
     t = m >= 0 && (t < 0 || m < t) ? m : t;
-    if (a->fault_at_ms > 0 && a->o->cfg.fault_grace_s > 0 && a->ranks.nlive > 0) {
+    if (j->fault_at_ms > 0 && a->o->cfg.fault_grace_s > 0 && j->ranks.nlive > 0) {
         /* Woken at the grace's end, when it looks again. */
-        long long end = a->fault_at_ms + (long long)a->o->cfg.fault_grace_s * 1000 - now;
+        long long end = j->fault_at_ms + (long long)a->o->cfg.fault_grace_s * 1000 - now;
         end = end < 0 ? 0 : end;
         t = t < 0 || end < t ? end : t;
     }

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/agent/agent_int.h"
+#include "runtime/job/job_int.h"
 #include "runtime/files/status_end.h"
 
 /* A rank not seen on the GPU: what the agent knows of it. */
@@ -59,10 +59,11 @@ static const char *ranks_word(int n)
 /* No rank seen on the GPU: why, as far as the agent knows. */
 static void none_seen(const gs_agent_t *a, const unseen_t *u, char *buf, size_t len)
 {
+    const gs_job_t *j = gs_job_const(a);
     size_t used = (size_t)snprintf(buf, len,
                                    "no rank of the %d used the GPU (MPS saw no client, NVML no "
                                    "context of theirs): ",
-                                   a->ranks.registered);
+                                   j->ranks.registered);
     const char *sep = "";
     if (u->n[UNSEEN_EXITED] > 0 && used < len) {
         used += (size_t)snprintf(buf + used, len - used,
@@ -92,16 +93,17 @@ static void none_seen(const gs_agent_t *a, const unseen_t *u, char *buf, size_t 
 
 void gs_agent_watch_summary(const gs_agent_t *a, char *buf, size_t len)
 {
+    const gs_job_t *j = gs_job_const(a);
     int c[GS_ATTACH_NSTATES];
     char list[128];
     unseen_t u;
-    gs_attach_counts(&a->attach, c);
+    gs_attach_counts(&j->attach, c);
     buf[0] = '\0';
-    if (!a->watching) {
-        snprintf(buf, len, "served %d of %d ranks", a->ranks.registered, a->local_size);
+    if (!j->watching) {
+        snprintf(buf, len, "served %d of %d ranks", j->ranks.registered, a->local_size);
         return;
     }
-    unseen_split(&a->attach, &u);
+    unseen_split(&j->attach, &u);
     int seen = 0;
     for (int s = GS_ATTACH_UNSEEN + 1; s < GS_ATTACH_NSTATES; s++) {
         seen += c[s];
@@ -122,7 +124,7 @@ void gs_agent_watch_summary(const gs_agent_t *a, char *buf, size_t len)
         if (what[s] == NULL || c[s] == 0) {
             continue;
         }
-        gs_attach_ranks_in(&a->attach, s, list, sizeof(list));
+        gs_attach_ranks_in(&j->attach, s, list, sizeof(list));
         used += (size_t)snprintf(buf + used, len - used, "; %d %s (%s %s)", c[s], what[s],
                                  ranks_word(c[s]), list);
     }

@@ -147,20 +147,7 @@ int gs_attach_set(gs_attach_t *t, int i, int state, pid_t ctx_pid, int gpu)
 
 void gs_attach_read_uid(pid_t pid, const char *proc_root, gs_attach_env_t *e)
 {
-    char path[300], line[256];
-    snprintf(path, sizeof(path), "%s/%d/status", proc_root, (int)pid);
-    FILE *f = fopen(path, "re");
-    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
-        long uid, euid;
-        if (sscanf(line, "Uid: %ld %ld", &uid, &euid) == 2) {
-            e->uid = uid;
-            e->euid = euid;
-            break;
-        }
-    }
-    if (f != NULL) {
-        fclose(f);
-    }
+    gs_proc_uids(proc_root, pid, &e->uid, &e->euid);
 }
 
 /* The most of an environment read: past what the kernel lets exec take

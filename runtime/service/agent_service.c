@@ -14,10 +14,11 @@
 #include "runtime/agent/agent.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/agent/agent_int.h"
+#include "runtime/service/service_int.h"
 #include "runtime/wire/lease.h"
 
 static gs_agent_state_t discovering(gs_agent_t *a)
@@ -77,10 +78,11 @@ static gs_agent_state_t stopping(gs_agent_t *a)
 /* The jobs leasing shared server g, "<job>:<clients> ...". */
 static void jobs_text(const gs_agent_t *a, int g, char *buf, size_t len)
 {
+    const gs_service_t *sv = gs_service_const(a);
     size_t used = 0;
     buf[0] = '\0';
-    for (int i = 0; i < a->nleases && used < len; i++) {
-        const gs_agent_lease_t *l = &a->leases[i];
+    for (int i = 0; i < sv->nleases && used < len; i++) {
+        const gs_agent_lease_t *l = &sv->leases[i];
         int clients = 0;
         for (int e = 0; e < l->n; e++) {
             clients += l->server[e] == g ? l->clients[e] : 0;
@@ -98,8 +100,9 @@ static void jobs_text(const gs_agent_t *a, int g, char *buf, size_t len)
  * own is watched. */
 static void status(const gs_agent_t *a, gs_status_t *s)
 {
+    const gs_service_t *sv = gs_service_const(a);
     snprintf(s->shared, sizeof(s->shared), "node");
-    s->registered = s->alive = a->nleases;
+    s->registered = s->alive = sv->nleases;
     s->nservers = a->plan.nservers;
     for (int g = 0; g < s->nservers; g++) {
         jobs_text(a, g, s->server[g].jobs, sizeof(s->server[g].jobs));
@@ -145,7 +148,8 @@ static int lister_stuck;
 
 static void before_end(gs_agent_t *a)
 {
-    lister_stuck = a->lister_stuck;
+    gs_service_t *sv = gs_service(a);
+    lister_stuck = sv->lister_stuck;
 }
 
 #define BIT(s) (1u << (s))
@@ -158,9 +162,22 @@ const gs_agent_step_t gs_agent_service_states[GS_AGENT_NSTATES] = {
     [GS_AGENT_FAILED] = {BIT(GS_AGENT_DONE), failed},
 };
 
+static gs_agent_t *create(void)
+{
+    gs_service_t *sv = calloc(1, sizeof(*sv));
+    return sv != NULL ? &sv->agent : NULL;
+}
+
+static void destroy(gs_agent_t *a)
+{
+    free(gs_service(a));
+}
+
 static const gs_agent_program_t service = {
     .states = gs_agent_service_states,
     .comm = GS_AGENT_SHARED_COMM,
+    .create = create,
+    .destroy = destroy,
     .before_end = before_end,
     .status = status,
     .fault = fault,

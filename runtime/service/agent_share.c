@@ -29,7 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/agent/agent_int.h"
+#include "runtime/service/service_int.h"
 #include "runtime/service/lister.h"
 #include "runtime/core/proc.h"
 #include "runtime/core/unixsock.h"
@@ -47,16 +47,17 @@ static int idle_ms(const gs_agent_t *a);
 
 void gs_agent_share_open(gs_agent_t *a)
 {
+    gs_service_t *sv = gs_service(a);
     gs_share_dir_unmark(a->node_dir); /* one that was killed as it ended */
-    a->leases = calloc(GS_AGENT_LEASES_MAX, sizeof(*a->leases));
-    a->lister = gs_lister_start(); /* NULL: the loop lists them itself */
-    if (a->lister != NULL) {
+    sv->leases = calloc(GS_AGENT_LEASES_MAX, sizeof(*sv->leases));
+    sv->lister = gs_lister_start(); /* NULL: the loop lists them itself */
+    if (sv->lister != NULL) {
         gs_gpu_list_t first; /* the first listing starts now, for the first job */
-        gs_lister_get(a->lister, &first, 0);
+        gs_lister_get(sv->lister, &first, 0);
     }
-    a->idle_since = gs_proc_now_ms();
+    sv->idle_since = gs_proc_now_ms();
     a->servers.count = 0;
-    a->share_starting = -1;
+    sv->share_starting = -1;
 }
 
 /* Whether the job that asked on fd has given up and closed its end (this
@@ -82,6 +83,7 @@ static void refuse(int fd, const char *why)
 
 static void on_lease(gs_agent_t *a, gs_agent_conn_t *c)
 {
+    gs_service_t *sv = gs_service(a);
     gs_lease_req_t q;
 
     if (c->uid != getuid() ||
@@ -89,10 +91,10 @@ static void on_lease(gs_agent_t *a, gs_agent_conn_t *c)
         refuse(c->fd, "malformed lease");
         return;
     }
-    if (!a->plan.use_mps || a->leases == NULL || a->nleases == GS_AGENT_LEASES_MAX ||
-        a->retiring) {
+    if (!a->plan.use_mps || sv->leases == NULL || sv->nleases == GS_AGENT_LEASES_MAX ||
+        sv->retiring) {
         refuse(c->fd, !a->plan.use_mps ? a->plan.reason
-                      : a->retiring    ? "it stops (gsrun stop) once its running jobs end"
+                      : sv->retiring    ? "it stops (gsrun stop) once its running jobs end"
                                        : "the node's shared MPS serves as many jobs as it can");
         return;
     }
@@ -102,7 +104,7 @@ static void on_lease(gs_agent_t *a, gs_agent_conn_t *c)
         close(c->fd);
         return;
     }
-    gs_agent_lease_t *l = &a->leases[a->nleases];
+    gs_agent_lease_t *l = &sv->leases[sv->nleases];
     memset(l, 0, sizeof(*l));
     l->fd = c->fd;
     l->pid = c->pid;
@@ -111,14 +113,14 @@ static void on_lease(gs_agent_t *a, gs_agent_conn_t *c)
     l->want_n = q.n;
     l->starting = -1;
     l->waiting = 1;
-    a->nleases++;
-    a->ever_leased = 1;
+    sv->nleases++;
+    sv->ever_leased = 1;
     for (int e = 0; e < q.n; e++) {
         l->want_clients[e] = q.clients[e];
         if ((l->want_gpu[e] = gs_agent_share_gpu_by_uuid(a, q.uuid[e])) < 0) {
             char why[160];
             snprintf(why, sizeof(why), "GPU %s is not one the node's shared MPS found", q.uuid[e]);
-            gs_agent_share_refuse(a, a->nleases - 1, why);
+            gs_agent_share_refuse(a, sv->nleases - 1, why);
             return;
         }
     }
@@ -139,12 +141,13 @@ static void on_lease(gs_agent_t *a, gs_agent_conn_t *c)
  * servers are stopped all the same, and the process ends without it. */
 #define SHARE_LISTER_STOP_MS 1000
 
-/* Tells fd the GPUs of a->listing and closes it. */
+/* Tells fd the GPUs of sv->listing and closes it. */
 static void tell_gpus(gs_agent_t *a, int fd)
 {
+    gs_service_t *sv = gs_service(a);
     size_t cap = (size_t)GS_MAX_GPUS * GS_GPU_LINE_MAX + 256, n = 0;
     char *buf = malloc(cap);
-    const gs_gpu_list_t *l = a->listing;
+    const gs_gpu_list_t *l = sv->listing;
     if (buf == NULL) {
         refuse(fd, "out of memory");
         return;
@@ -176,26 +179,27 @@ static void refuse_slow(int fd, long long busy)
     refuse(fd, why);
 }
 
-/* The latest listing into a->listing: 1 if it is fresh enough to tell. */
+/* The latest listing into sv->listing: 1 if it is fresh enough to tell. */
 static int listing_ready(gs_agent_t *a)
 {
-    if (a->listing == NULL && (a->listing = calloc(1, sizeof(*a->listing))) == NULL) {
+    gs_service_t *sv = gs_service(a);
+    if (sv->listing == NULL && (sv->listing = calloc(1, sizeof(*sv->listing))) == NULL) {
         return 0;
     }
-    if (a->lister == NULL) {
+    if (sv->lister == NULL) {
         gs_error_t err; /* no thread: listed here, in the loop */
-        if (gs_gpu_discover(a->listing, &err) != 0) {
-            a->listing->count = 0;
-            snprintf(a->listing->reason, sizeof(a->listing->reason), "%s", err.text);
+        if (gs_gpu_discover(sv->listing, &err) != 0) {
+            sv->listing->count = 0;
+            snprintf(sv->listing->reason, sizeof(sv->listing->reason), "%s", err.text);
         }
-        if (gs_agent_servers_memory(a, a->listing)) {
+        if (gs_agent_servers_memory(a, sv->listing)) {
             gs_agent_write_status(a);
         }
         return 1;
     }
-    long long age = gs_lister_get(a->lister, a->listing, SHARE_LISTING_FRESH_MS);
+    long long age = gs_lister_get(sv->lister, sv->listing, SHARE_LISTING_FRESH_MS);
     int ready = age >= 0 && age <= SHARE_LISTING_STALE_MS;
-    if (ready && gs_agent_servers_memory(a, a->listing)) {
+    if (ready && gs_agent_servers_memory(a, sv->listing)) {
         gs_agent_write_status(a); /* its servers' own memory, for gsrun status */
     }
     return ready;
@@ -203,23 +207,24 @@ static int listing_ready(gs_agent_t *a)
 
 static void on_retire(gs_agent_t *a, gs_agent_conn_t *c)
 {
+    gs_service_t *sv = gs_service(a);
     if (c->uid != getuid()) {
         refuse(c->fd, "only the user's shared MPS takes gsrun stop");
         return;
     }
-    a->retiring = 1;
-    a->ever_leased = 1;
-    a->linger_ms = 0;
-    if (a->nleases == 0) {
-        a->idle_since = gs_proc_now_ms(); /* it ends at the loop's next check */
+    sv->retiring = 1;
+    sv->ever_leased = 1;
+    sv->linger_ms = 0;
+    if (sv->nleases == 0) {
+        sv->idle_since = gs_proc_now_ms(); /* it ends at the loop's next check */
     }
     /* Said at once (the report comes at the end); what it did before is
      * nobody's now; from here on, the caller's. */
     dprintf(c->fd,
             "gsrun: node %s: the user's shared MPS (agent %d) stops once the %d job%s that "
             "hold%s its servers end%s; a new job meanwhile runs servers of its own\n",
-            a->o->args.node_name, (int)getpid(), a->nleases, a->nleases == 1 ? "" : "s",
-            a->nleases == 1 ? "s" : "", a->nleases == 1 ? "s" : "");
+            a->o->args.node_name, (int)getpid(), sv->nleases, sv->nleases == 1 ? "" : "s",
+            sv->nleases == 1 ? "s" : "", sv->nleases == 1 ? "s" : "");
     gs_report_clear(&a->report);
     gs_report_to_fd(&a->report, GS_SINK_EPILOG, c->fd);
     a->report.verbose = 1;
@@ -227,6 +232,7 @@ static void on_retire(gs_agent_t *a, gs_agent_conn_t *c)
 
 static void on_gpus(gs_agent_t *a, gs_agent_conn_t *c)
 {
+    gs_service_t *sv = gs_service(a);
     if (c->uid != getuid()) {
         refuse(c->fd, "the GPUs are told to the user's own jobs only");
         return;
@@ -234,10 +240,10 @@ static void on_gpus(gs_agent_t *a, gs_agent_conn_t *c)
     long long busy;
     if (listing_ready(a)) {
         tell_gpus(a, c->fd);
-    } else if ((busy = gs_lister_busy_ms(a->lister)) >= SHARE_LISTING_SLOW_MS) {
+    } else if ((busy = gs_lister_busy_ms(sv->lister)) >= SHARE_LISTING_SLOW_MS) {
         refuse_slow(c->fd, busy);
-    } else if (a->ngpus_waiting < GS_AGENT_GPUS_WAITING) {
-        a->gpus_waiting[a->ngpus_waiting++] = c->fd; /* told by tell_waiting */
+    } else if (sv->ngpus_waiting < GS_AGENT_GPUS_WAITING) {
+        sv->gpus_waiting[sv->ngpus_waiting++] = c->fd; /* told by tell_waiting */
     } else {
         refuse(c->fd, "too many jobs wait for the GPUs' listing");
     }
@@ -245,37 +251,39 @@ static void on_gpus(gs_agent_t *a, gs_agent_conn_t *c)
 
 static void tell_waiting(gs_agent_t *a)
 {
-    if (a->ngpus_waiting == 0) {
+    gs_service_t *sv = gs_service(a);
+    if (sv->ngpus_waiting == 0) {
         return;
     }
     long long busy = 0;
     if (listing_ready(a)) {
-        for (int i = 0; i < a->ngpus_waiting; i++) {
-            tell_gpus(a, a->gpus_waiting[i]);
+        for (int i = 0; i < sv->ngpus_waiting; i++) {
+            tell_gpus(a, sv->gpus_waiting[i]);
         }
-        a->ngpus_waiting = 0;
-    } else if ((busy = gs_lister_busy_ms(a->lister)) >= SHARE_LISTING_SLOW_MS) {
-        for (int i = 0; i < a->ngpus_waiting; i++) {
-            refuse_slow(a->gpus_waiting[i], busy);
+        sv->ngpus_waiting = 0;
+    } else if ((busy = gs_lister_busy_ms(sv->lister)) >= SHARE_LISTING_SLOW_MS) {
+        for (int i = 0; i < sv->ngpus_waiting; i++) {
+            refuse_slow(sv->gpus_waiting[i], busy);
         }
-        a->ngpus_waiting = 0;
+        sv->ngpus_waiting = 0;
     }
 }
 
 static void tell_lost(gs_agent_t *a)
 {
+    gs_service_t *sv = gs_service(a);
     int changed = 0;
     for (int s = 0; s < a->daemons.n; s++) {
         const gs_mps_daemon_t *d = &a->daemons.daemon[s];
-        if (!d->daemon_reaped || a->lost_told[s]) {
+        if (!d->daemon_reaped || sv->lost_told[s]) {
             continue;
         }
-        a->lost_told[s] = 1;
+        sv->lost_told[s] = 1;
         changed = 1;
         int st = d->daemon_status;
         char line[64];
         int n = gs_lease_fmt_lost(line, sizeof(line), s,
-                                  a->share_shun[s] == 2 ? GS_LEASE_LOST_WEDGED
+                                  sv->share_shun[s] == 2 ? GS_LEASE_LOST_WEDGED
                                   : WIFSIGNALED(st)     ? GS_LEASE_LOST_SIGNAL
                                                         : GS_LEASE_LOST_STATUS,
                                   WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
@@ -290,18 +298,20 @@ static void tell_lost(gs_agent_t *a)
  * The service lingers as the last job asked. */
 static void drop(gs_agent_t *a, int i)
 {
-    const gs_agent_lease_t *l = &a->leases[i];
+    gs_service_t *sv = gs_service(a);
+    const gs_agent_lease_t *l = &sv->leases[i];
     gs_report_add(&a->report, 0, "job %s ended its lease", l->job);
-    gs_agent_share_end(a, i, a->retiring ? 0 : l->linger_s * 1000);
+    gs_agent_share_end(a, i, sv->retiring ? 0 : l->linger_s * 1000);
 }
 
 static void confirm_due(gs_agent_t *a, int all)
 {
+    gs_service_t *sv = gs_service(a);
     long long now = gs_proc_now_ms();
     int changed = 0;
     for (int e = 0; e < a->daemons.n && e < GS_MAX_GPUS; e++) {
-        if (a->share_confirm_ms[e] > 0 && (all || now >= a->share_confirm_ms[e])) {
-            a->share_confirm_ms[e] = 0;
+        if (sv->share_confirm_ms[e] > 0 && (all || now >= sv->share_confirm_ms[e])) {
+            sv->share_confirm_ms[e] = 0;
             gs_agent_confirm_server(a, e, "the user's jobs on this node");
             changed = 1;
         }
@@ -313,8 +323,9 @@ static void confirm_due(gs_agent_t *a, int all)
 
 static int timeout_ms(gs_agent_t *a)
 {
+    gs_service_t *sv = gs_service(a);
     long long next = idle_ms(a), now = gs_proc_now_ms();
-    if (a->ngpus_waiting > 0) {
+    if (sv->ngpus_waiting > 0) {
         next = next < 0 || next > 5 ? 5 : next; /* the listing's end, looked for every 5 ms */
     }
     int start = gs_agent_share_start_ms(a); /* a server's start under way */
@@ -322,7 +333,7 @@ static int timeout_ms(gs_agent_t *a)
         next = next < 0 || next > start ? start : next;
     }
     for (int e = 0; e < a->daemons.n && e < GS_MAX_GPUS; e++) {
-        long long due = a->share_confirm_ms[e];
+        long long due = sv->share_confirm_ms[e];
         if (due > 0) {
             long long left = due > now ? due - now : 0;
             next = next < 0 || left < next ? left : next;
@@ -336,29 +347,32 @@ static int timeout_ms(gs_agent_t *a)
  * most); after that, the last job's linger (0 after a failed start). */
 static int idle_ms(const gs_agent_t *a)
 {
-    if (a->nleases > 0) {
+    const gs_service_t *sv = gs_service_const(a);
+    if (sv->nleases > 0) {
         return -1;
     }
     long long first = (long long)a->o->cfg.timeout_s * 1000;
     if (first > SHARE_FIRST_LEASE_MS) {
         first = SHARE_FIRST_LEASE_MS; /* not the first job's --mps-timeout, up to an hour */
     }
-    long long bound = a->ever_leased ? a->linger_ms : first;
-    long long left = a->idle_since + bound - gs_proc_now_ms();
+    long long bound = sv->ever_leased ? sv->linger_ms : first;
+    long long left = sv->idle_since + bound - gs_proc_now_ms();
     return left < 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
 }
 
 static int lease_fds(gs_agent_t *a, struct pollfd *p, int max)
 {
+    gs_service_t *sv = gs_service(a);
     int k = 0;
-    for (int i = 0; i < a->nleases && k < max; i++) {
-        p[k++] = (struct pollfd){a->leases[i].fd, POLLIN, 0};
+    for (int i = 0; i < sv->nleases && k < max; i++) {
+        p[k++] = (struct pollfd){sv->leases[i].fd, POLLIN, 0};
     }
     return k;
 }
 
 static void lease_ready(gs_agent_t *a, const struct pollfd *p, int n)
 {
+    gs_service_t *sv = gs_service(a);
     int changed = 0;
     /* Backwards: dropping moves the last lease into the slot. */
     for (int i = n - 1; i >= 0; i--) {
@@ -367,7 +381,7 @@ static void lease_ready(gs_agent_t *a, const struct pollfd *p, int n)
         if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR))) {
             continue;
         }
-        if ((p[i].revents & POLLIN) && (r = read(a->leases[i].fd, buf, sizeof(buf) - 1)) > 0) {
+        if ((p[i].revents & POLLIN) && (r = read(sv->leases[i].fd, buf, sizeof(buf) - 1)) > 0) {
             buf[r] = '\0'; /* a job's lines: "wedged S", each one short write */
             for (char *line = buf, *nl; (nl = strchr(line, '\n')) != NULL; line = nl + 1) {
                 *nl = '\0';
@@ -385,6 +399,7 @@ static void lease_ready(gs_agent_t *a, const struct pollfd *p, int n)
 
 void gs_agent_share_close(gs_agent_t *a)
 {
+    gs_service_t *sv = gs_service(a);
     confirm_due(a, 1); /* the servers' PIDs, for a bounded stop */
     /* A job that comes now finds no socket and starts the next shared
      * agent once this one is gone, instead of waiting on a backlog. */
@@ -394,26 +409,26 @@ void gs_agent_share_close(gs_agent_t *a)
         a->listen_fd = -1;
         unlink(a->sock);
     }
-    for (int i = a->nleases - 1; i >= 0; i--) {
-        close(a->leases[i].fd); /* a signal ended it: its jobs see the hang-up */
+    for (int i = sv->nleases - 1; i >= 0; i--) {
+        close(sv->leases[i].fd); /* a signal ended it: its jobs see the hang-up */
     }
-    a->nleases = 0;
-    free(a->leases);
-    a->leases = NULL;
-    for (int i = 0; i < a->ngpus_waiting; i++) {
-        close(a->gpus_waiting[i]); /* they list the GPUs themselves */
+    sv->nleases = 0;
+    free(sv->leases);
+    sv->leases = NULL;
+    for (int i = 0; i < sv->ngpus_waiting; i++) {
+        close(sv->gpus_waiting[i]); /* they list the GPUs themselves */
     }
-    a->ngpus_waiting = 0;
-    if (gs_lister_stop(a->lister, SHARE_LISTER_STOP_MS) != 0) {
-        a->lister_stuck = 1;
+    sv->ngpus_waiting = 0;
+    if (gs_lister_stop(sv->lister, SHARE_LISTER_STOP_MS) != 0) {
+        sv->lister_stuck = 1;
         gs_report_add(&a->report, 1,
                       "an NVML call of its GPU listing did not end within %lld ms of the "
                       "agent's end (NVML stuck): its servers are stopped without it",
                       (long long)SHARE_LISTER_STOP_MS);
     }
-    a->lister = NULL;
-    free(a->listing);
-    a->listing = NULL;
+    sv->lister = NULL;
+    free(sv->listing);
+    sv->listing = NULL;
 }
 
 /* --- its messages and its wait ---------------------------------------------- */
@@ -442,13 +457,14 @@ const gs_agent_msg_t gs_agent_service_messages[] = {
 
 static void hold_check(gs_agent_t *a)
 {
+    gs_service_t *sv = gs_service(a);
     gs_agent_share_starting(a);
     confirm_due(a, 0);
     tell_waiting(a);
     tell_lost(a);
     if (idle_ms(a) == 0) {
-        gs_agent_loop_end(a, a->retiring      ? "gsrun stop asked, and the last job ended"
-                             : a->ever_leased ? "the last job ended (and its linger)"
+        gs_agent_loop_end(a, sv->retiring      ? "gsrun stop asked, and the last job ended"
+                             : sv->ever_leased ? "the last job ended (and its linger)"
                                               : "no job came");
     }
 }

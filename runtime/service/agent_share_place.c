@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/agent/agent_int.h"
+#include "runtime/service/service_int.h"
 #include "runtime/core/proc.h"
 #include "runtime/wire/lease.h"
 
@@ -43,11 +43,12 @@ int gs_agent_share_gpu_by_uuid(const gs_agent_t *a, const char *uuid)
  * server still starting is not one yet. */
 static int fit(const gs_agent_t *a, int g, int n)
 {
+    const gs_service_t *sv = gs_service_const(a);
     int best = -1, limit = a->plan.clients_per_server;
     for (int s = 0; s < a->daemons.n; s++) {
-        if (s != a->share_starting && a->daemons.gpu_of[s] == g && !a->share_shun[s] &&
-            a->daemons.daemon[s].daemon_pid > 0 && a->leased[s] + n <= limit &&
-            (best < 0 || a->leased[s] > a->leased[best])) {
+        if (s != sv->share_starting && a->daemons.gpu_of[s] == g && !sv->share_shun[s] &&
+            a->daemons.daemon[s].daemon_pid > 0 && sv->leased[s] + n <= limit &&
+            (best < 0 || sv->leased[s] > sv->leased[best])) {
             best = s;
         }
     }
@@ -57,6 +58,7 @@ static int fit(const gs_agent_t *a, int g, int n)
 /* Begins one more server on GPU g: its index, or -1 with err. */
 static int begin_server(gs_agent_t *a, int g, gs_error_t *err)
 {
+    gs_service_t *sv = gs_service(a);
     gs_daemons_t *ds = &a->daemons;
     int e = ds->n, k = 0;
     if (e >= GS_MAX_GPUS) {
@@ -76,37 +78,40 @@ static int begin_server(gs_agent_t *a, int g, gs_error_t *err)
         gs_agent_count_servers(a, e);
         return -1;
     }
-    a->share_starting = e;
-    a->share_start_deadline = gs_proc_now_ms() + (long long)a->o->cfg.timeout_s * 1000;
+    sv->share_starting = e;
+    sv->share_start_deadline = gs_proc_now_ms() + (long long)a->o->cfg.timeout_s * 1000;
     return e;
 }
 
 /* Server e serves: published, a row of `gsrun status` (the plan's servers). */
 static void server_ready(gs_agent_t *a, int e)
 {
+    gs_service_t *sv = gs_service(a);
     a->plan.nservers = a->plan.nused = e + 1;
-    a->share_confirm_ms[e] = gs_proc_now_ms() + SHARE_CONFIRM_MS;
-    a->share_answered_ms[e] = gs_proc_now_ms();
+    sv->share_confirm_ms[e] = gs_proc_now_ms() + SHARE_CONFIRM_MS;
+    sv->share_answered_ms[e] = gs_proc_now_ms();
     gs_agent_publish_on(a);
 }
 
 void gs_agent_share_end(gs_agent_t *a, int i, int linger_ms)
 {
-    gs_agent_lease_t *l = &a->leases[i];
+    gs_service_t *sv = gs_service(a);
+    gs_agent_lease_t *l = &sv->leases[i];
     for (int e = 0; e < l->n; e++) {
-        a->leased[l->server[e]] -= l->clients[e];
+        sv->leased[l->server[e]] -= l->clients[e];
     }
     close(l->fd);
-    *l = a->leases[--a->nleases];
-    if (a->nleases == 0) {
-        a->idle_since = gs_proc_now_ms();
-        a->linger_ms = linger_ms;
+    *l = sv->leases[--sv->nleases];
+    if (sv->nleases == 0) {
+        sv->idle_since = gs_proc_now_ms();
+        sv->linger_ms = linger_ms;
     }
 }
 
 void gs_agent_share_refuse(gs_agent_t *a, int i, const char *why)
 {
-    gs_agent_lease_t *l = &a->leases[i];
+    gs_service_t *sv = gs_service(a);
+    gs_agent_lease_t *l = &sv->leases[i];
     gs_report_add(&a->report, 1, "job %s: %s", l->job, why);
     char line[GS_LINE_MAX];
     int n = gs_lease_fmt_refusal(line, sizeof(line), why);
@@ -123,17 +128,18 @@ void gs_agent_share_refuse(gs_agent_t *a, int i, const char *why)
  * 0 while one waits for a server's start, -1 with err (refused). */
 static int advance(gs_agent_t *a, gs_agent_lease_t *l, gs_error_t *err)
 {
+    gs_service_t *sv = gs_service(a);
     char line[GS_LINE_MAX];
     while (l->n < l->want_n) {
         int e = l->n, s;
         if (l->starting >= 0) {
-            if (l->starting == a->share_starting) {
+            if (l->starting == sv->share_starting) {
                 return 0;
             }
             s = l->starting; /* begun for this entry: it serves now */
             l->starting = -1;
         } else if ((s = fit(a, l->want_gpu[e], l->want_clients[e])) < 0) {
-            if (a->share_starting >= 0) {
+            if (sv->share_starting >= 0) {
                 return 0; /* one start at a time */
             }
             if ((s = begin_server(a, l->want_gpu[e], err)) < 0) {
@@ -146,7 +152,7 @@ static int advance(gs_agent_t *a, gs_agent_lease_t *l, gs_error_t *err)
         }
         l->server[e] = s;
         l->clients[e] = l->want_clients[e];
-        a->leased[s] += l->clients[e];
+        sv->leased[s] += l->clients[e];
         l->n++;
     }
     l->waiting = 0;
@@ -166,10 +172,11 @@ static int advance(gs_agent_t *a, gs_agent_lease_t *l, gs_error_t *err)
 
 void gs_agent_share_place(gs_agent_t *a)
 {
+    gs_service_t *sv = gs_service(a);
     gs_error_t err;
     int changed = 0;
-    for (int i = 0; i < a->nleases;) {
-        gs_agent_lease_t *l = &a->leases[i];
+    for (int i = 0; i < sv->nleases;) {
+        gs_agent_lease_t *l = &sv->leases[i];
         int rc = l->waiting ? advance(a, l, &err) : 0;
         changed |= rc != 0;
         if (rc < 0) {
@@ -185,23 +192,24 @@ void gs_agent_share_place(gs_agent_t *a)
 
 void gs_agent_share_starting(gs_agent_t *a)
 {
+    gs_service_t *sv = gs_service(a);
     gs_error_t err;
-    int e = a->share_starting;
+    int e = sv->share_starting;
     if (e < 0) {
         return;
     }
-    int rc = gs_daemons_begun(&a->daemons, a->share_start_deadline, &err);
+    int rc = gs_daemons_begun(&a->daemons, sv->share_start_deadline, &err);
     if (rc == 1) {
         return;
     }
-    a->share_starting = -1;
+    sv->share_starting = -1;
     if (rc == 0) {
         server_ready(a, e);
     } else {
         a->servers.count = e;
         gs_agent_count_servers(a, e);
-        for (int i = 0; i < a->nleases;) {
-            if (a->leases[i].starting == e) {
+        for (int i = 0; i < sv->nleases;) {
+            if (sv->leases[i].starting == e) {
                 gs_agent_share_refuse(a, i, err.text);
                 continue;
             }
@@ -213,5 +221,6 @@ void gs_agent_share_starting(gs_agent_t *a)
 
 int gs_agent_share_start_ms(const gs_agent_t *a)
 {
-    return a->share_starting >= 0 ? SHARE_START_LOOK_MS : -1;
+    const gs_service_t *sv = gs_service_const(a);
+    return sv->share_starting >= 0 ? SHARE_START_LOOK_MS : -1;
 }

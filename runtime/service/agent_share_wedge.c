@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/agent/agent_int.h"
+#include "runtime/service/service_int.h"
 #include "runtime/core/proc.h"
 #include "runtime/wire/lease.h"
 
@@ -27,6 +27,7 @@
  * none could start (the entry then is a dead server: its jobs hear "lost"). */
 static int replace(gs_agent_t *a, int s, const char *why, char *told, size_t len)
 {
+    gs_service_t *sv = gs_service(a);
     gs_daemons_t *ds = &a->daemons;
     gs_mps_daemon_t *d = &ds->daemon[s];
     char who[48], line[64];
@@ -40,7 +41,7 @@ static int replace(gs_agent_t *a, int s, const char *why, char *told, size_t len
     a->stuck_ended[s]++;
     int rc = gs_daemons_refill(ds, &a->servers, s, 1, &err);
     if (rc == 0) {
-        a->share_answered_ms[s] = gs_proc_now_ms();
+        sv->share_answered_ms[s] = gs_proc_now_ms();
         snprintf(a->stuck_note[s], sizeof(a->stuck_note[s]),
                  "%.200s; replaced by control daemon %d (%d wedged so far)", why,
                  (int)d->daemon_pid, a->stuck_ended[s]);
@@ -61,7 +62,7 @@ static int replace(gs_agent_t *a, int s, const char *why, char *told, size_t len
     gs_report_add(&a->report, 1, "%s", told);
     d->daemon_reaped = 1; /* its jobs are told it is lost: "wedged" */
     d->daemon_status = SIGKILL;
-    a->share_shun[s] = 2;
+    sv->share_shun[s] = 2;
     gs_agent_write_status(a);
     return rc;
 }
@@ -71,9 +72,10 @@ static int replace(gs_agent_t *a, int s, const char *why, char *told, size_t len
 static void shun(gs_agent_t *a, int s, const char *why, const char *because, char *told,
                  size_t len)
 {
+    gs_service_t *sv = gs_service(a);
     char who[48];
     gs_daemons_label(&a->daemons, s, who, sizeof(who));
-    a->share_shun[s] = 1;
+    sv->share_shun[s] = 1;
     snprintf(a->stuck_note[s], sizeof(a->stuck_note[s]), "%.200s; left running (%s)", why,
              because);
     snprintf(told, len, "%s: the user's shared MPS server is wedged: %s; gsrun's node service "
@@ -84,18 +86,19 @@ static void shun(gs_agent_t *a, int s, const char *why, const char *because, cha
 
 int gs_agent_share_sound(gs_agent_t *a, int s, int force, int mine, char *told, size_t len)
 {
+    gs_service_t *sv = gs_service(a);
     gs_mps_daemon_t *d = &a->daemons.daemon[s];
     char why[300];
     long long now = gs_proc_now_ms();
-    int fresh = !force && a->share_answered_ms[s] > 0 &&
-                now - a->share_answered_ms[s] < SHARE_PROBE_FRESH_MS;
-    if (a->share_shun[s]) {
+    int fresh = !force && sv->share_answered_ms[s] > 0 &&
+                now - sv->share_answered_ms[s] < SHARE_PROBE_FRESH_MS;
+    if (sv->share_shun[s]) {
         return 0;
     }
     int rc = gs_mps_probe(d, a->daemons.control, fresh ? 0 : GS_MPS_ANSWER_MS, why,
                           sizeof(why));
     if (rc == GS_MPS_PROBE_OK) {
-        a->share_answered_ms[s] = fresh ? a->share_answered_ms[s] : gs_proc_now_ms();
+        sv->share_answered_ms[s] = fresh ? sv->share_answered_ms[s] : gs_proc_now_ms();
         return 1;
     }
     if (rc == GS_MPS_PROBE_GONE) {
@@ -111,10 +114,10 @@ int gs_agent_share_sound(gs_agent_t *a, int s, int force, int mine, char *told, 
         gs_agent_write_status(a);
         return 0;
     }
-    if (a->leased[s] > mine) {
+    if (sv->leased[s] > mine) {
         char because[96];
         snprintf(because, sizeof(because), "%d rank%s of other jobs lease it: ending it would end "
-                 "their contexts", a->leased[s] - mine, a->leased[s] - mine == 1 ? "" : "s");
+                 "their contexts", sv->leased[s] - mine, sv->leased[s] - mine == 1 ? "" : "s");
         shun(a, s, why, because, told, len);
         return 0;
     }
@@ -128,7 +131,8 @@ int gs_agent_share_sound(gs_agent_t *a, int s, int force, int mine, char *told, 
 
 void gs_agent_share_on_wedged(gs_agent_t *a, int lease, const char *line)
 {
-    const gs_agent_lease_t *l = &a->leases[lease];
+    gs_service_t *sv = gs_service(a);
+    const gs_agent_lease_t *l = &sv->leases[lease];
     char told[400] = "", who[48];
     int s = -1, mine = 0;
     if (gs_lease_parse_wedged(line, &s) != 0 || s < 0 || s >= a->daemons.n) {

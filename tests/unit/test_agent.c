@@ -9,7 +9,8 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "runtime/agent/agent_int.h"
+#include "runtime/job/job_int.h"
+#include "runtime/service/service_int.h"
 
 static void walk(const gs_agent_step_t *table, const gs_agent_state_t *path, int n)
 {
