@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: runtime/gpu/mps.c, runtime/gpu/mps_stop.c, runtime/agent/daemons.c, runtime/agent/report.c
+# covers: runtime/gpu/mps.c, runtime/gpu/mps_stop.c, runtime/agent/daemons.c, runtime/agent/report.c, runtime/job/agent_confirm.c
 # The MPS control daemon failing in each way: bounded waits, a clear message,
 # the documented status, and nothing left behind.
 . "$GS_TOP_SRCDIR/tests/integration/lib.sh"

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: runtime/gpu/mps_health.c, runtime/agent/agent_fault.c, runtime/agent/agent_fault_word.c, runtime/agent/daemons.c, runtime/job/agent_lease.c, runtime/job/agent_lease_watch.c, runtime/agent/agent_publish.c, runtime/files/status.c
+# covers: runtime/gpu/mps_health.c, runtime/agent/agent_fault.c, runtime/agent/agent_fault_word.c, runtime/agent/daemons.c, runtime/job/agent_lease.c, runtime/job/agent_lease_watch.c, runtime/agent/agent_publish.c, runtime/files/status.c, runtime/service/agent_share_tell.c
 # A GPU fault on an MPS server (issue 51), with the fake control daemon's
 # fault (tests/fake: a client that says "fault" makes it print the lines a
 # real server prints and refuse new clients with 807 while a client of the

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# covers: runtime/service/agent_share.c, runtime/job/agent_lease.c, runtime/job/agent_lease_watch.c, runtime/agent/daemons.c, runtime/files/status.c, runtime/files/rundir.c, runtime/files/rundir_base.c, runtime/core/proctree.c
+# covers: runtime/service/agent_share.c, runtime/job/agent_lease.c, runtime/job/agent_lease_watch.c, runtime/agent/daemons.c, runtime/files/status.c, runtime/files/rundir.c, runtime/files/rundir_base.c, runtime/core/proctree.c, runtime/service/agent_share_tell.c
 # --mps-share=node under faults (issue 46): sharing is an optimisation,
 # never a reason to lose MPS. A shared agent killed with its guard and
 # daemons leaves nothing the next job mistakes for a live daemon; a shared
