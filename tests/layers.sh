@@ -248,7 +248,13 @@ for f in $files; do
             continue
         fi
         is_int "$p" && continue # a room's header: its room is what counts
-        if in_agent "$me"; then [ "$pl" -lt "$L" ] && continue; else [ "$pl" -le "$L" ] && continue; fi
+        # A front end's use of the agent's names is checked at every layer
+        # (below them by number, but only gsrun-agent may use them).
+        if in_agent "$me"; then
+            [ "$pl" -lt "$L" ] && continue
+        elif ! { [ "$L" -eq 20 ] && in_agent "$p"; }; then
+            [ "$pl" -le "$L" ] && continue
+        fi
         is_int "$me" && continue # declares its room's parts' functions
         [ "$L" -eq 20 ] && ! in_agent "$p" && continue
         [ -n "${RE[$p]}" ] || continue
@@ -334,6 +340,8 @@ if [ -z "${GS_LAYERS_ROOT:-}" ]; then
         plant runtime/agent/agent_publish.c 'static void f(void) { gs_lister_start(); }'
     must_fail "a planted call from what both use (agent_fault.c) into the job's room" \
         plant runtime/agent/agent_fault.c 'static void f(void) { gs_agent_pack(0, 0, 0); }'
+    must_fail "a planted call from a front end (launcher/gsrun.c) into the agent's daemons" \
+        plant launcher/gsrun.c 'static void f(void) { gs_daemons_init(0, 0, 0, 0, 0, 0, 0); }'
     must_fail "a planted include of launcher/ in slurm/" \
         plant slurm/srun_task.c '#include "launcher/options.h"'
 fi
