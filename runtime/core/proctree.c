@@ -249,6 +249,49 @@ static void mark_tree(const proc_entry_t *list, long n, pid_t self, const spare_
     }
 }
 
+/* What the search keeps between its passes. */
+typedef struct {
+    spare_t sp;
+    const char *marker;
+    pid_t self;
+    pidset_t signalled, tree, spared, keep;
+    pid_t groups[GROUPS_MAX]; /* this pass's: the process groups to end whole */
+    int ngroups;
+    pidset_t hit;  /* the process groups signalled whole */
+    int by_group;  /* processes those signals ended that no pass saw running */
+} search_t;
+
+/* Reaps this process's exited children. Where a marker picks what to end
+ * (gsrun's end of what the ranks left), one that died of SIGKILL in a
+ * process group we signalled whole, and that no pass signalled itself (a
+ * fork chain's hop, which lives too briefly for any pass to see it), is
+ * counted in s->by_group: its death is the only sight of it, and gsrun
+ * says how many it ended. A whole tree (root's keeper: a fork bomb's
+ * thousands) is reaped without a look at each. */
+static void reap(search_t *s)
+{
+    siginfo_t si;
+    if (s->marker == NULL) {
+        while (waitpid(-1, NULL, WNOHANG) > 0) {
+        }
+        return;
+    }
+    for (;;) {
+        memset(&si, 0, sizeof(si));
+        if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid <= 0) {
+            return;
+        }
+        pid_t pid = si.si_pid;
+        if (si.si_code == CLD_KILLED && si.si_status == SIGKILL &&
+            !pidset_has(&s->signalled, pid) &&
+            pidset_has(&s->hit, (pid_t)gs_proctree_stat_field(pid, GS_STAT_PGRP))) {
+            pidset_add(&s->signalled, pid);
+            s->by_group++;
+        }
+        waitpid(pid, NULL, WNOHANG);
+    }
+}
+
 /* Between passes: for ms, SIGKILLs every child of ours (but the spared and
  * the unmarked) straight from the kernel's list of them, again and again.
  * A fork chain
@@ -257,7 +300,7 @@ static void mark_tree(const proc_entry_t *list, long n, pid_t self, const spare_
  * fork has returned ends the chain. A PID of a child stays ours until we
  * reap it: no pidfd needed. Returns how many new ones it signalled, or -1
  * where the kernel keeps no such list (CONFIG_PROC_CHILDREN). */
-static int kill_children(int ms, const spare_t *spare, const char *marker, pidset_t *signalled)
+static int kill_children(search_t *s, int ms)
 {
     char path[64], buf[4096];
     long long end = gs_proc_now_ms() + ms;
@@ -276,40 +319,28 @@ static int kill_children(int ms, const spare_t *spare, const char *marker, pidse
                     pid = pid * 10 + (buf[i] - '0');
                     continue;
                 }
-                if (pid > 1 && !spared_one((pid_t)pid, spare) && marked((pid_t)pid, marker) &&
-                    kill((pid_t)pid, SIGKILL) == 0 && !pidset_has(signalled, (pid_t)pid)) {
-                    pidset_add(signalled, (pid_t)pid);
+                if (pid > 1 && !spared_one((pid_t)pid, &s->sp) && marked((pid_t)pid, s->marker) &&
+                    kill((pid_t)pid, SIGKILL) == 0 && !pidset_has(&s->signalled, (pid_t)pid)) {
+                    pidset_add(&s->signalled, (pid_t)pid);
                     count++;
                 }
                 pid = 0;
             }
         }
         close(fd);
-        while (waitpid(-1, NULL, WNOHANG) > 0) {
-        }
+        reap(s);
     } while (gs_proc_now_ms() < end);
     return count;
 }
 
 /* Whether this process has no child at all, living or exited: reaps the
  * exited ones first. */
-static int childless(void)
+static int childless(search_t *s)
 {
-    pid_t r;
-    while ((r = waitpid(-1, NULL, WNOHANG)) > 0) {
-    }
-    return r < 0 && errno == ECHILD;
+    siginfo_t si;
+    reap(s);
+    return waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 && errno == ECHILD;
 }
-
-/* What the search keeps between its passes. */
-typedef struct {
-    spare_t sp;
-    const char *marker;
-    pid_t self;
-    pidset_t signalled, tree, spared, keep;
-    pid_t groups[GROUPS_MAX]; /* this pass's: the process groups to end whole */
-    int ngroups;
-} search_t;
 
 static void add_group(search_t *s, pid_t pgrp)
 {
@@ -407,7 +438,9 @@ static int pass(search_t *s, const proc_entry_t *list, long n, int *alive, int *
      * outran every pass (8 of 10 jobs left one running). */
     for (int k = 0; k < s->ngroups; k++) {
         if (!pidset_has(&s->keep, s->groups[k])) {
-            kill(-s->groups[k], SIGKILL);
+            if (kill(-s->groups[k], SIGKILL) == 0) {
+                pidset_add(&s->hit, s->groups[k]);
+            }
             pidset_add(&s->keep, s->groups[k]); /* once */
         }
     }
@@ -438,11 +471,11 @@ int gs_proctree_kill(const char *const *spare, const char *spare_exe, const char
         } /* else none is spared: no process runs a file that is not there */
     }
     if (pidset_init(&s->signalled) != 0 || pidset_init(&s->tree) != 0 ||
-        pidset_init(&s->spared) != 0 || pidset_init(&s->keep) != 0) {
+        pidset_init(&s->spared) != 0 || pidset_init(&s->keep) != 0 || pidset_init(&s->hit) != 0) {
         ended = -ENOMEM;
     }
     while (ended >= 0) {
-        childless();
+        childless(s);
         long n = snapshot(&list, &cap);
         if (n < 0) {
             ended = -ENOMEM;
@@ -452,21 +485,26 @@ int gs_proctree_kill(const char *const *spare, const char *spare_exe, const char
         /* Done when a whole pass found nothing running and no exited child
          * to reap; for the whole tree (no marker, nothing spared), only when
          * no child is left at all, which no race between passes can fake. */
-        if (alive == 0 && waiting == 0 && (spare != NULL || marker != NULL || childless())) {
+        if (alive == 0 && waiting == 0 && (spare != NULL || marker != NULL || childless(s))) {
             break;
         }
         if (gs_proc_now_ms() >= deadline) {
             *left = alive > 0 ? alive : 1;
             break;
         }
-        int fast = kill_children(20, &s->sp, marker, &s->signalled);
+        int fast = kill_children(s, 20);
         if (fast < 0) {
             usleep(alive > 0 ? 2000 : 200); /* the killed ones' children come back to us */
         } else {
             ended += fast;
         }
     }
+    if (ended >= 0) {
+        reap(s); /* a group's last hops, dead by now */
+        ended += s->by_group;
+    }
     free(list);
+    free(s->hit.bits);
     free(s->tree.bits);
     free(s->spared.bits);
     free(s->signalled.bits);

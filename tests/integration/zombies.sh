@@ -99,7 +99,7 @@ for name in gsleft-chain gsleft-leader; do
     live=$(ps -eo stat=,nlwp=,comm= | awk -v n=$name '$3 == n && ($1 !~ /^Z/ || $2 > 1)' | wc -l)
     check "ranks that leave a '${what%% *}': status $rc (0) in $ms ms, gsrun ends them and says so" eval \
         '[ $rc -eq 0 ] && grep -q "gsrun: ended [0-9]* process.* the job.s ranks left running" "$ERR" && ! grep -q "still running" "$ERR"' ||
-        diag "$ERR"
+        { diag "$ERR"; echo "# gsrun's stderr: $(wc -l <"$ERR") lines"; }
     check "  ... none of them left running ($live${a:+; chain hops $a, then $b within 3 s})" \
         [ "$live" -eq 0 -a "$a" = "$b" ]
     pkill -9 -x $name 2>/dev/null
